@@ -1,0 +1,31 @@
+# Set-up and everyday commands. Everything runs inside .venv in the repo root.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test lint demo clean
+
+setup: $(STAMP)
+
+# torch first and pinned: pip takes the local CPU wheel; an unpinned torch pulls a CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+lint: setup
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+test: lint
+	$(BIN)/python -m pytest
+
+# The main job on embedded defaults: the spectrum on tiny retrieval (Table 1's direction).
+demo: setup
+	$(BIN)/mixit compare --task retrieval --preset tiny --out runs/demo
+
+clean:
+	rm -rf $(VENV) runs

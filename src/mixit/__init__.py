@@ -1,0 +1,13 @@
+"""mixit: take transformers apart, following "Is Random Attention Sufficient for Sequence Modeling?"
+
+Python entry points (the ``mixit`` command is a thin layer over them):
+``train(task=..., model=..., preset=..., seed=..., out=..., overrides={...})`` -> summary dict,
+``compare(...)`` -> the comparison dict, ``load_run(dir)`` -> ``(model, config)``.
+"""
+
+from mixit.compare import compare
+from mixit.model import Decoder
+from mixit.train import load_run, train
+from mixit.variants import VARIANTS
+
+__all__ = ["VARIANTS", "Decoder", "compare", "load_run", "train"]

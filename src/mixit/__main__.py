@@ -1,0 +1,3 @@
+from mixit.cli import entry_point
+
+entry_point()

@@ -1,0 +1,141 @@
+"""The two token mixers: learned softmax attention (eq. 2.1) and MixiT's fixed mixing (eq. 2.3).
+
+Both read ``x`` (B, T, n) and return (B, T, n); both expose ``param_groups()`` so a Variant can
+freeze them by group name. Each has a ``hook_pattern`` tap: when a forward hook is registered
+on it, the (B, H, T, T) attention pattern is computed and passed through it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mixit.config import ModelConfig
+
+
+class Tap(nn.Identity):
+    """A named place to read (or edit) an activation with a forward hook; free when unhooked."""
+
+    @property
+    def active(self) -> bool:
+        return bool(self._forward_hooks)
+
+
+def rope_tables(block_size: int, head_size: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin tables (T, hs/2) of rotary position embeddings."""
+    inv_freq = base ** (-torch.arange(0, head_size, 2, dtype=torch.float32) / head_size)
+    angles = torch.outer(torch.arange(block_size, dtype=torch.float32), inv_freq)  # (T, hs/2)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each pair (x_i, x_{i + hs/2}) of ``x`` (B, H, T, hs) by the position's angle."""
+    x1, x2 = x.chunk(2, dim=-1)  # (B, H, T, hs/2) each
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class SoftmaxAttention(nn.Module):
+    """Causal multi-head attention softmax(Q K^T / sqrt(n_h)) V with RoPE on Q and K (eq. 2.1)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        n = config.n_embd
+        self.n_head = config.n_head
+        # W_Q and W_K stay separate parameters so Frozen-QK freezes exactly them.
+        self.w_q = nn.Linear(n, n, bias=False)
+        self.w_k = nn.Linear(n, n, bias=False)
+        self.w_v = nn.Linear(n, n, bias=False)
+        self.w_o = nn.Linear(n, n, bias=False)
+        cos, sin = rope_tables(config.block_size, n // config.n_head, config.rope_base)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+        self.hook_pattern = Tap()
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        return {"qk": [self.w_q.weight, self.w_k.weight], "vo": [self.w_v.weight, self.w_o.weight]}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, n = x.shape
+        H, hs = self.n_head, n // self.n_head
+        q = self.w_q(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
+        k = self.w_k(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
+        v = self.w_v(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
+        cos, sin = self.rope_cos[:T], self.rope_sin[:T]  # (T, hs/2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if self.hook_pattern.active:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, H, T, T)
+            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            pattern = self.hook_pattern(scores.masked_fill(~causal, float("-inf")).softmax(-1))
+            y = pattern @ v  # (B, H, T, hs)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, hs)
+        y = y.transpose(1, 2).reshape(B, T, n)  # (B, T, n)
+        return self.w_o(y)
+
+
+def mixing_matrices(weights: torch.Tensor) -> torch.Tensor:
+    """MixiT's causal mixing A = I + W^M - mean(W^M) (eq. 2.3) for raw weights (H, T, T).
+
+    Under the causal mask row t sees positions 0..t, so the mean is taken over each row's visible
+    prefix: every row of A sums to exactly 1 and A is lower-triangular. Row t only depends on
+    the first t + 1 entries of row t of W^M, so the top-left (T', T') block of A is the matrix a
+    shorter sequence of length T' would get.
+    """
+    T = weights.shape[-1]
+    causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T)
+    w = weights.masked_fill(~causal, 0.0)  # (H, T, T)
+    visible = torch.arange(1, T + 1, dtype=weights.dtype)  # (T,) entries each row sees
+    row_mean = w.sum(-1, keepdim=True) / visible[:, None]  # (H, T, 1)
+    return torch.eye(T, dtype=weights.dtype) + (w - row_mean).masked_fill(~causal, 0.0)
+
+
+def attention_sink_matrix(T: int) -> torch.Tensor:
+    """Half the weight on the token itself, half on the first token (row 0: all on itself)."""
+    sink = 0.5 * torch.eye(T)
+    sink[:, 0] += 0.5
+    sink[0, 0] = 1.0
+    return sink  # (T, T)
+
+
+class FixedMixing(nn.Module):
+    """MixiT attention: y_h = A_h @ V_h with A_h fixed at initialisation (eq. 2.3).
+
+    The matrices are a registered buffer (H, T_max, T_max): saved with the weights, never
+    trained, no queries, keys or RoPE. W^M entries are N(0, sigma^2) with sigma = 1/sqrt(n m)
+    (appendix A, eq. A.4, m = ``block_size``), or per head uniform in [1/sqrt(m n_h), 1/sqrt(m)]
+    with ``mixing_scale="per-head-spread"``.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        n, H, T = config.n_embd, config.n_head, config.block_size
+        self.n_head = H
+        self.w_v = nn.Linear(n, n, bias=False)
+        self.w_o = nn.Linear(n, n, bias=False)
+        if config.mixing_scale == "paper":
+            sigma = torch.full((H, 1, 1), 1.0 / math.sqrt(n * T))
+        else:
+            low, high = 1.0 / math.sqrt(T * (n // H)), 1.0 / math.sqrt(T)
+            sigma = low + (high - low) * torch.rand(H, 1, 1)
+        mixing = mixing_matrices(sigma * torch.randn(H, T, T))  # (H, T, T)
+        if config.attention_sink:
+            mixing[0] = attention_sink_matrix(T)
+        self.register_buffer("mixing", mixing)
+        self.hook_pattern = Tap()
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        return {"vo": [self.w_v.weight, self.w_o.weight]}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, n = x.shape
+        H, hs = self.n_head, n // self.n_head
+        v = self.w_v(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
+        mixing = self.mixing[:, :T, :T]  # (H, T, T) top-left block for shorter sequences
+        if self.hook_pattern.active:
+            mixing = self.hook_pattern(mixing.expand(B, H, T, T))  # (B, H, T, T)
+        y = torch.matmul(mixing, v)  # (B, H, T, hs)
+        y = y.transpose(1, 2).reshape(B, T, n)  # (B, T, n)
+        return self.w_o(y)

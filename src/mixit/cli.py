@@ -1,0 +1,98 @@
+"""The ``mixit`` command: a thin layer over mixit.train and mixit.compare."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from mixit.compare import compare, format_table
+from mixit.config import parse_overrides
+from mixit.errors import TrainingDiverged, UsageError
+from mixit.tasks import PRESET_NAMES, TASKS
+from mixit.train import train
+from mixit.variants import VARIANTS
+
+EXIT_USAGE = 2
+EXIT_DIVERGED = 1
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports bad input as one line and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _catalogue() -> str:
+    tasks = "\n".join(f"  {name:<17} {spec.summary}" for name, spec in TASKS.items())
+    models = "\n".join(f"  {name:<17} {v.description}" for name, v in VARIANTS.items())
+    return f"tasks:\n{tasks}\n\nmodels:\n{models}"
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", required=True, help="task name (listed below)")
+    parser.add_argument("--preset", default="tiny", help=f"one of {', '.join(PRESET_NAMES)} (default tiny)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="show a progress bar (default: when stderr is a terminal)")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                        help="dotted overrides, e.g. model.n_layer=4 train.steps=300 task.max_pairs=12")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = OneLineParser(
+        prog="mixit",
+        description="Train the random-attention model spectrum (standard, frozen-qk, frozen-mlp, "
+        "mixit, random) and compare what each task needs.",
+        epilog=_catalogue(),
+        formatter_class=formatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    train_parser = commands.add_parser("train", help="train one model on one task",
+                                       epilog=_catalogue(), formatter_class=formatter)
+    _add_common(train_parser)
+    train_parser.add_argument("--model", required=True, help="model name (listed below)")
+    train_parser.add_argument("--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)")
+
+    compare_parser = commands.add_parser("compare", help="train several models and print a table",
+                                         epilog=_catalogue(), formatter_class=formatter)
+    _add_common(compare_parser)
+    compare_parser.add_argument("--models", default=",".join(VARIANTS),
+                                help="comma-separated model names (default: all five)")
+    compare_parser.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
+    compare_parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        overrides = parse_overrides(args.overrides)
+        if args.command == "train":
+            out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
+            summary = train(args.task, args.model, args.preset, args.seed, out, overrides, args.progress)
+            print(json.dumps(summary["metrics"], indent=2))
+            print(f"run directory: {out}", file=sys.stderr)
+        else:
+            if args.seeds < 1:
+                raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+            models = [m.strip() for m in args.models.split(",") if m.strip()]
+            out = args.out or f"runs/compare/{args.task}"
+            result = compare(args.task, models, args.preset, args.seed, args.seeds, out, overrides, args.progress)
+            print(format_table(result))
+            print(f"results: {out}/compare.json", file=sys.stderr)
+    except UsageError as error:
+        print(f"mixit: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except TrainingDiverged as error:
+        print(f"mixit: {error}", file=sys.stderr)
+        return EXIT_DIVERGED
+    return 0
+
+
+def entry_point() -> None:
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Typed run configuration and dotted ``section.key=value`` overrides.
+
+A run is resolved in this order, each layer overriding the one before:
+dataclass defaults < the variant's model defaults < the task preset < the user's overrides.
+The fully resolved result is what ``config.json`` holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mixit.errors import UsageError
+
+INIT_SCHEMES = ("small-output", "fan-in", "gpt2")
+MLP_ACTIVATIONS = ("silu", "shaped-leaky-relu")
+MIXING_SCALES = ("paper", "per-head-spread")
+
+
+@dataclass
+class ModelConfig:
+    n_layer: int = 2
+    n_embd: int = 64
+    n_head: int = 2
+    mlp_ratio: int = 4  # n_m = mlp_ratio * n (the paper: 4)
+    vocab_size: int = 0  # 0: taken from the task
+    block_size: int = 0  # longest sequence (size of MixiT's matrices); 0: the task's length
+    # Initialisation scheme, documented in mixit.model.init_weights and docs/presets.md.
+    init: str = "small-output"
+    output_init_std: float = 0.02  # std of W_O and W_D under "small-output"
+    rope_base: float = 10000.0
+    # MLP non-linearity phi in W_D(phi(W_G h) * W_U h): "silu" (Llama's SwiGLU) or the shaped
+    # leaky ReLU of the shaped-transformer line of work, slope 1 + c / sqrt(n) for x < 0.
+    mlp_activation: str = "silu"
+    leaky_relu_c: float = -1.0
+    # Shaped residual h <- lam h + sqrt(1 - lam^2) f(h); None is the plain h + f(h).
+    residual_lambda: float | None = None
+    # MixiT only. "paper": W^M entries N(0, 1/(n m)) (appendix A); "per-head-spread": each
+    # head's std uniform in [1/sqrt(m n_h), 1/sqrt(m)] (the authors' public code).
+    mixing_scale: str = "paper"
+    # MixiT only, off by default (not in the paper; the authors' code has it): head 0 of
+    # every layer puts half its weight on the token itself and half on the first token.
+    attention_sink: bool = False
+
+    def validate(self) -> None:
+        for name in ("n_layer", "n_embd", "n_head", "mlp_ratio"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"model.{name} must be >= 1, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            raise UsageError(
+                f"model.n_embd={self.n_embd} is not divisible by model.n_head={self.n_head}"
+            )
+        if (self.n_embd // self.n_head) % 2:
+            raise UsageError(
+                f"head size n_embd/n_head={self.n_embd // self.n_head} must be even (RoPE)"
+            )
+        _check_choice("model.init", self.init, INIT_SCHEMES)
+        _check_choice("model.mlp_activation", self.mlp_activation, MLP_ACTIVATIONS)
+        _check_choice("model.mixing_scale", self.mixing_scale, MIXING_SCALES)
+        if self.residual_lambda is not None and not 0.0 < self.residual_lambda < 1.0:
+            raise UsageError(
+                f"model.residual_lambda must be in (0, 1) or none, got {self.residual_lambda}"
+            )
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 1000
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.98
+    warmup_steps: int = 100
+    min_lr_ratio: float = 0.1  # the cosine schedule ends at lr * min_lr_ratio
+    grad_clip: float = 1.0
+    eval_every: int = 250
+    eval_examples: int = 4000  # examples per split scored at each evaluation
+    device: str = "cpu"
+
+    def validate(self) -> None:
+        for name in ("steps", "batch_size", "eval_every", "eval_examples"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"train.{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0:
+            raise UsageError(f"train.lr must be > 0, got {self.lr}")
+        if self.warmup_steps < 0:
+            raise UsageError(f"train.warmup_steps must be >= 0, got {self.warmup_steps}")
+
+
+@dataclass
+class RunConfig:
+    task_name: str
+    variant: str
+    preset: str
+    seed: int
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: Any = None  # the task's own typed config dataclass
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+
+def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise UsageError(f"{key}='{value}' is not one of: {', '.join(choices)}")
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``["model.n_layer=4", ...]`` -> ``{"model.n_layer": "4"}``."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or "." not in key:
+            raise UsageError(
+                f"override '{item}' is not of the form section.key=value "
+                "(sections: model, task, train)"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def apply_overrides(config: RunConfig, overrides: Mapping[str, Any]) -> None:
+    """Set dotted keys on the config's sections, converting strings to each field's type."""
+    sections = {"model": config.model, "task": config.task, "train": config.train}
+    for key, raw in overrides.items():
+        section_name, _, name = key.partition(".")
+        if section_name not in sections:
+            raise UsageError(f"unknown section in '{key}'; sections are: model, task, train")
+        section = sections[section_name]
+        types_by_name = typing.get_type_hints(type(section))
+        valid = [f.name for f in dataclasses.fields(section)]
+        if name not in valid:
+            raise UsageError(
+                f"unknown key '{key}'; valid {section_name} keys: {', '.join(valid)}"
+            )
+        setattr(section, name, convert(key, raw, types_by_name[name]))
+
+
+def convert(key: str, raw: Any, target: Any) -> Any:
+    """Convert ``raw`` (a string from the command line, or a Python value) to ``target``."""
+    allowed = typing.get_args(target) if _is_union(target) else (target,)
+    if not isinstance(raw, str):
+        if any(_isinstance(raw, t) for t in allowed):
+            return float(raw) if float in allowed and isinstance(raw, int) else raw
+        raise UsageError(f"{key}={raw!r} has the wrong type; expected {_type_name(target)}")
+    if type(None) in allowed and raw.lower() in ("none", "null"):
+        return None
+    for t in allowed:
+        if t is bool and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return raw.lower() in ("true", "1", "yes")
+        if t is int:
+            try:
+                return int(raw)
+            except ValueError:
+                continue
+        if t is float:
+            try:
+                return float(raw)
+            except ValueError:
+                continue
+        if t is str:
+            return raw
+    raise UsageError(f"{key}={raw!r} is not a valid {_type_name(target)}")
+
+
+def _is_union(t: Any) -> bool:
+    return typing.get_origin(t) in (typing.Union, types.UnionType)
+
+
+def _isinstance(value: Any, t: Any) -> bool:
+    if t is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if t is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, t)
+
+
+def _type_name(t: Any) -> str:
+    if _is_union(t):
+        return " or ".join(_type_name(a) for a in typing.get_args(t))
+    return "none" if t is type(None) else t.__name__
+
+
+def from_dict(data: Mapping[str, Any], task_config_cls: type) -> RunConfig:
+    """Rebuild a RunConfig from ``config.json`` (the inverse of ``RunConfig.to_dict``)."""
+    return RunConfig(
+        task_name=data["task_name"],
+        variant=data["variant"],
+        preset=data["preset"],
+        seed=data["seed"],
+        model=ModelConfig(**data["model"]),
+        task=task_config_cls(**data["task"]),
+        train=TrainConfig(**data["train"]),
+    )

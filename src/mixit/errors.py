@@ -1,0 +1,9 @@
+"""Errors the command line turns into one clear line and an exit status."""
+
+
+class UsageError(Exception):
+    """Bad input from the user (unknown name, bad value, missing file): exit status 2."""
+
+
+class TrainingDiverged(Exception):
+    """The loss became NaN or infinite: the run stops and names the step (exit status 1)."""

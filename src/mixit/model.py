@@ -1,0 +1,158 @@
+"""One Llama-style decoder for the whole spectrum (section 2 of the paper).
+
+token embedding (+ learned positions for MixiT) -> L x [pre-RMSNorm attention, pre-RMSNorm
+gated MLP, each with a residual connection] -> final RMSNorm -> untied output head.
+The Variant decides which token mixer the blocks use and which parameter groups are frozen.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mixit.attention import FixedMixing, SoftmaxAttention, Tap
+from mixit.config import ModelConfig
+from mixit.variants import AttentionKind, Variant
+
+PARAM_GROUPS = ("qk", "vo", "mlp", "norm", "embed", "pos", "unembed")
+
+
+class GatedMLP(nn.Module):
+    """MLP(h) = W_D (phi(W_G h) * W_U h) with n_m = mlp_ratio * n (eq. 2.2)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        n, n_m = config.n_embd, config.mlp_ratio * config.n_embd
+        self.w_g = nn.Linear(n, n_m, bias=False)
+        self.w_u = nn.Linear(n, n_m, bias=False)
+        self.w_d = nn.Linear(n_m, n, bias=False)
+        self.activation = config.mlp_activation
+        # Shaped leaky ReLU: negative slope 1 + c/sqrt(n) tends to the identity as n grows.
+        self.negative_slope = 1.0 + config.leaky_relu_c / math.sqrt(n)
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        return {"mlp": [self.w_g.weight, self.w_u.weight, self.w_d.weight]}
+
+    def phi(self, x: torch.Tensor) -> torch.Tensor:
+        if self.activation == "silu":
+            return F.silu(x)
+        return F.leaky_relu(x, self.negative_slope)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w_d(self.phi(self.w_g(x)) * self.w_u(x))
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig, attention: AttentionKind) -> None:
+        super().__init__()
+        self.norm_attn = nn.RMSNorm(config.n_embd, eps=1e-6)
+        mixer = SoftmaxAttention if attention is AttentionKind.SOFTMAX else FixedMixing
+        self.attn = mixer(config)
+        self.norm_mlp = nn.RMSNorm(config.n_embd, eps=1e-6)
+        self.mlp = GatedMLP(config)
+        lam = config.residual_lambda
+        # h <- keep * h + branch * f(h): (1, 1) is the plain residual, (lam, sqrt(1 - lam^2))
+        # the shaped residual that keeps the stream's variance fixed across depth.
+        self.keep, self.branch = (1.0, 1.0) if lam is None else (lam, math.sqrt(1.0 - lam * lam))
+        self.hook_resid_pre = Tap()
+        self.hook_attn_out = Tap()
+        self.hook_mlp_out = Tap()
+        self.hook_resid_post = Tap()
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        groups = {**self.attn.param_groups(), **self.mlp.param_groups()}
+        groups["norm"] = [self.norm_attn.weight, self.norm_mlp.weight]
+        return groups
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        h = self.hook_resid_pre(h)
+        h = self.keep * h + self.branch * self.hook_attn_out(self.attn(self.norm_attn(h)))
+        h = self.keep * h + self.branch * self.hook_mlp_out(self.mlp(self.norm_mlp(h)))
+        return self.hook_resid_post(h)
+
+
+class Decoder(nn.Module):
+    """The decoder. ``model(input_ids)`` with a LongTensor (B, T) returns logits (B, T, V)."""
+
+    def __init__(self, config: ModelConfig, variant: Variant) -> None:
+        super().__init__()
+        self.config, self.variant = config, variant
+        n = config.n_embd
+        self.tok_emb = nn.Embedding(config.vocab_size, n)
+        # MixiT has no queries and keys for RoPE, so it learns absolute positions (section 2).
+        self.pos_emb = (
+            nn.Embedding(config.block_size, n)
+            if variant.attention is AttentionKind.MIXING
+            else None
+        )
+        self.blocks = nn.ModuleList(
+            [Block(config, variant.attention) for _ in range(config.n_layer)]
+        )
+        self.norm_final = nn.RMSNorm(n, eps=1e-6)
+        self.head = nn.Linear(n, config.vocab_size, bias=False)
+        self.hook_embed = Tap()
+        self.hook_final = Tap()
+        init_weights(self, config)
+        for name in variant.frozen:
+            for p in self.param_groups()[name]:
+                p.requires_grad_(False)
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        """Every parameter in exactly one named group (see mixit.variants)."""
+        groups: dict[str, list[nn.Parameter]] = {name: [] for name in PARAM_GROUPS}
+        for block in self.blocks:
+            for name, params in block.param_groups().items():
+                groups[name].extend(params)
+        groups["norm"].append(self.norm_final.weight)
+        groups["embed"].append(self.tok_emb.weight)
+        if self.pos_emb is not None:
+            groups["pos"].append(self.pos_emb.weight)
+        groups["unembed"].append(self.head.weight)
+        return groups
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        return [p for p in self.parameters() if p.requires_grad]
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        B, T = input_ids.shape
+        if T > self.config.block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
+        h = self.tok_emb(input_ids)  # (B, T, n)
+        if self.pos_emb is not None:
+            h = h + self.pos_emb.weight[:T]  # (B, T, n)
+        h = self.hook_embed(h)
+        for block in self.blocks:
+            h = block(h)
+        h = self.hook_final(self.norm_final(h))
+        return self.head(h)  # (B, T, V)
+
+
+def init_weights(model: Decoder, config: ModelConfig) -> None:
+    """Initialise every weight; the one place that says which distribution each weight gets.
+
+    Draws from torch's global generator, so the run seed fixes the model (and MixiT's mixing
+    matrices, drawn when the blocks are built). Norm gains start at 1 in every scheme.
+
+    - ``small-output`` (default): embeddings N(0, 1); every matrix that reads the residual
+      stream (W_Q, W_K, W_V, W_G, W_U, the head) N(0, 1/fan_in), variance-preserving as in
+      eq. 2.3's W^v ~ N(0, 1/n); the residual-output projections W_O and W_D
+      N(0, output_init_std^2), so each block starts close to the identity. Measured at tiny
+      scale (docs/presets.md), this is what lets a 2-layer model form an induction circuit
+      within a minute; the two schemes below leave it at the "guess any value" floor.
+    - ``fan-in``: every matrix N(0, 1/fan_in), embeddings N(0, 1).
+    - ``gpt2``: every matrix and embedding N(0, 0.02^2).
+    """
+    gpt2 = config.init == "gpt2"
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            fan_in = module.weight.shape[1]
+            nn.init.normal_(module.weight, std=0.02 if gpt2 else 1.0 / math.sqrt(fan_in))
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02 if gpt2 else 1.0)
+    if config.init == "small-output":
+        for block in model.blocks:
+            for projection in (block.attn.w_o, block.mlp.w_d):
+                nn.init.normal_(projection.weight, std=config.output_init_std)

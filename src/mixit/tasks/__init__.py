@@ -1,0 +1,42 @@
+"""The task registry: importing this package registers every task in ``TASKS``."""
+
+from mixit.tasks import addition, dyck, khop, memorization, modular_addition, retrieval
+from mixit.tasks.addition import AdditionConfig
+from mixit.tasks.base import (
+    IGNORE_INDEX,
+    PRESET_NAMES,
+    TASKS,
+    Split,
+    TaskData,
+    TaskSpec,
+    answer_split,
+    register,
+)
+from mixit.tasks.dyck import DyckConfig
+from mixit.tasks.khop import KHopConfig
+from mixit.tasks.memorization import MemorizationConfig
+from mixit.tasks.modular_addition import ModularAdditionConfig
+from mixit.tasks.retrieval import RetrievalConfig
+
+__all__ = [
+    "IGNORE_INDEX",
+    "PRESET_NAMES",
+    "TASKS",
+    "AdditionConfig",
+    "DyckConfig",
+    "KHopConfig",
+    "MemorizationConfig",
+    "ModularAdditionConfig",
+    "RetrievalConfig",
+    "Split",
+    "TaskData",
+    "TaskSpec",
+    "addition",
+    "answer_split",
+    "dyck",
+    "khop",
+    "memorization",
+    "modular_addition",
+    "register",
+    "retrieval",
+]

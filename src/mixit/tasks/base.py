@@ -1,0 +1,142 @@
+"""The task interface: a task turns its typed config and a seed into token tensors.
+
+Every task is a sequence task: the model reads ``inputs`` (N, T) and is scored, position by
+position, on ``targets`` (N, T); positions that are not part of the answer hold ``IGNORE_INDEX``
+and contribute neither to the loss nor to the accuracy (the loss mask).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from mixit.errors import UsageError
+
+IGNORE_INDEX = -100
+PRESET_NAMES = ("tiny", "small", "paper")
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split of a task: ``inputs`` (N, T) token ids, ``targets`` (N, T) expected tokens."""
+
+    inputs: torch.Tensor
+    targets: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.inputs.shape[0]
+
+
+@dataclass(frozen=True)
+class TaskData:
+    train: Split
+    test: Split
+    vocab_size: int
+    # Memorization is scored on the training set itself; every other task on held-out data.
+    test_is_train: bool = False
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A registered task: its typed config, its generator and its presets.
+
+    ``presets`` maps a preset name (tiny, small, paper) to dotted overrides of the run config,
+    e.g. ``{"task.max_pairs": 8, "model.n_embd": 64, "train.steps": 1500}``.
+    ``extra_metrics(metrics, params_trainable, config)`` may add task-specific summary metrics.
+    """
+
+    name: str
+    config_cls: type
+    make_data: Callable[[Any, int], TaskData]
+    presets: Mapping[str, Mapping[str, Any]]
+    summary: str
+    # The headline metric `mixit compare` reports (a key of summary["metrics"]).
+    metric: str = "test_accuracy"
+    extra_metrics: Callable[[dict[str, float], int, Any], dict[str, float]] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+TASKS: dict[str, TaskSpec] = {}
+
+
+def register(spec: TaskSpec) -> TaskSpec:
+    TASKS[spec.name] = spec
+    return spec
+
+
+def answer_split(sequences: np.ndarray, answer_mask: np.ndarray) -> Split:
+    """Turn full sequences (N, S) and a mask of answer tokens (N, S) into a next-token Split.
+
+    inputs = sequences[:, :-1]; targets[t] = sequences[t + 1] where that token is an answer
+    token, IGNORE_INDEX elsewhere, so the model is scored only on producing the answer.
+    """
+    inputs = sequences[:, :-1]  # (N, S-1)
+    targets = np.where(answer_mask[:, 1:], sequences[:, 1:], IGNORE_INDEX)  # (N, S-1)
+    return Split(
+        torch.as_tensor(inputs, dtype=torch.long), torch.as_tensor(targets, dtype=torch.long)
+    )
+
+
+def unique_rows(rows: np.ndarray) -> np.ndarray:
+    """Boolean mask (N,) that keeps the first occurrence of each distinct row of ``rows`` (N, S)."""
+    if rows.shape[1] == 0 or len(rows) == 0:
+        return np.arange(len(rows)) < 1
+    if rows.min() >= 0:
+        # Token ids are small: compare them as 1- or 2-byte values, several times faster.
+        rows = rows.astype(np.min_scalar_type(rows.max()))
+    rows = np.ascontiguousarray(rows)
+    # One opaque bytes value per row, so np.unique sorts N keys instead of N x S columns.
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()  # (N,)
+    _, first = np.unique(keys, return_index=True)
+    keep = np.zeros(rows.shape[0], dtype=bool)
+    keep[first] = True
+    return keep
+
+
+def disjoint_test(train_rows: np.ndarray, test_rows: np.ndarray) -> np.ndarray:
+    """Boolean mask (M,) of test rows that are distinct and do not occur among the train rows."""
+    both = np.concatenate([train_rows, test_rows])
+    keep = unique_rows(both)[train_rows.shape[0] :]
+    return keep
+
+
+def suffix_split(sequences: np.ndarray, answer_len: int) -> Split:
+    """``answer_split`` for tasks whose answer is the last ``answer_len`` tokens of every row."""
+    answer_mask = np.zeros(sequences.shape, dtype=bool)  # (N, S)
+    answer_mask[:, -answer_len:] = True
+    return answer_split(sequences, answer_mask)
+
+
+def sample_disjoint(
+    sample: Callable[[int], np.ndarray], n_train: int, n_test: int, max_rounds: int = 20
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``n_train`` training rows and ``n_test`` distinct test rows absent from training.
+
+    ``sample(n)`` returns ``n`` fresh rows (n, S). Test candidates are drawn with a surplus and
+    redrawn until enough survive; a space too small to hold them is a UsageError.
+    """
+    train = sample(n_train)  # (n_train, S)
+    test = train[:0]
+    for _ in range(max_rounds):
+        missing = n_test - len(test)
+        if missing <= 0:
+            break
+        candidates = np.concatenate([test, sample(2 * missing + 16)])
+        test = candidates[disjoint_test(train, candidates)]
+    if len(test) < n_test:
+        raise UsageError(
+            f"could not draw {n_test} test examples unseen in training (found {len(test)}): "
+            "the task's example space is too small for n_train + n_test"
+        )
+    return train, test[:n_test]
+
+
+def check_positive(config: Any, *names: str) -> None:
+    """Raise a UsageError naming the first ``task.<name>`` of ``config`` that is not >= 1."""
+    for name in names:
+        if getattr(config, name) < 1:
+            raise UsageError(f"task.{name} must be >= 1, got {getattr(config, name)}")

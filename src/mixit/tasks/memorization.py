@@ -1,0 +1,120 @@
+"""Memorization (paper appendix C.1, after Zhong & Andreas): store random key -> value pairs.
+
+Keys are distinct pairs (x, y) of symbols in [num_values] (all num_values^2 of them in the
+paper's setting), each mapped to an independent uniform value in [num_values]. Nothing about a
+value can be inferred from its key, so accuracy measures pure storage; it is scored on the
+training set itself and reported as bits per trainable parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mixit.errors import UsageError
+from mixit.tasks.base import TaskData, TaskSpec, check_positive, register, suffix_split
+
+SYMBOL0 = 1  # symbol s in [0, num_values) is token SYMBOL0 + s (0 is PAD); '=' is num_values + 1
+
+
+@dataclass
+class MemorizationConfig:
+    num_pairs: int = 512 * 512  # distinct keys (x, y) to memorize
+    num_values: int = 512  # keys' symbols and values both range over [num_values]
+
+    def validate(self) -> None:
+        check_positive(self, "num_pairs", "num_values")
+        if self.num_pairs > self.num_values**2:
+            raise UsageError(
+                f"task.num_pairs={self.num_pairs} exceeds the {self.num_values**2} distinct keys"
+            )
+
+
+def encode_memorization(
+    x: np.ndarray, y: np.ndarray, value: np.ndarray, num_values: int
+) -> np.ndarray:
+    """Token sequences (N, 4): [x, y, '=', value], symbols shifted by SYMBOL0."""
+    x, y, value = (np.asarray(v, dtype=np.int64) for v in (x, y, value))
+    equals = np.full_like(x, num_values + 1)
+    return np.stack([x + SYMBOL0, y + SYMBOL0, equals, value + SYMBOL0], axis=1)
+
+
+def make_memorization_data(config: MemorizationConfig, seed: int) -> TaskData:
+    """``num_pairs`` random keys with random values; the test split is the training split.
+
+    Example (num_values=8): key (3, 6) stores value 2. Symbol s is token s + 1, '=' is 9:
+
+    >>> split = suffix_split(encode_memorization([3], [6], [2], num_values=8), answer_len=1)
+    >>> split.inputs.tolist()  # 3 6 =
+    [[4, 7, 9]]
+    >>> split.targets.tolist()  # predicts 2 at '='
+    [[-100, -100, 3]]
+    """
+    config.validate()
+    rng = np.random.default_rng(seed)
+    v = config.num_values
+    keys = rng.choice(v * v, size=config.num_pairs, replace=False)  # (N,) key index x * v + y
+    values = rng.integers(0, v, size=config.num_pairs)
+    split = suffix_split(encode_memorization(keys // v, keys % v, values, v), answer_len=1)
+    return TaskData(split, split, vocab_size=v + 2, test_is_train=True)
+
+
+def memorization_metrics(
+    metrics: dict[str, float], params_trainable: int, config: MemorizationConfig
+) -> dict[str, float]:
+    """Bits per parameter: log2(num_values) * num_pairs * train accuracy / trainable params."""
+    accuracy = metrics.get("train_accuracy", metrics.get("test_accuracy"))
+    if accuracy is None or params_trainable <= 0:
+        return {}
+    total_bits = math.log2(config.num_values) * config.num_pairs
+    return {"bits_per_param": total_bits * accuracy / params_trainable}
+
+
+register(
+    TaskSpec(
+        name="memorization",
+        config_cls=MemorizationConfig,
+        make_data=make_memorization_data,
+        summary="random (x, y) -> value table; training accuracy as bits per trainable parameter",
+        extra_metrics=memorization_metrics,
+        presets={
+            # 2048 pairs * 6 bits = 12 kbit: within reach of a 2-layer n=64 model.
+            "tiny": {
+                "task.num_values": 64,
+                "task.num_pairs": 2048,
+                "model.n_layer": 2,
+                "model.n_embd": 64,
+                "model.n_head": 4,
+                "train.batch_size": 256,
+                "train.lr": 1e-3,
+                "train.steps": 3000,
+                "train.eval_every": 500,
+            },
+            "small": {
+                "task.num_values": 128,
+                "task.num_pairs": 16_384,
+                "model.n_layer": 2,
+                "model.n_embd": 128,
+                "model.n_head": 4,
+                "train.batch_size": 256,
+                "train.lr": 1e-3,
+                "train.steps": 6000,
+                "train.eval_every": 1000,
+            },
+            # Appendix C.1 data; C.2 (Table 4): L=2, 4 heads, lr 0.005, 10,000 steps; Table 9
+            # width and batch.
+            "paper": {
+                "task.num_values": 512,
+                "task.num_pairs": 512 * 512,
+                "model.n_layer": 2,
+                "model.n_embd": 1024,
+                "model.n_head": 4,
+                "train.batch_size": 256,
+                "train.lr": 5e-3,
+                "train.steps": 10_000,
+            },
+        },
+    )
+)

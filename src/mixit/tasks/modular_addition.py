@@ -1,0 +1,111 @@
+"""Modular addition (paper appendix C.1): predict (a + b) mod p for a prime p.
+
+Training and test pairs are a random partition of all p * p pairs (a, b), so the test set
+measures generalisation to unseen pairs rather than recall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mixit.errors import UsageError
+from mixit.tasks.base import TaskData, TaskSpec, check_positive, register, suffix_split
+
+NUMBER0 = 1  # the number x in [0, p) is token NUMBER0 + x (0 is PAD); '=' is token p + 1
+
+
+@dataclass
+class ModularAdditionConfig:
+    p: int = 599  # the modulus (the paper's prime)
+    n_train: int = 40_000  # distinct training pairs (a, b), a and b in [0, p)
+    n_test: int = 4_000  # test pairs from the rest; capped to the p * p - n_train left over
+
+    def validate(self) -> None:
+        check_positive(self, "p", "n_train", "n_test")
+        if self.n_train >= self.p * self.p:
+            raise UsageError(
+                f"task.n_train={self.n_train} leaves no test pairs out of p*p={self.p**2}"
+            )
+
+
+def encode_modular_addition(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    """Token sequences (N, 4): [a, b, '=', (a + b) mod p], numbers shifted by NUMBER0."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    equals = np.full_like(a, p + 1)
+    return np.stack([a + NUMBER0, b + NUMBER0, equals, (a + b) % p + NUMBER0], axis=1)
+
+
+def make_modular_addition_data(config: ModularAdditionConfig, seed: int) -> TaskData:
+    """A random partition of the p * p pairs (a, b); scored on the residue after '='.
+
+    Example (p=7): 5 + 4 = 9 = 2 (mod 7). Number x is token x + 1 and '=' is p + 1 = 8:
+
+    >>> split = suffix_split(encode_modular_addition([5], [4], p=7), answer_len=1)
+    >>> split.inputs.tolist()  # 5 4 =
+    [[6, 5, 8]]
+    >>> split.targets.tolist()  # predicts 2 at '='
+    [[-100, -100, 3]]
+    """
+    config.validate()
+    p = config.p
+    pairs = np.random.default_rng(seed).permutation(p * p)  # pair index a * p + b
+    train = pairs[: config.n_train]
+    test = pairs[config.n_train : config.n_train + config.n_test]
+    splits = [suffix_split(encode_modular_addition(x // p, x % p, p), 1) for x in (train, test)]
+    return TaskData(splits[0], splits[1], vocab_size=p + 2)
+
+
+register(
+    TaskSpec(
+        name="modular-addition",
+        config_cls=ModularAdditionConfig,
+        make_data=make_modular_addition_data,
+        summary="(a + b) mod p on a random 'seen' subset of all pairs; test on unseen pairs",
+        presets={
+            # Notes: p=59, 40 % of the 3481 pairs, full batch, weight decay 1.0, L=1: standard
+            # 0.99, mixit 1.0 when the learning rate is not decayed early (2000 steps).
+            "tiny": {
+                "task.p": 59,
+                "task.n_train": 1392,
+                "task.n_test": 2089,
+                "model.n_layer": 1,
+                "model.n_embd": 64,
+                "model.n_head": 4,
+                "train.batch_size": 1392,
+                "train.lr": 3e-3,
+                "train.weight_decay": 1.0,
+                "train.steps": 2000,
+                "train.eval_every": 100,
+            },
+            # p=113 (the usual grokking prime), 40 % of the pairs for training, full batch.
+            "small": {
+                "task.p": 113,
+                "task.n_train": 5107,
+                "task.n_test": 4000,
+                "model.n_layer": 1,
+                "model.n_embd": 128,
+                "model.n_head": 4,
+                "train.batch_size": 5107,
+                "train.lr": 3e-3,
+                "train.weight_decay": 1.0,
+                "train.steps": 4000,
+                "train.eval_every": 200,
+            },
+            # Appendix C.1 data, Table 9 hyper-parameters; the paper gives no step count.
+            "paper": {
+                "task.p": 599,
+                "task.n_train": 40_000,
+                "task.n_test": 4_000,
+                "model.n_layer": 2,
+                "model.n_embd": 512,
+                "model.n_head": 32,
+                "train.batch_size": 256,
+                "train.lr": 1e-3,
+                "train.steps": 10_000,
+            },
+        },
+    )
+)

@@ -1,0 +1,251 @@
+"""Resolve a run's config, train it, evaluate it, and write its run directory.
+
+Run directory: ``config.json`` (fully resolved), ``metrics.jsonl`` (one object per
+evaluation), ``model.safetensors`` (weights and MixiT's fixed matrices) and, last of all,
+``summary.json``: its presence means the run finished.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tqdm.auto import tqdm
+
+from mixit.config import RunConfig, apply_overrides, from_dict
+from mixit.errors import TrainingDiverged, UsageError
+from mixit.io import write_atomic, write_json
+from mixit.model import Decoder
+from mixit.tasks import PRESET_NAMES, TASKS, IGNORE_INDEX, Split, TaskData, TaskSpec
+from mixit.variants import get_variant
+
+
+def get_task(name: str) -> TaskSpec:
+    if name not in TASKS:
+        raise UsageError(f"unknown task '{name}'; choose one of: {', '.join(TASKS)}")
+    return TASKS[name]
+
+
+def resolve_config(
+    task: str,
+    model: str,
+    preset: str = "tiny",
+    seed: int = 0,
+    overrides: Mapping[str, Any] | None = None,
+) -> RunConfig:
+    """defaults < the variant's model defaults < the task preset < ``overrides``."""
+    spec, variant = get_task(task), get_variant(model)
+    if preset not in PRESET_NAMES:
+        raise UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESET_NAMES)}")
+    config = RunConfig(task_name=task, variant=model, preset=preset, seed=seed)
+    config.task = spec.config_cls()
+    apply_overrides(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})
+    apply_overrides(config, spec.presets[preset])
+    apply_overrides(config, overrides or {})
+    config.model.validate()
+    config.task.validate()
+    config.train.validate()
+    return config
+
+
+def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
+    """Fill the model's vocabulary and length from the data, and check they fit."""
+    seq_len = data.train.inputs.shape[1]
+    if config.model.vocab_size == 0:
+        config.model.vocab_size = data.vocab_size
+    if config.model.block_size == 0:
+        config.model.block_size = seq_len
+    if config.model.vocab_size < data.vocab_size:
+        raise UsageError(
+            f"model.vocab_size={config.model.vocab_size} is smaller than the task's "
+            f"vocabulary ({data.vocab_size} tokens)"
+        )
+    if seq_len > config.model.block_size:
+        raise UsageError(
+            f"sequences of length {seq_len} are longer than model.block_size="
+            f"{config.model.block_size} (MixiT's mixing matrices and the position tables)"
+        )
+
+
+def build_model(config: RunConfig) -> Decoder:
+    torch.manual_seed(config.seed)
+    return Decoder(config.model, get_variant(config.variant))
+
+
+def make_optimizer(model: Decoder, config: RunConfig) -> torch.optim.AdamW:
+    """AdamW over the trainable parameters only; no weight decay on norm gains."""
+    trainable = model.trainable_parameters()
+    groups = [
+        {"params": [p for p in trainable if p.dim() >= 2], "weight_decay": config.train.weight_decay},
+        {"params": [p for p in trainable if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(
+        [g for g in groups if g["params"]],
+        lr=config.train.lr,
+        betas=(config.train.beta1, config.train.beta2),
+    )
+
+
+def lr_factor(step: int, config: RunConfig) -> float:
+    """Linear warm-up, then cosine decay from 1 to ``min_lr_ratio`` at the last step."""
+    t = config.train
+    if step < t.warmup_steps:
+        return (step + 1) / t.warmup_steps
+    progress = (step - t.warmup_steps) / max(1, t.steps - t.warmup_steps)
+    return t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def sequence_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the scored (non-IGNORE) positions; logits (B, T, V)."""
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+
+
+@torch.no_grad()
+def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -> dict[str, float]:
+    """Loss, exact-match accuracy (all answer tokens right) and per-token accuracy."""
+    model.eval()
+    device = next(model.parameters()).device
+    n = min(len(split), max_examples)
+    loss_sum, tokens, token_hits, row_hits = 0.0, 0, 0, 0
+    for start in range(0, n, batch_size):
+        stop = min(start + batch_size, n)
+        inputs = split.inputs[start:stop].to(device)  # (B, T)
+        targets = split.targets[start:stop].to(device)  # (B, T)
+        logits = model(inputs)  # (B, T, V)
+        scored = targets != IGNORE_INDEX  # (B, T)
+        loss_sum += F.cross_entropy(
+            logits[scored], targets[scored], reduction="sum"
+        ).item()
+        hits = (logits.argmax(-1) == targets) & scored  # (B, T)
+        tokens += int(scored.sum())
+        token_hits += int(hits.sum())
+        row_hits += int((hits == scored).all(-1).sum())
+    model.train()
+    return {"loss": loss_sum / tokens, "accuracy": row_hits / n, "token_accuracy": token_hits / tokens}
+
+
+def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str, float]:
+    batch = max(config.train.batch_size, 256)
+    test = evaluate(model, data.test, config.train.eval_examples, batch)
+    metrics = {
+        "test_loss": test["loss"],
+        "test_accuracy": test["accuracy"],
+        "test_token_accuracy": test["token_accuracy"],
+    }
+    if data.test_is_train:
+        metrics["train_accuracy"] = test["accuracy"]
+    else:
+        metrics["train_accuracy"] = evaluate(model, data.train, config.train.eval_examples, batch)[
+            "accuracy"
+        ]
+    return metrics
+
+
+def run(config: RunConfig, out: Path | None = None, progress: bool | None = None) -> dict[str, Any]:
+    """Train the resolved ``config``; write the run directory ``out`` if given; return the summary."""
+    spec = get_task(config.task_name)
+    data = spec.make_data(config.task, config.seed)
+    fit_model_to_data(config, data)
+    model = build_model(config)
+    device = torch.device(config.train.device)
+    model.to(device)
+    optimizer = make_optimizer(model, config)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
+    batches = torch.Generator().manual_seed(config.seed)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)
+        write_json(out / "config.json", config.to_dict())
+        metrics_file = (out / "metrics.jsonl").open("w")
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(range(config.train.steps), desc=f"{config.task_name}/{config.variant}", disable=not show)
+    seq_len = data.train.inputs.shape[1]
+    train_seconds, metrics = 0.0, {}
+    running_loss = None
+    start = time.perf_counter()
+    for step in bar:
+        index = torch.randint(len(data.train), (config.train.batch_size,), generator=batches)
+        inputs = data.train.inputs[index].to(device)  # (B, T)
+        targets = data.train.targets[index].to(device)  # (B, T)
+        loss = sequence_loss(model(inputs), targets)
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.trainable_parameters(), config.train.grad_clip)
+        optimizer.step()
+        schedule.step()
+        running_loss = loss_value if running_loss is None else 0.95 * running_loss + 0.05 * loss_value
+        last = step + 1 == config.train.steps
+        if (step + 1) % config.train.eval_every == 0 or last:
+            train_seconds += time.perf_counter() - start
+            metrics = evaluate_run(model, data, config)
+            record = {"step": step + 1, "lr": schedule.get_last_lr()[0], "train_loss": running_loss}
+            record |= metrics | {"train_seconds": train_seconds}
+            if out is not None:
+                metrics_file.write(json.dumps(record) + "\n")
+                metrics_file.flush()
+            bar.set_postfix(loss=f"{running_loss:.3f}", acc=f"{metrics['test_accuracy']:.3f}")
+            start = time.perf_counter()
+    bar.close()
+    params_trainable = sum(p.numel() for p in model.trainable_parameters())
+    if spec.extra_metrics is not None:
+        metrics |= spec.extra_metrics(metrics, params_trainable, config.task)
+    summary = {
+        "task": config.task_name,
+        "model": config.variant,
+        "seed": config.seed,
+        "preset": config.preset,
+        "steps": config.train.steps,
+        "params_total": sum(p.numel() for p in model.parameters()),
+        "params_trainable": params_trainable,
+        "train_seconds": train_seconds,
+        "tokens_per_second": config.train.steps * config.train.batch_size * seq_len / train_seconds,
+        "metrics": metrics,
+    }
+    if out is not None:
+        metrics_file.close()
+        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        write_atomic(out / "model.safetensors", lambda tmp: save_file(state, str(tmp)))
+        write_json(out / "summary.json", summary)
+    return summary
+
+
+def train(
+    task: str,
+    model: str,
+    preset: str = "tiny",
+    seed: int = 0,
+    out: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """Train one model on one task; returns the summary (also written to ``out/summary.json``)."""
+    config = resolve_config(task, model, preset, seed, overrides)
+    return run(config, Path(out) if out is not None else None, progress)
+
+
+def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
+    """Rebuild the model of a finished run directory: returns ``(model, config)``, model in eval mode."""
+    run_dir = Path(run_dir)
+    config_path, weights_path = run_dir / "config.json", run_dir / "model.safetensors"
+    for path in (config_path, weights_path):
+        if not path.is_file():
+            raise UsageError(f"{path} does not exist; is {run_dir} a finished run directory?")
+    data = json.loads(config_path.read_text())
+    config = from_dict(data, get_task(data["task_name"]).config_cls)
+    model = Decoder(config.model, get_variant(config.variant))
+    try:
+        model.load_state_dict(load_file(str(weights_path)))
+    except Exception as error:  # safetensors raises several types for a bad file
+        raise UsageError(f"cannot load {weights_path}: {error}".splitlines()[0]) from None
+    return model.eval(), config

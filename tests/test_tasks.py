@@ -1,0 +1,175 @@
+"""Task generators: docstring examples, determinism, disjoint splits, labels, speed."""
+
+from __future__ import annotations
+
+import dataclasses
+import doctest
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from mixit.tasks import (
+    IGNORE_INDEX,
+    PRESET_NAMES,
+    TASKS,
+    addition,
+    dyck,
+    khop,
+    memorization,
+    modular_addition,
+    retrieval,
+)
+
+MODULES = [addition, modular_addition, dyck, retrieval, khop, memorization]
+DISJOINT_TASKS = ["addition", "modular-addition", "dyck", "retrieval", "khop"]
+
+# Small configs so that each test runs in well under a second.
+SMALL = {
+    "addition": {"num_digits": 4, "n_train": 3000, "n_test": 500},
+    "modular-addition": {"p": 31, "n_train": 400, "n_test": 300},
+    "dyck": {"length": 12, "n_train": 3000, "n_test": 500},
+    "retrieval": {"vocab_size": 32, "max_pairs": 6, "n_train": 3000, "n_test": 500},
+    "khop": {"seq_len": 24, "max_hops": 4, "n_train": 3000, "n_test": 500},
+    "memorization": {"num_values": 32, "num_pairs": 1000},
+}
+# Sizes for the speed check: 100k examples of each task.
+LARGE = {
+    "addition": {"n_train": 100_000},
+    "modular-addition": {"n_train": 100_000},
+    "dyck": {"n_train": 100_000},
+    "retrieval": {"n_train": 100_000},
+    "khop": {"n_train": 100_000},
+    "memorization": {"num_pairs": 100_000},
+}
+
+
+def make(task: str, seed: int = 0, **overrides):
+    spec = TASKS[task]
+    return spec.make_data(spec.config_cls(**{**SMALL[task], **overrides}), seed)
+
+
+def rows(split) -> set[tuple[int, ...]]:
+    """Each example as one tuple: its inputs and its last target (the rest follows from them)."""
+    full = torch.cat([split.inputs, split.targets[:, -1:]], dim=1)
+    return set(map(tuple, full.tolist()))
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_encoder_matches_docstring_example(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+@pytest.mark.parametrize("task", sorted(SMALL))
+def test_generator_is_deterministic_per_seed(task):
+    a, b, c = make(task, seed=1), make(task, seed=1), make(task, seed=2)
+    assert torch.equal(a.train.inputs, b.train.inputs)
+    assert torch.equal(a.test.targets, b.test.targets)
+    assert not torch.equal(a.train.inputs, c.train.inputs)
+
+
+@pytest.mark.parametrize("task", DISJOINT_TASKS)
+def test_train_and_test_are_disjoint(task):
+    data = make(task)
+    assert len(data.test) == SMALL[task]["n_test"]
+    assert not rows(data.train) & rows(data.test)
+
+
+@pytest.mark.parametrize("task", sorted(SMALL))
+def test_every_row_has_a_scored_target_and_tokens_fit_the_vocabulary(task):
+    data = make(task)
+    for split in (data.train, data.test):
+        scored = split.targets != IGNORE_INDEX
+        assert scored.any(dim=1).all()
+        assert split.inputs.min() >= 0 and split.inputs.max() < data.vocab_size
+        assert split.targets[scored].min() >= 0 and split.targets[scored].max() < data.vocab_size
+
+
+def test_every_task_has_the_three_presets_with_known_keys():
+    for spec in TASKS.values():
+        assert set(spec.presets) == set(PRESET_NAMES)
+        fields = {f.name for f in dataclasses.fields(spec.config_cls)}
+        for overrides in spec.presets.values():
+            for key in overrides:
+                section, name = key.split(".")
+                assert section in ("task", "model", "train")
+                assert section != "task" or name in fields
+
+
+def test_dyck_labels_are_correct_and_half_balanced():
+    data = make("dyck", n_train=4000)
+    inputs, label = data.train.inputs.numpy(), data.train.targets[:, -1].numpy()
+    depth = np.cumsum(np.where(inputs[:, :-1] == dyck.OPEN, 1, -1), axis=1)  # (N, L)
+    balanced = (depth.min(axis=1) >= 0) & (depth[:, -1] == 0)
+    assert np.array_equal(label == dyck.TRUE, balanced)
+    assert np.array_equal(label == dyck.FALSE, ~balanced)
+    assert abs(balanced.mean() - 0.5) < 0.02
+    # Most negatives have equal counts (hard): only unequal_fraction of them differ in counts.
+    unequal = depth[~balanced, -1] != 0
+    assert abs(unequal.mean() - 0.25) < 0.05
+
+
+def test_retrieval_answer_is_the_value_stored_with_the_query_key():
+    data = make("retrieval")
+    inputs, answer = data.train.inputs.numpy(), data.train.targets[:, -1].numpy()
+    keys, values, query = inputs[:, 0:-1:2], inputs[:, 1:-1:2], inputs[:, -1]  # (N, M) (N, M)
+    match = keys == query[:, None]
+    assert (match.sum(axis=1) == 1).all()
+    assert np.array_equal(values[match], answer)
+    assert (data.train.targets[:, :-1] == IGNORE_INDEX).all()
+    used = keys != retrieval.PAD
+    assert all(len(set(k[u])) == u.sum() for k, u in zip(keys, used, strict=True))  # distinct keys
+
+
+def test_hop_k_reference_on_the_papers_example():
+    assert khop.hop_k("adcada", 1) == "d"
+    assert khop.hop_k("adcada", 2) == "c"
+    assert khop.hop_k("abc", 1) is None
+
+
+def test_hop_k_batch_matches_the_reference():
+    rng = np.random.default_rng(0)
+    symbols = rng.integers(0, 3, size=(300, 20))
+    hops = rng.integers(1, 7, size=300)
+    batch = khop.hop_k_batch(symbols, hops, alphabet_size=3)
+    reference = [khop.hop_k(list(s), int(k)) for s, k in zip(symbols, hops, strict=True)]
+    assert [None if a == khop.NO_ANSWER else a for a in batch.tolist()] == reference
+    assert khop.NO_ANSWER in batch.tolist()  # the no-occurrence case is exercised
+
+
+def test_memorization_scores_the_training_set_and_reports_bits_per_param():
+    data = make("memorization")
+    assert data.test_is_train and data.test is data.train
+    keys = data.train.inputs[:, :2]
+    assert len(set(map(tuple, keys.tolist()))) == len(keys)
+    config = memorization.MemorizationConfig(num_pairs=512 * 512, num_values=512)
+    extra = TASKS["memorization"].extra_metrics
+    bits = extra({"train_accuracy": 0.5, "test_accuracy": 0.1}, 1_000_000, config)
+    assert bits["bits_per_param"] == pytest.approx(9 * 512**2 * 0.5 / 1_000_000)
+    fallback = extra({"test_accuracy": 1.0}, 9 * 512**2, config)["bits_per_param"]
+    assert math.isclose(fallback, 1.0)
+
+
+@pytest.mark.parametrize("task", sorted(LARGE))
+def test_100k_examples_generate_quickly(task):
+    spec = TASKS[task]
+    start = time.perf_counter()
+    data = spec.make_data(spec.config_cls(**LARGE[task]), 0)
+    assert time.perf_counter() - start < 5.0
+    assert len(data.train) == 100_000
+
+
+def test_impossible_configs_are_usage_errors():
+    from mixit.errors import UsageError
+
+    for task, overrides in [
+        ("dyck", {"length": 11}),
+        ("retrieval", {"vocab_size": 8, "max_pairs": 6}),
+        ("modular-addition", {"p": 5, "n_train": 25}),
+        ("addition", {"num_digits": 1, "n_train": 100, "n_test": 100}),
+    ]:
+        with pytest.raises(UsageError):
+            make(task, **overrides)
