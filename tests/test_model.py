@@ -104,7 +104,9 @@ def test_mixit_rows_sum_to_one_and_are_causal(small_config):
 
 def test_mixit_shorter_sequences_use_the_top_left_block():
     weights = torch.randn(3, 10, 10)
-    torch.testing.assert_close(mixing_matrices(weights)[:, :6, :6], mixing_matrices(weights[:, :6, :6]))
+    torch.testing.assert_close(
+        mixing_matrices(weights)[:, :6, :6], mixing_matrices(weights[:, :6, :6])
+    )
 
 
 def test_mixit_entries_have_the_paper_scale():

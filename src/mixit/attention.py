@@ -100,13 +100,28 @@ def attention_sink_matrix(T: int) -> torch.Tensor:
     return sink  # (T, T)
 
 
+def mixing_std(scale: str, n: int, n_head: int, T: int) -> torch.Tensor:
+    """Standard deviation (H, 1, 1) of each head's W^M entries.
+
+    - ``paper``: 1/sqrt(n m), eq. 2.3 read with appendix A (eq. A.4), the scale Theorem 2.1
+      is about; with m = T the matrix is close to the identity at large n.
+    - ``per-head-spread``: uniform in [1/sqrt(m n_h), 1/sqrt(m)] per head (the authors' code).
+    - ``sequence``: 1/sqrt(m), section 2's "simplest case" of N(0, 1/m) entries.
+    """
+    if scale == "paper":
+        return torch.full((n_head, 1, 1), 1.0 / math.sqrt(n * T))
+    if scale == "sequence":
+        return torch.full((n_head, 1, 1), 1.0 / math.sqrt(T))
+    low, high = 1.0 / math.sqrt(T * (n // n_head)), 1.0 / math.sqrt(T)
+    return low + (high - low) * torch.rand(n_head, 1, 1)
+
+
 class FixedMixing(nn.Module):
     """MixiT attention: y_h = A_h @ V_h with A_h fixed at initialisation (eq. 2.3).
 
     The matrices are a registered buffer (H, T_max, T_max): saved with the weights, never
-    trained, no queries, keys or RoPE. W^M entries are N(0, sigma^2) with sigma = 1/sqrt(n m)
-    (appendix A, eq. A.4, m = ``block_size``), or per head uniform in [1/sqrt(m n_h), 1/sqrt(m)]
-    with ``mixing_scale="per-head-spread"``.
+    trained, no queries, keys or RoPE. W^M entries are N(0, sigma^2), sigma from ``mixing_std``
+    with m = ``block_size``.
     """
 
     def __init__(self, config: ModelConfig) -> None:
@@ -115,11 +130,7 @@ class FixedMixing(nn.Module):
         self.n_head = H
         self.w_v = nn.Linear(n, n, bias=False)
         self.w_o = nn.Linear(n, n, bias=False)
-        if config.mixing_scale == "paper":
-            sigma = torch.full((H, 1, 1), 1.0 / math.sqrt(n * T))
-        else:
-            low, high = 1.0 / math.sqrt(T * (n // H)), 1.0 / math.sqrt(T)
-            sigma = low + (high - low) * torch.rand(H, 1, 1)
+        sigma = mixing_std(config.mixing_scale, n, H, T)  # (H, 1, 1)
         mixing = mixing_matrices(sigma * torch.randn(H, T, T))  # (H, T, T)
         if config.attention_sink:
             mixing[0] = attention_sink_matrix(T)

@@ -33,12 +33,22 @@ def _catalogue() -> str:
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="task name (listed below)")
-    parser.add_argument("--preset", default="tiny", help=f"one of {', '.join(PRESET_NAMES)} (default tiny)")
+    parser.add_argument(
+        "--preset", default="tiny", help=f"one of {', '.join(PRESET_NAMES)} (default tiny)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="show a progress bar (default: when stderr is a terminal)")
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="dotted overrides, e.g. model.n_layer=4 train.steps=300 task.max_pairs=12")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar (default: when stderr is a terminal)",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="dotted overrides, e.g. model.n_layer=4 train.steps=300 task.max_pairs=12",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,19 +62,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
-    train_parser = commands.add_parser("train", help="train one model on one task",
-                                       epilog=_catalogue(), formatter_class=formatter)
+    train_parser = commands.add_parser(
+        "train", help="train one model on one task", epilog=_catalogue(), formatter_class=formatter
+    )
     _add_common(train_parser)
     train_parser.add_argument("--model", required=True, help="model name (listed below)")
-    train_parser.add_argument("--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)")
+    train_parser.add_argument(
+        "--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)"
+    )
 
-    compare_parser = commands.add_parser("compare", help="train several models and print a table",
-                                         epilog=_catalogue(), formatter_class=formatter)
+    compare_parser = commands.add_parser(
+        "compare",
+        help="train several models and print a table",
+        epilog=_catalogue(),
+        formatter_class=formatter,
+    )
     _add_common(compare_parser)
-    compare_parser.add_argument("--models", default=",".join(VARIANTS),
-                                help="comma-separated model names (default: all five)")
+    compare_parser.add_argument(
+        "--models",
+        default=",".join(VARIANTS),
+        help="comma-separated model names (default: all five)",
+    )
     compare_parser.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
-    compare_parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
+    compare_parser.add_argument(
+        "--out", default=None, help="output directory (default runs/compare/TASK)"
+    )
     return parser
 
 
@@ -74,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         overrides = parse_overrides(args.overrides)
         if args.command == "train":
             out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
-            summary = train(args.task, args.model, args.preset, args.seed, out, overrides, args.progress)
+            summary = train(
+                args.task, args.model, args.preset, args.seed, out, overrides, args.progress
+            )
             print(json.dumps(summary["metrics"], indent=2))
             print(f"run directory: {out}", file=sys.stderr)
         else:
@@ -82,7 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
             models = [m.strip() for m in args.models.split(",") if m.strip()]
             out = args.out or f"runs/compare/{args.task}"
-            result = compare(args.task, models, args.preset, args.seed, args.seeds, out, overrides, args.progress)
+            result = compare(
+                args.task, models, args.preset, args.seed, args.seeds, out, overrides, args.progress
+            )
             print(format_table(result))
             print(f"results: {out}/compare.json", file=sys.stderr)
     except UsageError as error:

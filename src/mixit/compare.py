@@ -42,7 +42,10 @@ def compare(
         summaries = []
         for s in range(seed, seed + seeds):
             run_dir = out / model / f"seed{s}"
-            summaries.append(finished_summary(run_dir, configs[model, s]) or run(configs[model, s], run_dir, progress))
+            summaries.append(
+                finished_summary(run_dir, configs[model, s])
+                or run(configs[model, s], run_dir, progress)
+            )
         values = [summary["metrics"][spec.metric] for summary in summaries]
         rows.append(
             {
@@ -79,7 +82,8 @@ def format_table(result: Mapping[str, Any]) -> str:
     lines = [f"task: {result['task']} (preset {result['preset']})", header, "-" * len(header)]
     for row in result["rows"]:
         score = f"{row['mean']:.4f} ± {row['std']:.4f}"
+        seconds = row["train_seconds"]
         lines.append(
-            f"{row['model']:<12} {row['params_trainable']:>10,}  {score:>22}  {row['train_seconds']:>8.1f}"
+            f"{row['model']:<12} {row['params_trainable']:>10,}  {score:>22}  {seconds:>8.1f}"
         )
     return "\n".join(lines)

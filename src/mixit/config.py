@@ -19,7 +19,7 @@ from mixit.errors import UsageError
 
 INIT_SCHEMES = ("small-output", "fan-in", "gpt2")
 MLP_ACTIVATIONS = ("silu", "shaped-leaky-relu")
-MIXING_SCALES = ("paper", "per-head-spread")
+MIXING_SCALES = ("paper", "per-head-spread", "sequence")
 
 
 @dataclass
@@ -40,8 +40,9 @@ class ModelConfig:
     leaky_relu_c: float = -1.0
     # Shaped residual h <- lam h + sqrt(1 - lam^2) f(h); None is the plain h + f(h).
     residual_lambda: float | None = None
-    # MixiT only. "paper": W^M entries N(0, 1/(n m)) (appendix A); "per-head-spread": each
-    # head's std uniform in [1/sqrt(m n_h), 1/sqrt(m)] (the authors' public code).
+    # MixiT only: the std of W^M's entries, see mixit.attention.mixing_std. "paper": 1/sqrt(n m)
+    # (appendix A); "per-head-spread": per head uniform in [1/sqrt(m n_h), 1/sqrt(m)] (the
+    # authors' public code); "sequence": 1/sqrt(m) (section 2's simplest case).
     mixing_scale: str = "paper"
     # MixiT only, off by default (not in the paper; the authors' code has it): head 0 of
     # every layer puts half its weight on the token itself and half on the first token.
@@ -59,6 +60,8 @@ class ModelConfig:
             raise UsageError(
                 f"head size n_embd/n_head={self.n_embd // self.n_head} must be even (RoPE)"
             )
+        if not 0.0 <= self.output_init_std < float("inf"):
+            raise UsageError(f"model.output_init_std must be >= 0, got {self.output_init_std}")
         _check_choice("model.init", self.init, INIT_SCHEMES)
         _check_choice("model.mlp_activation", self.mlp_activation, MLP_ACTIVATIONS)
         _check_choice("model.mixing_scale", self.mixing_scale, MIXING_SCALES)
@@ -140,9 +143,7 @@ def apply_overrides(config: RunConfig, overrides: Mapping[str, Any]) -> None:
         types_by_name = typing.get_type_hints(type(section))
         valid = [f.name for f in dataclasses.fields(section)]
         if name not in valid:
-            raise UsageError(
-                f"unknown key '{key}'; valid {section_name} keys: {', '.join(valid)}"
-            )
+            raise UsageError(f"unknown key '{key}'; valid {section_name} keys: {', '.join(valid)}")
         setattr(section, name, convert(key, raw, types_by_name[name]))
 
 

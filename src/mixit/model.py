@@ -117,8 +117,8 @@ class Decoder(nn.Module):
         return [p for p in self.parameters() if p.requires_grad]
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        B, T = input_ids.shape
-        if T > self.config.block_size:
+        T = input_ids.shape[1]
+        if self.config.block_size < T:
             raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
         h = self.tok_emb(input_ids)  # (B, T, n)
         if self.pos_emb is not None:
@@ -136,13 +136,19 @@ def init_weights(model: Decoder, config: ModelConfig) -> None:
     Draws from torch's global generator, so the run seed fixes the model (and MixiT's mixing
     matrices, drawn when the blocks are built). Norm gains start at 1 in every scheme.
 
-    - ``small-output`` (default): embeddings N(0, 1); every matrix that reads the residual
-      stream (W_Q, W_K, W_V, W_G, W_U, the head) N(0, 1/fan_in), variance-preserving as in
-      eq. 2.3's W^v ~ N(0, 1/n); the residual-output projections W_O and W_D
+    - ``small-output`` (default): token and position embeddings N(0, 1/n); every matrix that
+      reads the residual stream (W_Q, W_K, W_V, W_G, W_U, the head) N(0, 1/fan_in),
+      variance-preserving as in eq. 2.3's W^v ~ N(0, 1/n); the residual-output projections
+      W_O and W_D
       N(0, output_init_std^2), so each block starts close to the identity. Measured at tiny
       scale (docs/presets.md), this is what lets a 2-layer model form an induction circuit
       within a minute; the two schemes below leave it at the "guess any value" floor.
-    - ``fan-in``: every matrix N(0, 1/fan_in), embeddings N(0, 1).
+    - ``fan-in``: every matrix N(0, 1/fan_in), embeddings N(0, 1/n).
+
+    Embeddings at N(0, 1/n) rather than N(0, 1) matter: with the residual stream starting at
+    RMS 1/sqrt(n), the first updates of W_O and W_D are not drowned by the embedding (measured:
+    MixiT on tiny retrieval reaches 0.34 train accuracy instead of 0.04-0.12, standard solves
+    it in 1,000 steps instead of 1,500).
     - ``gpt2``: every matrix and embedding N(0, 0.02^2).
     """
     gpt2 = config.init == "gpt2"
@@ -151,7 +157,7 @@ def init_weights(model: Decoder, config: ModelConfig) -> None:
             fan_in = module.weight.shape[1]
             nn.init.normal_(module.weight, std=0.02 if gpt2 else 1.0 / math.sqrt(fan_in))
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=0.02 if gpt2 else 1.0)
+            nn.init.normal_(module.weight, std=0.02 if gpt2 else 1.0 / math.sqrt(config.n_embd))
     if config.init == "small-output":
         for block in model.blocks:
             for projection in (block.attn.w_o, block.mlp.w_d):

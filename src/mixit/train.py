@@ -24,7 +24,7 @@ from mixit.config import RunConfig, apply_overrides, from_dict
 from mixit.errors import TrainingDiverged, UsageError
 from mixit.io import write_atomic, write_json
 from mixit.model import Decoder
-from mixit.tasks import PRESET_NAMES, TASKS, IGNORE_INDEX, Split, TaskData, TaskSpec
+from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, TASKS, Split, TaskData, TaskSpec
 from mixit.variants import get_variant
 
 
@@ -84,7 +84,10 @@ def make_optimizer(model: Decoder, config: RunConfig) -> torch.optim.AdamW:
     """AdamW over the trainable parameters only; no weight decay on norm gains."""
     trainable = model.trainable_parameters()
     groups = [
-        {"params": [p for p in trainable if p.dim() >= 2], "weight_decay": config.train.weight_decay},
+        {
+            "params": [p for p in trainable if p.dim() >= 2],
+            "weight_decay": config.train.weight_decay,
+        },
         {"params": [p for p in trainable if p.dim() < 2], "weight_decay": 0.0},
     ]
     return torch.optim.AdamW(
@@ -121,15 +124,17 @@ def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -
         targets = split.targets[start:stop].to(device)  # (B, T)
         logits = model(inputs)  # (B, T, V)
         scored = targets != IGNORE_INDEX  # (B, T)
-        loss_sum += F.cross_entropy(
-            logits[scored], targets[scored], reduction="sum"
-        ).item()
+        loss_sum += F.cross_entropy(logits[scored], targets[scored], reduction="sum").item()
         hits = (logits.argmax(-1) == targets) & scored  # (B, T)
         tokens += int(scored.sum())
         token_hits += int(hits.sum())
         row_hits += int((hits == scored).all(-1).sum())
     model.train()
-    return {"loss": loss_sum / tokens, "accuracy": row_hits / n, "token_accuracy": token_hits / tokens}
+    return {
+        "loss": loss_sum / tokens,
+        "accuracy": row_hits / n,
+        "token_accuracy": token_hits / tokens,
+    }
 
 
 def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str, float]:
@@ -150,7 +155,7 @@ def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str,
 
 
 def run(config: RunConfig, out: Path | None = None, progress: bool | None = None) -> dict[str, Any]:
-    """Train the resolved ``config``; write the run directory ``out`` if given; return the summary."""
+    """Train a resolved config, write the run directory ``out`` if given, return the summary."""
     spec = get_task(config.task_name)
     data = spec.make_data(config.task, config.seed)
     fit_model_to_data(config, data)
@@ -166,7 +171,9 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
         write_json(out / "config.json", config.to_dict())
         metrics_file = (out / "metrics.jsonl").open("w")
     show = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(range(config.train.steps), desc=f"{config.task_name}/{config.variant}", disable=not show)
+    bar = tqdm(
+        range(config.train.steps), desc=f"{config.task_name}/{config.variant}", disable=not show
+    )
     seq_len = data.train.inputs.shape[1]
     train_seconds, metrics = 0.0, {}
     running_loss = None
@@ -184,7 +191,9 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
         torch.nn.utils.clip_grad_norm_(model.trainable_parameters(), config.train.grad_clip)
         optimizer.step()
         schedule.step()
-        running_loss = loss_value if running_loss is None else 0.95 * running_loss + 0.05 * loss_value
+        running_loss = (
+            loss_value if running_loss is None else 0.95 * running_loss + 0.05 * loss_value
+        )
         last = step + 1 == config.train.steps
         if (step + 1) % config.train.eval_every == 0 or last:
             train_seconds += time.perf_counter() - start
@@ -235,7 +244,7 @@ def train(
 
 
 def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
-    """Rebuild the model of a finished run directory: returns ``(model, config)``, model in eval mode."""
+    """Rebuild a finished run directory's model: ``(model in eval mode, config)``."""
     run_dir = Path(run_dir)
     config_path, weights_path = run_dir / "config.json", run_dir / "model.safetensors"
     for path in (config_path, weights_path):

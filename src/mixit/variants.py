@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from mixit.errors import UsageError
 
 
-class AttentionKind(str, Enum):
+class AttentionKind(StrEnum):
     SOFTMAX = "softmax"  # softmax(Q K^T / sqrt(n_h)) with RoPE on Q and K (eq. 2.1)
     MIXING = "mixing"  # a fixed random causal matrix per head, A @ V (eq. 2.3)
 

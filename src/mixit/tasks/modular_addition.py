@@ -76,9 +76,9 @@ register(
                 "model.n_head": 4,
                 "train.batch_size": 1392,
                 "train.lr": 3e-3,
-                "train.weight_decay": 1.0,
-                "train.steps": 2000,
-                "train.eval_every": 100,
+                "train.weight_decay": 3.0,
+                "train.steps": 1200,
+                "train.eval_every": 200,
             },
             # p=113 (the usual grokking prime), 40 % of the pairs for training, full batch.
             "small": {

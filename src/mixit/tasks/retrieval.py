@@ -113,9 +113,9 @@ register(
                 "model.n_embd": 64,
                 "model.n_head": 2,
                 "train.batch_size": 128,
-                "train.lr": 1e-3,
-                "train.steps": 2000,
-                "train.eval_every": 250,
+                "train.lr": 2e-3,
+                "train.steps": 1200,
+                "train.eval_every": 400,
             },
             # Notes: 16 pairs did not leave the floor in 90 s at n=64-128; 12 with more steps.
             "small": {

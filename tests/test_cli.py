@@ -1,0 +1,114 @@
+"""The command line: the public contract, bad input as one line with exit status 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mixit.cli import main
+
+MICRO = [
+    "task.vocab_size=16",
+    "task.max_pairs=3",
+    "task.n_train=256",
+    "task.n_test=64",
+    "model.n_embd=32",
+    "model.n_layer=1",
+    "train.steps=5",
+    "train.eval_every=5",
+    "train.batch_size=16",
+]
+
+BAD_INPUTS = {
+    "unknown task": ["train", "--task", "sorting", "--model", "standard"],
+    "unknown model": ["train", "--task", "retrieval", "--model", "mamba"],
+    "unknown preset": ["train", "--task", "retrieval", "--model", "mixit", "--preset", "huge"],
+    "unknown key": ["train", "--task", "retrieval", "--model", "mixit", "model.n_layers=2"],
+    "unknown section": ["train", "--task", "retrieval", "--model", "mixit", "optim.lr=1"],
+    "wrong type": ["train", "--task", "retrieval", "--model", "mixit", "train.steps=many"],
+    "not key=value": ["train", "--task", "retrieval", "--model", "mixit", "steps"],
+    "heads do not divide width": [
+        "train",
+        "--task",
+        "retrieval",
+        "--model",
+        "mixit",
+        "model.n_embd=30",
+        "model.n_head=4",
+    ],
+    "sequence longer than MixiT's matrices": [
+        "train",
+        "--task",
+        "retrieval",
+        "--model",
+        "mixit",
+        "model.block_size=8",
+    ],
+    "bad choice": ["train", "--task", "retrieval", "--model", "mixit", "model.init=xavier"],
+    "missing --model": ["train", "--task", "retrieval"],
+    "bad seed": ["train", "--task", "retrieval", "--model", "mixit", "--seed", "x"],
+    "unknown model in compare": ["compare", "--task", "retrieval", "--models", "standard,gpt"],
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_exits_2_with_one_line_and_no_summary(case, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main([*BAD_INPUTS[case], "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("mixit") and "Traceback" not in err
+    assert not (out / "summary.json").exists()
+    assert not list(tmp_path.rglob("summary.json"))
+
+
+def test_unknown_key_lists_the_valid_keys(capsys):
+    main(["train", "--task", "retrieval", "--model", "mixit", "train.stepz=3"])
+    err = capsys.readouterr().err
+    assert "train.stepz" in err and "steps" in err and "batch_size" in err
+
+
+def test_console_script_exit_status_and_help():
+    bad = subprocess.run(
+        [sys.executable, "-m", "mixit", "train", "--task", "nope", "--model", "mixit"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2
+    assert (
+        bad.stderr.strip().splitlines() == [bad.stderr.strip()]
+        and "unknown task 'nope'" in bad.stderr
+    )
+    assert "Traceback" not in bad.stderr
+    shown = subprocess.run(
+        [sys.executable, "-m", "mixit", "train", "--help"], capture_output=True, text=True
+    )
+    assert shown.returncode == 0
+    assert "retrieval" in shown.stdout and "frozen-qk" in shown.stdout
+
+
+def test_train_writes_the_run_directory(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert (
+        main(["train", "--task", "retrieval", "--model", "mixit", "--out", str(out), *MICRO]) == 0
+    )
+    assert json.loads((out / "summary.json").read_text())["model"] == "mixit"
+    assert "test_accuracy" in capsys.readouterr().out
+
+
+def test_compare_prints_a_table_writes_json_and_reuses_runs(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    args = ["compare", "--task", "retrieval", "--models", "standard,mixit", "--seeds", "2"]
+    assert main([*args, "--out", str(out), *MICRO]) == 0
+    table = capsys.readouterr().out
+    assert "standard" in table and "mixit" in table and "±" in table
+    result = json.loads((out / "compare.json").read_text())
+    assert result["task"] == "retrieval" and result["metric"] == "test_accuracy"
+    assert [row["model"] for row in result["rows"]] == ["standard", "mixit"]
+    assert all(len(row["values"]) == 2 for row in result["rows"])
+    summary = out / "mixit" / "seed1" / "summary.json"
+    stamp = summary.stat().st_mtime_ns
+    assert main([*args, "--out", str(out), *MICRO]) == 0
+    assert summary.stat().st_mtime_ns == stamp
