@@ -147,9 +147,10 @@ register(
                 "model.n_layer": 2,
                 "model.n_embd": 64,
                 "model.n_head": 4,
+                "model.mixing_scale": "sequence",
                 "train.batch_size": 128,
-                "train.lr": 1e-3,
-                "train.steps": 1500,
+                "train.lr": 2e-3,
+                "train.steps": 1000,
                 "train.eval_every": 250,
             },
             "small": {
