@@ -45,6 +45,7 @@ BAD_INPUTS = {
         "mixit",
         "model.block_size=8",
     ],
+    "bad device": ["train", "--task", "retrieval", "--model", "mixit", "train.device=gpu0"],
     "bad choice": ["train", "--task", "retrieval", "--model", "mixit", "model.init=xavier"],
     "missing --model": ["train", "--task", "retrieval"],
     "bad seed": ["train", "--task", "retrieval", "--model", "mixit", "--seed", "x"],

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from mixit.errors import UsageError
 
 INIT_SCHEMES = ("small-output", "fan-in", "gpt2")
@@ -84,7 +86,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_every: int = 250
     eval_examples: int = 4000  # examples per split scored at each evaluation
-    device: str = "cpu"
+    device: str = "auto"  # "auto": CUDA when available, else CPU; or any torch device name
 
     def validate(self) -> None:
         for name in ("steps", "batch_size", "eval_every", "eval_examples"):
@@ -92,6 +94,12 @@ class TrainConfig:
                 raise UsageError(f"train.{name} must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0:
             raise UsageError(f"train.lr must be > 0, got {self.lr}")
+        try:
+            torch.device("cpu" if self.device == "auto" else self.device)
+        except RuntimeError:
+            raise UsageError(
+                f"train.device='{self.device}' is not a device; use auto, cpu, cuda or cuda:N"
+            ) from None
         if self.warmup_steps < 0:
             raise UsageError(f"train.warmup_steps must be >= 0, got {self.warmup_steps}")
 

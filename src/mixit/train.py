@@ -75,6 +75,12 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
         )
 
 
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
 def build_model(config: RunConfig) -> Decoder:
     torch.manual_seed(config.seed)
     return Decoder(config.model, get_variant(config.variant))
@@ -154,22 +160,44 @@ def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str,
     return metrics
 
 
+class RunWriter:
+    """Writes a run directory as training goes; with ``out=None`` it writes nothing."""
+
+    def __init__(self, out: Path | None, config: RunConfig) -> None:
+        self.out = out
+        if out is None:
+            return
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)
+        write_json(out / "config.json", config.to_dict())
+        (out / "metrics.jsonl").write_text("")
+
+    def log(self, record: dict[str, Any]) -> None:
+        if self.out is not None:
+            with (self.out / "metrics.jsonl").open("a") as metrics_file:
+                metrics_file.write(json.dumps(record) + "\n")
+
+    def finish(self, model: Decoder, summary: dict[str, Any]) -> None:
+        """Weights first, summary last: a summary.json means the run is complete."""
+        if self.out is None:
+            return
+        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        write_atomic(self.out / "model.safetensors", lambda tmp: save_file(state, str(tmp)))
+        write_json(self.out / "summary.json", summary)
+
+
 def run(config: RunConfig, out: Path | None = None, progress: bool | None = None) -> dict[str, Any]:
     """Train a resolved config, write the run directory ``out`` if given, return the summary."""
     spec = get_task(config.task_name)
     data = spec.make_data(config.task, config.seed)
     fit_model_to_data(config, data)
     model = build_model(config)
-    device = torch.device(config.train.device)
+    device = resolve_device(config.train.device)
     model.to(device)
     optimizer = make_optimizer(model, config)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
-    batches = torch.Generator().manual_seed(config.seed)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").unlink(missing_ok=True)
-        write_json(out / "config.json", config.to_dict())
-        metrics_file = (out / "metrics.jsonl").open("w")
+    batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
+    train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(
         range(config.train.steps), desc=f"{config.task_name}/{config.variant}", disable=not show
@@ -177,11 +205,12 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
     seq_len = data.train.inputs.shape[1]
     train_seconds, metrics = 0.0, {}
     running_loss = None
+    writer = RunWriter(out, config)
     start = time.perf_counter()
     for step in bar:
         index = torch.randint(len(data.train), (config.train.batch_size,), generator=batches)
-        inputs = data.train.inputs[index].to(device)  # (B, T)
-        targets = data.train.targets[index].to(device)  # (B, T)
+        index = index.to(device)
+        inputs, targets = train_inputs[index], train_targets[index]  # (B, T) each
         loss = sequence_loss(model(inputs), targets)
         loss_value = loss.item()
         if not math.isfinite(loss_value):
@@ -200,9 +229,7 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
             metrics = evaluate_run(model, data, config)
             record = {"step": step + 1, "lr": schedule.get_last_lr()[0], "train_loss": running_loss}
             record |= metrics | {"train_seconds": train_seconds}
-            if out is not None:
-                metrics_file.write(json.dumps(record) + "\n")
-                metrics_file.flush()
+            writer.log(record)
             bar.set_postfix(loss=f"{running_loss:.3f}", acc=f"{metrics['test_accuracy']:.3f}")
             start = time.perf_counter()
     bar.close()
@@ -221,11 +248,7 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
         "tokens_per_second": config.train.steps * config.train.batch_size * seq_len / train_seconds,
         "metrics": metrics,
     }
-    if out is not None:
-        metrics_file.close()
-        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-        write_atomic(out / "model.safetensors", lambda tmp: save_file(state, str(tmp)))
-        write_json(out / "summary.json", summary)
+    writer.finish(model, summary)
     return summary
 
 
