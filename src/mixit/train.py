@@ -126,8 +126,8 @@ def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -
     loss_sum, tokens, token_hits, row_hits = 0.0, 0, 0, 0
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
-        inputs = split.inputs[start:stop].to(device)  # (B, T)
-        targets = split.targets[start:stop].to(device)  # (B, T)
+        inputs = split.inputs[start:stop].to(device).long()  # (B, T)
+        targets = split.targets[start:stop].to(device).long()  # (B, T)
         logits = model(inputs)  # (B, T, V)
         scored = targets != IGNORE_INDEX  # (B, T)
         loss_sum += F.cross_entropy(logits[scored], targets[scored], reduction="sum").item()
@@ -144,19 +144,22 @@ def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -
 
 
 def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str, float]:
+    """The summary metrics: test loss and accuracies, train accuracy, the task's own extras."""
+    spec = get_task(config.task_name)
     batch = max(config.train.batch_size, 256)
     test = evaluate(model, data.test, config.train.eval_examples, batch)
-    metrics = {
-        "test_loss": test["loss"],
-        "test_accuracy": test["accuracy"],
-        "test_token_accuracy": test["token_accuracy"],
-    }
-    if data.test_is_train:
-        metrics["train_accuracy"] = test["accuracy"]
-    else:
-        metrics["train_accuracy"] = evaluate(model, data.train, config.train.eval_examples, batch)[
-            "accuracy"
-        ]
+    metrics = {"test_loss": test["loss"], "test_token_accuracy": test["token_accuracy"]}
+    if spec.exact_match:
+        metrics["test_accuracy"] = test["accuracy"]
+        train_split_accuracy = (
+            test["accuracy"]
+            if data.test_is_train
+            else evaluate(model, data.train, config.train.eval_examples, batch)["accuracy"]
+        )
+        metrics["train_accuracy"] = train_split_accuracy
+    if spec.extra_metrics is not None:
+        params_trainable = sum(p.numel() for p in model.trainable_parameters())
+        metrics |= spec.extra_metrics(metrics, params_trainable, config.task)
     return metrics
 
 
@@ -210,7 +213,8 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
     for step in bar:
         index = torch.randint(len(data.train), (config.train.batch_size,), generator=batches)
         index = index.to(device)
-        inputs, targets = train_inputs[index], train_targets[index]  # (B, T) each
+        inputs = train_inputs[index].long()  # (B, T)
+        targets = train_targets[index].long()  # (B, T)
         loss = sequence_loss(model(inputs), targets)
         loss_value = loss.item()
         if not math.isfinite(loss_value):
@@ -230,12 +234,10 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
             record = {"step": step + 1, "lr": schedule.get_last_lr()[0], "train_loss": running_loss}
             record |= metrics | {"train_seconds": train_seconds}
             writer.log(record)
-            bar.set_postfix(loss=f"{running_loss:.3f}", acc=f"{metrics['test_accuracy']:.3f}")
+            bar.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
             start = time.perf_counter()
     bar.close()
     params_trainable = sum(p.numel() for p in model.trainable_parameters())
-    if spec.extra_metrics is not None:
-        metrics |= spec.extra_metrics(metrics, params_trainable, config.task)
     summary = {
         "task": config.task_name,
         "model": config.variant,

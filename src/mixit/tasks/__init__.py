@@ -1,6 +1,16 @@
 """The task registry: importing this package registers every task in ``TASKS``."""
 
-from mixit.tasks import addition, dyck, khop, memorization, modular_addition, retrieval
+from mixit.tasks import (
+    addition,
+    custom,
+    dyck,
+    khop,
+    lm,
+    memorization,
+    modular_addition,
+    retrieval,
+    sentiment,
+)
 from mixit.tasks.addition import AdditionConfig
 from mixit.tasks.base import (
     IGNORE_INDEX,
@@ -33,10 +43,13 @@ __all__ = [
     "TaskSpec",
     "addition",
     "answer_split",
+    "custom",
     "dyck",
     "khop",
+    "lm",
     "memorization",
     "modular_addition",
     "register",
     "retrieval",
+    "sentiment",
 ]

@@ -56,6 +56,9 @@ class TaskSpec:
     summary: str
     # The headline metric `mixit compare` reports (a key of summary["metrics"]).
     metric: str = "test_accuracy"
+    # Whether "all answer tokens right" is meaningful (not for a 256-token language-model
+    # window); without it only the loss and per-token accuracy are reported.
+    exact_match: bool = True
     extra_metrics: Callable[[dict[str, float], int, Any], dict[str, float]] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 

@@ -1,0 +1,68 @@
+"""A disk cache for derived arrays (token ids), written atomically and rebuilt when damaged."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+
+def default_cache_dir() -> Path:
+    """``$MIXIT_CACHE`` if set, else ``~/.cache/mixit``."""
+    return Path(os.environ.get("MIXIT_CACHE") or Path.home() / ".cache" / "mixit")
+
+
+def cache_key(**parts: object) -> str:
+    """A short, stable name for everything an artifact depends on (sorted-key JSON, sha256)."""
+    blob = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def _load(path: Path) -> np.ndarray | None:
+    try:
+        return np.load(path, mmap_mode="r")
+    except (OSError, ValueError, EOFError):
+        # Truncated or corrupted (an interrupted writer from before atomic writes, a full disk).
+        return None
+
+
+def cached_array(path: Path, build: Callable[[], np.ndarray]) -> np.ndarray:
+    """Return the array saved at ``path`` (a read-only memmap), building and saving it if needed.
+
+    The file is written under a temporary name in the same directory and renamed into place,
+    so concurrent runs and interrupted writes never leave a half-written ``path``.
+    """
+    path = Path(path)
+    if path.exists():
+        array = _load(path)
+        if array is not None:
+            return array
+    path.parent.mkdir(parents=True, exist_ok=True)
+    array = np.asarray(build())
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, array)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return np.load(path, mmap_mode="r")
+
+
+def file_fingerprint(data_files: str) -> list[list[object]]:
+    """(absolute path, size, mtime) of each comma-separated file that exists.
+
+    Part of every cache key built from user files, so editing a file invalidates its cache.
+    """
+    fingerprint: list[list[object]] = []
+    for name in (f.strip() for f in data_files.split(",") if f.strip()):
+        path = Path(name).resolve()
+        stat = path.stat() if path.is_file() else None
+        fingerprint.append(
+            [str(path), stat.st_size if stat else -1, stat.st_mtime_ns if stat else -1]
+        )
+    return fingerprint

