@@ -64,7 +64,7 @@ def test_frozen_groups_stay_bit_identical_and_trainable_ones_move(small_config, 
     generator = torch.Generator().manual_seed(0)
     for _ in range(3):
         tokens = torch.randint(0, small_config.vocab_size, (8, 12), generator=generator)
-        loss = sequence_loss(model(tokens[:, :-1]), tokens[:, 1:])
+        loss = sequence_loss(model, tokens[:, :-1], tokens[:, 1:])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

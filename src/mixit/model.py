@@ -117,6 +117,10 @@ class Decoder(nn.Module):
         return [p for p in self.parameters() if p.requires_grad]
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(input_ids))  # (B, T, V)
+
+    def features(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The final-normed hidden states (B, T, n) that the output head reads."""
         T = input_ids.shape[1]
         if self.config.block_size < T:
             raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
@@ -126,8 +130,7 @@ class Decoder(nn.Module):
         h = self.hook_embed(h)
         for block in self.blocks:
             h = block(h)
-        h = self.hook_final(self.norm_final(h))
-        return self.head(h)  # (B, T, V)
+        return self.hook_final(self.norm_final(h))  # (B, T, n)
 
 
 def init_weights(model: Decoder, config: ModelConfig) -> None:

@@ -112,9 +112,21 @@ def lr_factor(step: int, config: RunConfig) -> float:
     return t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def sequence_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the scored (non-IGNORE) positions; logits (B, T, V)."""
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+def scored_logits(
+    model: Decoder, inputs: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits (S, V) and targets (S,) at the S scored positions only.
+
+    The output head runs only where a target is scored: for a classification-style task with a
+    large vocabulary (sentiment: one scored position of 50) that skips most of the step.
+    """
+    scored = targets != IGNORE_INDEX  # (B, T)
+    return model.head(model.features(inputs)[scored]), targets[scored]
+
+
+def sequence_loss(model: Decoder, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the scored (non-IGNORE) positions of a batch (B, T)."""
+    return F.cross_entropy(*scored_logits(model, inputs, targets))
 
 
 @torch.no_grad()
@@ -128,10 +140,11 @@ def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -
         stop = min(start + batch_size, n)
         inputs = split.inputs[start:stop].to(device).long()  # (B, T)
         targets = split.targets[start:stop].to(device).long()  # (B, T)
-        logits = model(inputs)  # (B, T, V)
         scored = targets != IGNORE_INDEX  # (B, T)
-        loss_sum += F.cross_entropy(logits[scored], targets[scored], reduction="sum").item()
-        hits = (logits.argmax(-1) == targets) & scored  # (B, T)
+        logits, answers = scored_logits(model, inputs, targets)  # (S, V), (S,)
+        loss_sum += F.cross_entropy(logits, answers, reduction="sum").item()
+        hits = torch.zeros_like(scored)  # (B, T)
+        hits[scored] = logits.argmax(-1) == answers
         tokens += int(scored.sum())
         token_hits += int(hits.sum())
         row_hits += int((hits == scored).all(-1).sum())
@@ -215,7 +228,7 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
         index = index.to(device)
         inputs = train_inputs[index].long()  # (B, T)
         targets = train_targets[index].long()  # (B, T)
-        loss = sequence_loss(model(inputs), targets)
+        loss = sequence_loss(model, inputs, targets)
         loss_value = loss.item()
         if not math.isfinite(loss_value):
             raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")

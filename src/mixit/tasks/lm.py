@@ -154,18 +154,19 @@ register(
         exact_match=False,
         extra_metrics=lm_metrics,
         presets={
+            # 170 ms a step on 2 cores: about 3.5 minutes a model (docs/presets.md).
             "tiny": {
-                "task.seq_len": 128,
-                "task.vocab_size": 2048,
+                "task.seq_len": 64,
+                "task.vocab_size": 1024,
                 "model.n_layer": 4,
                 "model.n_embd": 128,
                 "model.n_head": 4,
                 "model.mixing_scale": "sequence",
                 "train.batch_size": 32,
                 "train.lr": 2e-3,
-                "train.steps": 1500,
-                "train.eval_every": 500,
-                "train.eval_examples": 256,
+                "train.steps": 1200,
+                "train.eval_every": 300,
+                "train.eval_examples": 512,
             },
             "small": {
                 "task.seq_len": 256,

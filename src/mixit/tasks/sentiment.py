@@ -129,7 +129,7 @@ register(
                 "train.batch_size": 64,
                 "train.lr": 1e-3,
                 "train.weight_decay": 0.1,
-                "train.steps": 1500,
+                "train.steps": 1000,
                 "train.eval_every": 250,
             },
             "small": {
