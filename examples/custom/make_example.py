@@ -2,8 +2,9 @@
 
     python examples/custom/make_example.py   # writes train.jsonl and test.jsonl beside this file
 
-Reversal needs each output position to read one specific, input-dependent earlier position,
-which fixed mixing can only approximate: a small litmus test to run the spectrum on.
+Each output position reads one earlier position that depends only on where it is, never on
+what the letters are, so the routing is input-independent: a fixed mixing matrix can serve it,
+and the litmus test says so (README).
 """
 
 import json
