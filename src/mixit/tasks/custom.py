@@ -130,22 +130,21 @@ def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
         index = {c: FIRST_SYMBOL + i for i, c in enumerate(symbols)}
         return (lambda text: [index.get(c, UNK) for c in text]), FIRST_SYMBOL + len(symbols)
     from mixit.data import (
-        cache_key,
         default_cache_dir,
         encode_texts,
         file_fingerprint,
-        load_pretrained_tokenizer,
+        task_tokenizer,
         tokenizer_vocab_size,
-        train_bpe,
     )
 
-    if config.tokenizer == "bpe":
-        cache = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
-        key = cache_key(files=file_fingerprint(config.data_files), vocab_size=config.vocab_size)
-        texts = [a + b for a, b in train]
-        tokenizer = train_bpe(texts, config.vocab_size, cache / f"bpe-custom-{key}.json")
-    else:
-        tokenizer = load_pretrained_tokenizer(config.tokenizer)
+    source = {"task": "custom", "files": file_fingerprint(config.data_files)}
+    tokenizer = task_tokenizer(
+        config.tokenizer,
+        config.vocab_size,
+        default_cache_dir(config.cache_dir),
+        source,
+        lambda: [a + b for a, b in train],
+    )
     size = tokenizer_vocab_size(tokenizer)
     # Token ids shift by FIRST_SYMBOL so that PAD, SEP and UNK keep their own ids.
     return (lambda text: [FIRST_SYMBOL + t for t in encode_texts(tokenizer, [text])[0]]), (

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -73,13 +72,12 @@ def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
         encode_texts,
         file_fingerprint,
         load_lm_texts,
-        load_pretrained_tokenizer,
+        task_tokenizer,
         tokenizer_vocab_size,
-        train_bpe,
     )
 
     dataset = resolve_dataset(config)
-    cache = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+    cache = default_cache_dir(config.cache_dir)
     source = {
         "dataset": dataset,
         "files": file_fingerprint(config.data_files),
@@ -92,16 +90,12 @@ def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
         texts = texts or load_lm_texts(dataset, config.data_files, config.max_documents)
         return texts
 
-    if config.tokenizer == "bpe":
-        path = cache / f"bpe-{cache_key(**source, vocab_size=config.vocab_size)}.json"
-        # A saved tokenizer is reused without reading the corpus again.
-        tokenizer = train_bpe([] if path.exists() else corpus()[0], config.vocab_size, path)
-        eos = tokenizer.token_to_id(EOS)
-    else:
-        tokenizer = load_pretrained_tokenizer(config.tokenizer)
-        eos = getattr(tokenizer, "eos_token_id", None)
-        if eos is None:
-            raise UsageError(f"tokenizer '{config.tokenizer}' has no end-of-text token")
+    tokenizer = task_tokenizer(
+        config.tokenizer, config.vocab_size, cache, source, lambda: corpus()[0]
+    )
+    eos = tokenizer.token_to_id(EOS) if config.tokenizer == "bpe" else tokenizer.eos_token_id
+    if eos is None:
+        raise UsageError(f"tokenizer '{config.tokenizer}' has no end-of-text token")
     key = cache_key(**source, tokenizer=config.tokenizer, vocab_size=config.vocab_size)
 
     def stream(split: int) -> np.ndarray:

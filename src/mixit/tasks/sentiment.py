@@ -14,7 +14,6 @@ same metrics as every other task, no extra head.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -77,14 +76,13 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
         default_cache_dir,
         encode_texts,
         file_fingerprint,
-        load_pretrained_tokenizer,
         load_sentiment,
+        task_tokenizer,
         tokenizer_vocab_size,
-        train_bpe,
     )
 
     config.validate()
-    cache = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+    cache = default_cache_dir(config.cache_dir)
     source = {"dataset": config.dataset, "files": file_fingerprint(config.data_files)}
     loaded: tuple | None = None
 
@@ -93,12 +91,12 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
         loaded = loaded or load_sentiment(config.dataset, config.data_files)
         return loaded
 
+    tokenizer = task_tokenizer(
+        config.tokenizer, config.vocab_size, cache, source, lambda: corpus()[0]
+    )
     if config.tokenizer == "bpe":
-        path = cache / f"bpe-{cache_key(**source, vocab_size=config.vocab_size)}.json"
-        tokenizer = train_bpe([] if path.exists() else corpus()[0], config.vocab_size, path)
         sep = tokenizer.token_to_id(SEP)
     else:
-        tokenizer = load_pretrained_tokenizer(config.tokenizer)
         sep = getattr(tokenizer, "sep_token_id", None) or getattr(tokenizer, "eos_token_id", 0)
     label0 = tokenizer_vocab_size(tokenizer)
     key = cache_key(**source, tokenizer=config.tokenizer, vocab=config.vocab_size, T=config.seq_len)
