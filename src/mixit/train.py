@@ -160,16 +160,14 @@ def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str,
     """The summary metrics: test loss and accuracies, train accuracy, the task's own extras."""
     spec = get_task(config.task_name)
     batch = max(config.train.batch_size, 256)
-    test = evaluate(model, data.test, config.train.eval_examples, batch)
+    limits = (config.train.eval_examples, batch)
+    test = evaluate(model, data.test, *limits)
     metrics = {"test_loss": test["loss"], "test_token_accuracy": test["token_accuracy"]}
     if spec.exact_match:
         metrics["test_accuracy"] = test["accuracy"]
-        train_split_accuracy = (
-            test["accuracy"]
-            if data.test_is_train
-            else evaluate(model, data.train, config.train.eval_examples, batch)["accuracy"]
-        )
-        metrics["train_accuracy"] = train_split_accuracy
+        # Memorization scores the training set itself: no second pass over the same examples.
+        train = test if data.test_is_train else evaluate(model, data.train, *limits)
+        metrics["train_accuracy"] = train["accuracy"]
     if spec.extra_metrics is not None:
         params_trainable = sum(p.numel() for p in model.trainable_parameters())
         metrics |= spec.extra_metrics(metrics, params_trainable, config.task)
