@@ -87,12 +87,61 @@ def build_parser() -> argparse.ArgumentParser:
     compare_parser.add_argument(
         "--out", default=None, help="output directory (default runs/compare/TASK)"
     )
+
+    reproduce_parser = commands.add_parser(
+        "reproduce",
+        help="reproduce a table or figure of the paper (or all) and judge its claims",
+        description="Train every run an experiment needs (finished runs are reused), write "
+        "OUT/EXPERIMENT/report.md, results.json and PNGs, and OUT/claims.md + claims.json.",
+    )
+    reproduce_parser.add_argument("experiment", help=f"'all' or one of: {_experiment_names()}")
+    reproduce_parser.add_argument(
+        "--scale", default="tiny", help=f"one of {', '.join(PRESET_NAMES)} (default tiny)"
+    )
+    reproduce_parser.add_argument("--seeds", type=int, default=3, help="seeds per run (default 3)")
+    reproduce_parser.add_argument(
+        "--jobs", type=int, default=1, help="runs trained in parallel processes (default 1)"
+    )
+    reproduce_parser.add_argument(
+        "--out", default=None, help="output directory (default runs/reproduce-SCALE)"
+    )
+    reproduce_parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
+    )
+    reproduce_parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="dotted overrides applied to every training run, e.g. train.steps=50",
+    )
+
+    analyze_parser = commands.add_parser(
+        "analyze", help="analyse a finished run directory (attention heads, covariance)"
+    )
+    analyze_parser.add_argument("analysis", help="attention | covariance")
+    analyze_parser.add_argument("run_dir", help="a finished run directory")
+    analyze_parser.add_argument(
+        "--sequences", type=int, default=256, help="test sequences analysed (default 256)"
+    )
+    analyze_parser.add_argument(
+        "--out", default=None, help="where to write figures and JSON (default RUN_DIR/analysis)"
+    )
     return parser
+
+
+def _experiment_names() -> str:
+    from mixit.experiments import EXPERIMENTS
+
+    return ", ".join(EXPERIMENTS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if args.command == "reproduce":
+            return _reproduce(args)
+        if args.command == "analyze":
+            return _analyze(args)
         overrides = parse_overrides(args.overrides)
         if args.command == "train":
             out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
@@ -117,6 +166,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainingDiverged as error:
         print(f"mixit: {error}", file=sys.stderr)
         return EXIT_DIVERGED
+    return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from mixit.experiments import reproduce
+
+    out = args.out or f"runs/reproduce-{args.scale}"
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    overrides = parse_overrides(args.overrides)
+    claims = reproduce(
+        [args.experiment], args.scale, args.seeds, args.jobs, out, progress, overrides
+    )
+    for claim in claims:
+        print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
+    print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)
+    return 0
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from mixit.analysis.report import analyze_run
+
+    if args.sequences < 1:
+        raise UsageError(f"--sequences must be >= 1, got {args.sequences}")
+    print(analyze_run(args.analysis, args.run_dir, args.sequences, args.out))
     return 0
 
 

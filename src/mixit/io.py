@@ -25,3 +25,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     write_atomic(path, lambda tmp: tmp.write_text(json.dumps(data, indent=2) + "\n"))
+
+
+def write_text(path: Path, text: str) -> None:
+    write_atomic(path, lambda tmp: tmp.write_text(text))

@@ -18,9 +18,11 @@ from mixit.data.tokenizer import (
     decode,
     encode_texts,
     load_pretrained_tokenizer,
+    special_token_id,
     task_tokenizer,
     tokenizer_vocab_size,
     train_bpe,
+    train_words,
 )
 
 __all__ = [
@@ -39,7 +41,9 @@ __all__ = [
     "load_lm_texts",
     "load_pretrained_tokenizer",
     "load_sentiment",
+    "special_token_id",
     "task_tokenizer",
     "tokenizer_vocab_size",
     "train_bpe",
+    "train_words",
 ]

@@ -1,8 +1,8 @@
-"""Byte-level BPE tokenizers trained on a corpus, or pretrained ones found locally.
+"""Tokenizers trained on a corpus (byte-level BPE, word-level) or pretrained ones found locally.
 
 Two kinds of tokenizer object flow through the helpers below: a ``tokenizers.Tokenizer`` (what
-``train_bpe`` returns, or a ``tokenizer.json`` loaded directly) and a ``transformers``
-tokenizer. ``encode_texts``, ``decode`` and ``tokenizer_vocab_size`` accept both.
+``train_bpe`` and ``train_words`` return, or a ``tokenizer.json`` loaded directly) and a
+``transformers`` tokenizer. ``encode_texts``, ``decode`` and ``tokenizer_vocab_size`` accept both.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 from mixit.errors import UsageError
 
 PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
-SPECIAL_TOKENS = (PAD, SEP, EOS)  # ids 0, 1, 2 in every tokenizer train_bpe makes
+SPECIAL_TOKENS = (PAD, SEP, EOS)  # ids 0, 1, 2 in every tokenizer mixit trains
+UNK = "<unk>"  # id 3 in word-level tokenizers
 
 
 def _is_fast_tokenizer(tokenizer: Any) -> bool:
@@ -24,14 +25,9 @@ def _is_fast_tokenizer(tokenizer: Any) -> bool:
     return isinstance(tokenizer, tokenizers.Tokenizer)
 
 
-def train_bpe(texts: list[str], vocab_size: int, path: Path) -> Any:
-    """Train a byte-level BPE on ``texts`` and save it to ``path``; reuse ``path`` if it exists.
-
-    The caller is responsible for putting everything the tokenizer depends on (corpus, vocab
-    size) into ``path``'s name, e.g. with ``cache_key``.
-    """
+def _trained_or_saved(path: Path, texts: list[str], build: Callable[[list[str]], Any]) -> Any:
+    """The tokenizer saved at ``path``, or ``build(texts)`` saved there atomically."""
     import tokenizers
-    from tokenizers import decoders, models, pre_tokenizers, trainers
 
     path = Path(path)
     if path.exists():
@@ -39,24 +35,9 @@ def train_bpe(texts: list[str], vocab_size: int, path: Path) -> Any:
             return tokenizers.Tokenizer.from_file(str(path))
         except Exception:
             pass  # a damaged file: train again and overwrite it
-    if vocab_size < 256 + len(SPECIAL_TOKENS):
-        raise UsageError(
-            f"BPE vocab_size {vocab_size} is too small: it must be at least "
-            f"{256 + len(SPECIAL_TOKENS)} (256 bytes + {len(SPECIAL_TOKENS)} special tokens)"
-        )
     if not texts:
-        raise UsageError("cannot train a BPE tokenizer on no text: the training corpus is empty")
-    tokenizer = tokenizers.Tokenizer(models.BPE())
-    # No prefix space, so decode(encode(x)) == x exactly.
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # every byte encodable
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+        raise UsageError("cannot train a tokenizer on no text: the training corpus is empty")
+    tokenizer = build(texts)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -65,6 +46,76 @@ def train_bpe(texts: list[str], vocab_size: int, path: Path) -> Any:
     finally:
         tmp.unlink(missing_ok=True)
     return tokenizer
+
+
+def train_bpe(texts: list[str], vocab_size: int, path: Path) -> Any:
+    """Train a byte-level BPE on ``texts`` and save it to ``path``; reuse ``path`` if it exists.
+
+    The caller is responsible for putting everything the tokenizer depends on (corpus, vocab
+    size) into ``path``'s name, e.g. with ``cache_key``.
+    """
+    if vocab_size < 256 + len(SPECIAL_TOKENS):
+        raise UsageError(
+            f"BPE vocab_size {vocab_size} is too small: it must be at least "
+            f"{256 + len(SPECIAL_TOKENS)} (256 bytes + {len(SPECIAL_TOKENS)} special tokens)"
+        )
+
+    def build(texts: list[str]) -> Any:
+        import tokenizers
+        from tokenizers import decoders, models, pre_tokenizers, trainers
+
+        tokenizer = tokenizers.Tokenizer(models.BPE())
+        # No prefix space, so decode(encode(x)) == x exactly.
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=list(SPECIAL_TOKENS),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # every byte encodable
+            show_progress=False,
+        )
+        tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+        return tokenizer
+
+    return _trained_or_saved(path, texts, build)
+
+
+def train_words(texts: list[str], vocab_size: int, path: Path) -> Any:
+    """A word-level tokenizer: the ``vocab_size`` most frequent lower-cased words and
+    punctuation runs of ``texts``, everything else ``<unk>``; saved to and reused from ``path``.
+
+    Short texts (review snippets) carry their meaning in whole words; a word vocabulary keeps a
+    review short in tokens, which matters when the model reads a fixed number of them.
+    """
+    if vocab_size <= len(SPECIAL_TOKENS) + 1:
+        raise UsageError(
+            f"word vocab_size {vocab_size} is too small: it must exceed "
+            f"{len(SPECIAL_TOKENS) + 1} (the special tokens and {UNK})"
+        )
+
+    def build(texts: list[str]) -> Any:
+        import tokenizers
+        from tokenizers import models, normalizers, pre_tokenizers, trainers
+
+        tokenizer = tokenizers.Tokenizer(models.WordLevel(unk_token=UNK))
+        tokenizer.normalizer = normalizers.Lowercase()
+        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()  # words and punctuation runs
+        trainer = trainers.WordLevelTrainer(
+            vocab_size=vocab_size, special_tokens=[*SPECIAL_TOKENS, UNK], show_progress=False
+        )
+        tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+        return tokenizer
+
+    return _trained_or_saved(path, texts, build)
+
+
+def special_token_id(tokenizer: Any, token: str) -> int | None:
+    """Id of ``SEP`` or ``EOS`` in a trained tokenizer, or the pretrained one's equivalent."""
+    if _is_fast_tokenizer(tokenizer):
+        return tokenizer.token_to_id(token)
+    if token == SEP:
+        return getattr(tokenizer, "sep_token_id", None) or getattr(tokenizer, "eos_token_id", None)
+    return getattr(tokenizer, "eos_token_id", None)
 
 
 def load_pretrained_tokenizer(name: str) -> Any:
@@ -122,14 +173,15 @@ def task_tokenizer(
     source: dict[str, Any],
     training_texts: Callable[[], list[str]],
 ) -> Any:
-    """The tokenizer a task asked for: ``"bpe"`` or the name of a pretrained one.
+    """The tokenizer a task asked for: ``"bpe"``, ``"words"`` or the name of a pretrained one.
 
-    A BPE is cached under a key of ``source`` (what the corpus is) and ``vocab_size``; the
-    training texts are read only when no saved tokenizer exists yet.
+    A trained tokenizer is cached under a key of ``source`` (what the corpus is) and
+    ``vocab_size``; the training texts are read only when no saved tokenizer exists yet.
     """
-    if name != "bpe":
+    trainers = {"bpe": train_bpe, "words": train_words}
+    if name not in trainers:
         return load_pretrained_tokenizer(name)
     from mixit.data.cache import cache_key
 
-    path = cache / f"bpe-{cache_key(**source, vocab_size=vocab_size)}.json"
-    return train_bpe([] if path.exists() else training_texts(), vocab_size, path)
+    path = cache / f"{name}-{cache_key(**source, vocab_size=vocab_size)}.json"
+    return trainers[name]([] if path.exists() else training_texts(), vocab_size, path)

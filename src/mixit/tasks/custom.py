@@ -25,7 +25,7 @@ FIRST_SYMBOL = 3  # ids below are special; symbol i (a character, or integer tok
 @dataclass
 class CustomConfig:
     data_files: str = ""  # train.jsonl,test.jsonl with {"input": ..., "target": ...} per line
-    tokenizer: str = "chars"  # chars | bpe | an HF tokenizer name; lists of ints need none
+    tokenizer: str = "chars"  # chars | bpe | words | an HF tokenizer name; int lists need none
     vocab_size: int = 1024  # BPE vocabulary size
     cache_dir: str = ""  # BPE tokenizer cache; empty: $MIXIT_CACHE or ~/.cache/mixit
 

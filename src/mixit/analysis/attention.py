@@ -1,0 +1,103 @@
+"""Attention maps and the head scores that find circuits by number rather than by eye.
+
+Both scores are the fraction of a head's attention that lands where a circuit would put it,
+averaged over the query positions that have such a place (TransformerLens' head detector, in
+its "mul" form, restricted to rows with a target):
+
+- previous-token score: attention from position t to t - 1;
+- induction score: attention from position t to the position just after an earlier occurrence
+  of token ``ids[t]`` (on retrieval, from the query to the value that followed its key).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from mixit.analysis.taps import run_with_taps
+from mixit.model import Decoder
+
+
+def attention_patterns(model: Decoder, input_ids: torch.Tensor) -> torch.Tensor:
+    """Every layer's attention (L, B, H, T, T); rows sum to 1 (MixiT: its fixed matrices)."""
+    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(len(model.blocks))]
+    _, cache = run_with_taps(model, input_ids, names)
+    return torch.stack([cache[name] for name in names]).float()  # (L, B, H, T, T)
+
+
+def _score(patterns: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean over rows with a target of the attention mass on the targets, per (L, H)."""
+    targets = targets.to(patterns.dtype)  # (B, T, T), 1 where a circuit would attend
+    has_target = targets.sum(-1) > 0  # (B, T)
+    mass = (patterns * targets[None, :, None]).sum(-1)  # (L, B, H, T)
+    rows = has_target[None, :, None].expand_as(mass)  # (L, B, H, T)
+    return (mass * rows).sum((1, 3)) / rows.sum((1, 3)).clamp(min=1)  # (L, H)
+
+
+def previous_token_score(patterns: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """(L, H) mean attention from t to t - 1, over positions t >= 1 where ``mask`` (B, T)."""
+    _, B, _, T, _ = patterns.shape
+    targets = torch.zeros(B, T, T, dtype=torch.bool, device=patterns.device)
+    targets[:, 1:, :-1] = torch.eye(T - 1, dtype=torch.bool, device=patterns.device)
+    if mask is not None:
+        targets &= mask[:, :, None] & mask[:, None, :]
+    return _score(patterns, targets)
+
+
+def induction_targets(input_ids: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, T, T) True at (t, j + 1) for every j < t with ids[j] == ids[t] (and j + 1 < t)."""
+    T = input_ids.shape[1]
+    same = input_ids[:, :, None] == input_ids[:, None, :]  # (B, T, T): ids[t] == ids[j]
+    earlier = torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril(-2)  # j + 1 < t
+    if mask is not None:
+        same &= mask[:, :, None] & mask[:, None, :]
+    previous = same & earlier  # (B, T, T) at (t, j)
+    targets = torch.zeros_like(previous)
+    targets[:, :, 1:] = previous[:, :, :-1]  # shift j -> j + 1
+    return targets
+
+
+def induction_score(
+    patterns: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """(L, H) mean attention from a repeated token to the token after its earlier occurrence."""
+    return _score(patterns, induction_targets(input_ids, mask))
+
+
+def head_scores(
+    model: Decoder, input_ids: torch.Tensor, mask: torch.Tensor | None = None
+) -> dict[str, list[list[float]]]:
+    """``{"previous_token": [[...H] * L], "induction": [[...H] * L]}`` on ``input_ids``."""
+    patterns = attention_patterns(model, input_ids)
+    return {
+        "previous_token": previous_token_score(patterns, mask).tolist(),
+        "induction": induction_score(patterns, input_ids, mask).tolist(),
+    }
+
+
+def plot_attention_maps(patterns: torch.Tensor, tokens: list[str], path: Path, title: str) -> None:
+    """A grid of heat maps (layers x heads) of one example's attention (L, H, T, T)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    L, H, T, _ = patterns.shape
+    fig, axes = plt.subplots(L, H, figsize=(2.6 * H + 1, 2.6 * L + 0.6), squeeze=False)
+    for layer in range(L):
+        for head in range(H):
+            ax = axes[layer][head]
+            image = ax.imshow(patterns[layer, head].cpu(), cmap="viridis", vmin=0, vmax=1)
+            ax.set_title(f"layer {layer} head {head}", fontsize=9)
+            ax.set_xticks(range(T), tokens, rotation=90, fontsize=5)
+            ax.set_yticks(range(T), tokens, fontsize=5)
+            if head == 0:
+                ax.set_ylabel("query position")
+            if layer == L - 1:
+                ax.set_xlabel("key position")
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    fig.suptitle(title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

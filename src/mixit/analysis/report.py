@@ -1,0 +1,46 @@
+"""``mixit analyze KIND RUN_DIR``: an analysis of a finished run on its own test data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mixit.analysis.attention import attention_patterns, head_scores, plot_attention_maps
+from mixit.analysis.covariance import token_covariance
+from mixit.errors import UsageError
+from mixit.io import write_json
+
+ANALYSES = ("attention", "covariance")
+PAD = 0  # every task pads (left or right) with token 0
+
+
+def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str:
+    """Run one analysis, write its JSON (and figures) under ``out``, return a printable text."""
+    from mixit.train import get_task, load_run
+
+    if kind not in ANALYSES:
+        raise UsageError(f"unknown analysis '{kind}'; choose one of: {', '.join(ANALYSES)}")
+    model, config = load_run(run_dir)
+    folder = Path(out) if out else Path(run_dir) / "analysis"
+    inputs = get_task(config.task_name).make_data(config.task, config.seed).test.inputs
+    inputs = inputs[:sequences]  # (S, T)
+    if kind == "covariance":
+        result = token_covariance(model, inputs)
+        write_json(folder / "covariance.json", result)
+        return json.dumps(result, indent=2)
+    scores = head_scores(model, inputs, mask=inputs != PAD)
+    write_json(folder / "head_scores.json", scores)
+    example = inputs[:1]  # (1, T)
+    keep = example[0] != PAD
+    patterns = attention_patterns(model, example)[:, 0][:, :, keep][:, :, :, keep]  # (L,H,T,T)
+    title = f"{config.variant} on {config.task_name}: attention on test example 0"
+    tokens = [str(t) for t in example[0, keep].tolist()]
+    plot_attention_maps(patterns, tokens, folder / "attention.png", title)
+    lines = ["layer head previous-token induction"]
+    for layer, (previous, induction) in enumerate(
+        zip(scores["previous_token"], scores["induction"], strict=True)
+    ):
+        for head, (p, i) in enumerate(zip(previous, induction, strict=True)):
+            lines.append(f"{layer:>5} {head:>4} {p:>14.3f} {i:>9.3f}")
+    lines.append(f"written: {folder}/head_scores.json, {folder}/attention.png")
+    return "\n".join(lines)

@@ -1,0 +1,34 @@
+"""One module per result of the paper; ``EXPERIMENTS`` in the order ``reproduce all`` runs."""
+
+from mixit.experiments import (
+    figure2,
+    figure3,
+    table1,
+    table2,
+    table3,
+    table4,
+    table5,
+    table6,
+    table7,
+    throughput,
+)
+from mixit.experiments.base import Experiment
+from mixit.experiments.runner import reproduce
+
+EXPERIMENTS: dict[str, Experiment] = {
+    module.EXPERIMENT.name: module.EXPERIMENT
+    for module in (
+        table1,
+        figure2,
+        table2,
+        table3,
+        table4,
+        table5,
+        table6,
+        table7,
+        figure3,
+        throughput,
+    )
+}
+
+__all__ = ["EXPERIMENTS", "Experiment", "reproduce"]

@@ -1,0 +1,142 @@
+"""What an experiment is: the runs it needs, and how it turns their summaries into a report.
+
+An experiment never trains anything itself: it lists ``Run``s, the runner trains those that
+are not finished yet (once, shared between experiments), and ``report`` reads the summaries.
+Experiments that measure rather than train (covariance at initialisation, throughput) do so
+in ``report`` and cache the figures with ``cached_measurement``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mixit.config import RunConfig
+from mixit.io import write_json
+from mixit.train import resolve_config
+
+SCALES = ("tiny", "small", "paper")
+REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run: a task, a model, a seed and the overrides on top of the scale preset."""
+
+    task: str
+    model: str
+    seed: int
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    def config(self, scale: str, extra: Mapping[str, Any] | None = None) -> RunConfig:
+        """The resolved config; ``extra`` overrides (a user's, e.g. train.steps) come last."""
+        overrides = {**dict(self.overrides), **(extra or {})}
+        return resolve_config(self.task, self.model, scale, self.seed, overrides)
+
+
+def runs(
+    task: str, models: Sequence[str], seeds: int, overrides: Mapping[str, Any] | None = None
+) -> list[Run]:
+    """Every (model, seed) of one task under the same overrides."""
+    frozen = tuple(sorted((overrides or {}).items()))
+    return [Run(task, model, seed, frozen) for model in models for seed in range(seeds)]
+
+
+def run_dir_name(config: RunConfig) -> str:
+    """``TASK-MODEL-sSEED-HASH``: the hash covers the whole resolved config, so a changed
+    setting gives a new directory and an unchanged one finds its finished run."""
+    digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
+    return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
+
+
+@dataclass
+class Claim:
+    """One finding of the paper, the rule that judges it (fixed in code before any run) and
+    the verdict on the measured numbers."""
+
+    id: str
+    statement: str
+    rule: str
+    measured: dict[str, Any] = field(default_factory=dict)
+    verdict: str = NOT_RUN
+
+    def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
+        self.measured = dict(measured)
+        self.verdict = REPRODUCED if holds else NOT_REPRODUCED
+        return self
+
+
+@dataclass
+class Report:
+    markdown: str
+    results: dict[str, Any]
+    claims: list[Claim] = field(default_factory=list)
+
+
+Summaries = Mapping[Run, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """``plan(scale, seeds)`` lists the runs; ``report(scale, seeds, summaries, out)`` writes
+    PNGs into ``out`` and returns the report, results and claims."""
+
+    name: str
+    title: str
+    plan: Callable[[str, int], list[Run]]
+    report: Callable[[str, int, Summaries, Path], Report]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def metric_values(summaries: Summaries, selected: Sequence[Run], metric: str) -> list[float]:
+    return [float(summaries[run]["metrics"][metric]) for run in selected]
+
+
+def mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values)
+
+
+def mean_std(values: Sequence[float]) -> str:
+    """``0.981 ± 0.012`` (sample std over seeds; ± 0 for one seed)."""
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.3f} ± {std:.3f}"
+
+
+def by_model(summaries: Summaries, selected: Sequence[Run], metric: str) -> dict[str, list[float]]:
+    """``{model: [value per seed]}`` in the order the runs were listed."""
+    table: dict[str, list[float]] = {}
+    for run in selected:
+        table.setdefault(run.model, []).append(float(summaries[run]["metrics"][metric]))
+    return table
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:.2f}%"
+
+
+def cached_measurement(path: Path, key: Mapping[str, Any], measure: Callable[[], Any]) -> Any:
+    """``measure()``, stored in ``path`` with ``key``; reused while the key is unchanged."""
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        if stored.get("key") == key:
+            return stored["value"]
+    value = measure()
+    write_json(path, {"key": dict(key), "value": value})
+    return value
+
+
+def seeds_note(seeds: int) -> str:
+    return f"Mean ± standard deviation over {seeds} seed{'s' * (seeds != 1)}."

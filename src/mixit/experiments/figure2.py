@@ -1,0 +1,63 @@
+"""Figure 2: retrieval accuracy against the largest number of key-value pairs; claim C3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mixit.experiments.base import (
+    Experiment,
+    Report,
+    Run,
+    Summaries,
+    by_model,
+    markdown_table,
+    mean,
+    mean_std,
+    runs,
+    seeds_note,
+)
+from mixit.experiments.claims import claim
+from mixit.experiments.plots import line_plot
+
+MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
+# The tiny preset has 8 pairs; the paper's x axis reaches 30 (Table 1 uses m_max = 30).
+PAIRS = {"tiny": (2, 4, 8), "small": (4, 8, 16, 30), "paper": (5, 10, 20, 30)}
+
+
+def _runs(pairs: int, seeds: int) -> list[Run]:
+    return runs("retrieval", MODELS, seeds, {"task.max_pairs": pairs})
+
+
+def plan(scale: str, seeds: int) -> list[Run]:
+    return [run for pairs in PAIRS[scale] for run in _runs(pairs, seeds)]
+
+
+def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+    pairs = PAIRS[scale]
+    accuracy = {p: by_model(summaries, _runs(p, seeds), "test_accuracy") for p in pairs}
+    series = {m: [accuracy[p][m] for p in pairs] for m in MODELS}
+    line_plot(
+        out / "figure2.png",
+        pairs,
+        series,
+        f"Retrieval accuracy vs number of pairs ({scale})",
+        "largest number of key-value pairs m_max",
+        "test accuracy",
+    )
+    drop = {m: mean(series[m][0]) - mean(series[m][-1]) for m in MODELS}
+    holds = all(drop["mixit"] > drop[m] for m in MODELS[:3])
+    rows = [[p, *(mean_std(accuracy[p][m]) for m in MODELS)] for p in pairs]
+    markdown = "\n\n".join(
+        [
+            "Test accuracy by m_max. " + seeds_note(seeds),
+            markdown_table(["m_max", *MODELS], rows),
+            "Drop from the fewest to the most pairs: "
+            + ", ".join(f"{m} {drop[m]:+.3f}" for m in MODELS),
+            "![figure 2](figure2.png)",
+        ]
+    )
+    results = {"pairs": list(pairs), "accuracy": {m: series[m] for m in MODELS}, "drop": drop}
+    return Report(markdown, results, [claim("C3").judge(holds, {"drop": drop})])
+
+
+EXPERIMENT = Experiment("figure2", "Figure 2: retrieval accuracy against m_max", plan, report)

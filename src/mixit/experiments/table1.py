@@ -1,0 +1,58 @@
+"""Table 1: tasks that need induction heads (k-hop, retrieval); claims C1 and C2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mixit.experiments.base import (
+    Experiment,
+    Report,
+    Run,
+    Summaries,
+    by_model,
+    markdown_table,
+    mean,
+    mean_std,
+    percent,
+    runs,
+    seeds_note,
+)
+from mixit.experiments.claims import claim
+from mixit.experiments.plots import bar_plot
+
+MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
+PAPER = {  # Table 1, test accuracy
+    "khop": {"standard": 0.9999, "frozen-mlp": 0.9989, "frozen-qk": 0.9673, "mixit": 0.4858},
+    "retrieval": {"standard": 1.0, "frozen-mlp": 1.0, "frozen-qk": 0.9701, "mixit": 0.1124},
+}
+MARGIN = {"retrieval": 0.20, "khop": 0.10}  # the rules of C1 and C2
+CLAIM_OF = {"retrieval": "C1", "khop": "C2"}
+
+
+def plan(scale: str, seeds: int) -> list[Run]:
+    return runs("khop", MODELS, seeds) + runs("retrieval", MODELS, seeds)
+
+
+def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+    results, rows, claims = {}, [], []
+    for task in ("khop", "retrieval"):
+        accuracy = by_model(summaries, runs(task, MODELS, seeds), "test_accuracy")
+        results[task] = accuracy
+        rows.append(
+            [task, *(f"{percent(PAPER[task][m])} / {mean_std(accuracy[m])}" for m in MODELS)]
+        )
+        bar_plot(out / f"{task}.png", accuracy, f"{task} ({scale}): test accuracy", "accuracy")
+        means = {m: mean(accuracy[m]) for m in MODELS}
+        holds = all(means[m] >= means["mixit"] + MARGIN[task] for m in MODELS[:3])
+        claims.append(claim(CLAIM_OF[task]).judge(holds, means))
+    markdown = "\n\n".join(
+        [
+            "Test accuracy, paper / ours. " + seeds_note(seeds),
+            markdown_table(["task", *MODELS], rows),
+            "![k-hop](khop.png) ![retrieval](retrieval.png)",
+        ]
+    )
+    return Report(markdown, results, claims)
+
+
+EXPERIMENT = Experiment("table1", "Table 1: k-hop induction heads and retrieval", plan, report)

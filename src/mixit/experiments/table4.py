@@ -1,0 +1,69 @@
+"""Table 4: memorization accuracy, bits per parameter, trainable parameters; claim C6."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mixit.experiments.base import (
+    Experiment,
+    Report,
+    Run,
+    Summaries,
+    by_model,
+    markdown_table,
+    mean,
+    mean_std,
+    runs,
+    seeds_note,
+)
+from mixit.experiments.claims import claim
+from mixit.experiments.plots import bar_plot
+
+MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
+PAPER = {  # Table 4: accuracy, bits per parameter, trainable parameters
+    "standard": (1.00, 2.98, 790400),
+    "frozen-mlp": (0.19, 1.13, 394880),
+    "frozen-qk": (0.69, 2.25, 724352),
+    "mixit": (0.67, 2.18, 724736),
+}
+CLOSE = 0.25  # |frozen-qk - mixit| <= CLOSE x standard counts as "similar" (rule of C6)
+
+
+def plan(scale: str, seeds: int) -> list[Run]:
+    return runs("memorization", MODELS, seeds)
+
+
+def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+    selected = runs("memorization", MODELS, seeds)
+    accuracy = by_model(summaries, selected, "test_accuracy")
+    bits = by_model(summaries, selected, "bits_per_param")
+    trainable = {run.model: summaries[run]["params_trainable"] for run in selected}
+    rows = [
+        [
+            m,
+            f"{PAPER[m][0]:.0%} / {mean_std(accuracy[m])}",
+            f"{PAPER[m][1]:.2f} / {mean_std(bits[m])}",
+            f"{PAPER[m][2]:,} / {trainable[m]:,}",
+        ]
+        for m in MODELS
+    ]
+    bar_plot(out / "bits_per_param.png", bits, f"Memorization capacity ({scale})", "bits/param")
+    b = {m: mean(bits[m]) for m in MODELS}
+    holds = (
+        b["standard"] > max(b["frozen-qk"], b["mixit"])
+        and abs(b["frozen-qk"] - b["mixit"]) <= CLOSE * b["standard"]
+        and min(b["frozen-qk"], b["mixit"]) > b["frozen-mlp"]
+    )
+    markdown = "\n\n".join(
+        [
+            "Paper / ours. Bits per parameter = bits of the memorized values recalled / "
+            "trainable parameters. " + seeds_note(seeds),
+            markdown_table(["model", "accuracy", "bits per parameter", "trainable"], rows),
+            "![bits per parameter](bits_per_param.png)",
+        ]
+    )
+    results = {"accuracy": accuracy, "bits_per_param": bits, "params_trainable": trainable}
+    return Report(markdown, results, [claim("C6").judge(holds, b)])
+
+
+EXPERIMENT = Experiment("table4", "Table 4: memorization capacity", plan, report)

@@ -1,0 +1,130 @@
+"""Table 7: covariance between the token representations of a sequence against depth, for
+the random transformer and MixiT, on language-model text; claim C9.
+
+Measured at initialisation (the claim: rank collapse is a property of the initialised
+network) with every weight N(0, 0.02^2) (``model.init=gpt2``, the authors' Hugging Face
+initialisation), and after a short training run at a few depths for comparison. The paper
+does not say at which point its numbers were taken.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from mixit.analysis import token_covariance
+from mixit.experiments.base import (
+    Experiment,
+    Report,
+    Run,
+    Summaries,
+    cached_measurement,
+    markdown_table,
+    mean,
+    mean_std,
+    runs,
+    seeds_note,
+)
+from mixit.experiments.claims import claim
+from mixit.experiments.plots import line_plot
+
+MODELS = ("random", "mixit")
+DEPTHS = (2, 4, 8, 16, 32)
+TRAINED_DEPTHS = (2, 8)
+PAPER = {  # Table 7, covariance
+    "random": (0.00218, 0.01450, 0.02075, 0.01946, 0.05438),
+    "mixit": (0.00088, 0.00260, 0.00210, 0.00154, 0.00104),
+}
+INIT = {"model.init": "gpt2"}
+TRAINING = {"tiny": {"train.steps": 300, "train.eval_every": 300}, "small": {}, "paper": {}}
+SEQUENCES = 16
+RISE, FLAT = 0.10, 0.05  # the rule of C9
+
+
+def _trained_runs(scale: str, depth: int) -> list[Run]:
+    return runs("lm", MODELS, 1, {"model.n_layer": depth, **TRAINING[scale]})
+
+
+def plan(scale: str, seeds: int) -> list[Run]:
+    return [run for depth in TRAINED_DEPTHS for run in _trained_runs(scale, depth)]
+
+
+def _at_initialisation(scale: str, seeds: int) -> dict[str, list[list[dict[str, float]]]]:
+    """{model: [[{covariance, correlation} per seed] per depth]} on test text windows."""
+    from mixit.train import build_model, fit_model_to_data, get_task
+
+    first = Run("lm", "mixit", 0, tuple(INIT.items())).config(scale)
+    data = get_task("lm").make_data(first.task, 0)
+    inputs = data.test.inputs[:SEQUENCES]  # (S, T)
+    table: dict[str, list[list[dict[str, float]]]] = {}
+    for model in MODELS:
+        table[model] = []
+        for depth in DEPTHS:
+            per_seed = []
+            for seed in range(seeds):
+                config = Run("lm", model, seed, (*INIT.items(), ("model.n_layer", depth)))
+                config = config.config(scale)
+                fit_model_to_data(config, data)
+                with torch.no_grad():
+                    per_seed.append(token_covariance(build_model(config).eval(), inputs))
+            table[model].append(per_seed)
+    return table
+
+
+def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+    from mixit.train import get_task, load_run
+
+    key = {"scale": scale, "seeds": seeds, "depths": list(DEPTHS), "sequences": SEQUENCES}
+    init = cached_measurement(
+        out / "measurements.json", key, lambda: _at_initialisation(scale, seeds)
+    )
+    correlation = {m: [[s["correlation"] for s in d] for d in init[m]] for m in MODELS}
+    covariance = {m: [[s["covariance"] for s in d] for d in init[m]] for m in MODELS}
+    line_plot(
+        out / "table7.png",
+        DEPTHS,
+        correlation,
+        f"Token correlation at initialisation ({scale}, LM text)",
+        "layers",
+        "mean correlation between tokens",
+        log_x=True,
+    )
+    trained = {}
+    for depth in TRAINED_DEPTHS:
+        for run in _trained_runs(scale, depth):
+            model, config = load_run(summaries[run]["run_dir"])
+            data = get_task("lm").make_data(config.task, 0)
+            trained[f"{run.model} depth {depth}"] = token_covariance(
+                model, data.test.inputs[:SEQUENCES]
+            )
+    rise = {m: mean(correlation[m][-1]) - mean(correlation[m][0]) for m in MODELS}
+    holds = rise["random"] >= RISE and abs(rise["mixit"]) <= FLAT
+    rows = (
+        [[f"{m} (paper covariance)", *(f"{p:.5f}" for p in PAPER[m])] for m in MODELS]
+        + [[f"{m} covariance", *(mean_std(v) for v in covariance[m])] for m in MODELS]
+        + [[f"{m} correlation", *(mean_std(v) for v in correlation[m])] for m in MODELS]
+    )
+    trained_rows = [
+        [name, f"{v['covariance']:.4f}", f"{v['correlation']:.3f}"] for name, v in trained.items()
+    ]
+    markdown = "\n\n".join(
+        [
+            "At initialisation (every weight N(0, 0.02^2)), last-layer residual stream, "
+            f"{SEQUENCES} test windows. " + seeds_note(seeds),
+            markdown_table(["", *(f"depth {d}" for d in DEPTHS)], rows),
+            "![table 7](table7.png)",
+            "After a short training run (seed 0, the lm preset's initialisation):",
+            markdown_table(["model", "covariance", "correlation"], trained_rows),
+        ]
+    )
+    results = {
+        "depths": list(DEPTHS),
+        "covariance_at_init": covariance,
+        "correlation_at_init": correlation,
+        "after_training": trained,
+    }
+    return Report(markdown, results, [claim("C9").judge(holds, {"rise": rise})])
+
+
+EXPERIMENT = Experiment("table7", "Table 7: token covariance against depth", plan, report)
