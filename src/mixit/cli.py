@@ -94,7 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train every run an experiment needs (finished runs are reused), write "
         "OUT/EXPERIMENT/report.md, results.json and PNGs, and OUT/claims.md + claims.json.",
     )
-    reproduce_parser.add_argument("experiment", help=f"'all' or one of: {_experiment_names()}")
     reproduce_parser.add_argument(
         "--scale", default="tiny", help=f"one of {', '.join(PRESET_NAMES)} (default tiny)"
     )
@@ -108,11 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce_parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
     )
+    # One positional list, so that options may come before or after the overrides.
     reproduce_parser.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help="dotted overrides applied to every training run, e.g. train.steps=50",
+        "what",
+        nargs="+",
+        metavar="EXPERIMENT [KEY=VALUE ...]",
+        help=f"'all' or one of: {_experiment_names()}; then dotted overrides applied to every "
+        "training run, e.g. train.steps=50",
     )
 
     analyze_parser = commands.add_parser(
@@ -137,8 +138,14 @@ def _experiment_names() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        # argparse stops filling a positional list at the first option: overrides given
+        # after `--seeds 3` arrive here, and belong to `reproduce`'s list.
+        if extra and (args.command != "reproduce" or any(e.startswith("-") for e in extra)):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if args.command == "reproduce":
+            args.what += extra
             return _reproduce(args)
         if args.command == "analyze":
             return _analyze(args)
@@ -174,10 +181,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
-    overrides = parse_overrides(args.overrides)
-    claims = reproduce(
-        [args.experiment], args.scale, args.seeds, args.jobs, out, progress, overrides
-    )
+    experiment, overrides = args.what[0], parse_overrides(args.what[1:])
+    claims = reproduce([experiment], args.scale, args.seeds, args.jobs, out, progress, overrides)
     for claim in claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)

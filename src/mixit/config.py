@@ -50,7 +50,7 @@ class ModelConfig:
     # every layer puts half its weight on the token itself and half on the first token.
     attention_sink: bool = False
 
-    def validate(self) -> None:
+    def validate(self, uses_rope: bool = True) -> None:
         for name in ("n_layer", "n_embd", "n_head", "mlp_ratio"):
             if getattr(self, name) < 1:
                 raise UsageError(f"model.{name} must be >= 1, got {getattr(self, name)}")
@@ -58,7 +58,7 @@ class ModelConfig:
             raise UsageError(
                 f"model.n_embd={self.n_embd} is not divisible by model.n_head={self.n_head}"
             )
-        if (self.n_embd // self.n_head) % 2:
+        if uses_rope and (self.n_embd // self.n_head) % 2:
             raise UsageError(
                 f"head size n_embd/n_head={self.n_embd // self.n_head} must be even (RoPE)"
             )

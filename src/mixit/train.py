@@ -25,7 +25,7 @@ from mixit.errors import TrainingDiverged, UsageError
 from mixit.io import write_atomic, write_json
 from mixit.model import Decoder
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, TASKS, Split, TaskData, TaskSpec
-from mixit.variants import get_variant
+from mixit.variants import AttentionKind, get_variant
 
 
 def get_task(name: str) -> TaskSpec:
@@ -50,7 +50,7 @@ def resolve_config(
     apply_overrides(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})
     apply_overrides(config, spec.presets[preset])
     apply_overrides(config, overrides or {})
-    config.model.validate()
+    config.model.validate(uses_rope=variant.attention is AttentionKind.SOFTMAX)
     config.task.validate()
     config.train.validate()
     return config

@@ -76,7 +76,7 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
                     patterns,
                     tokens,
                     out / "frozen_qk_attention.png",
-                    f"Frozen-QK on retrieval ({scale}): query {tokens[-1]}, last row",
+                    f"Frozen-QK on retrieval ({scale}); the last row is the query, {tokens[-1]}",
                 )
     frozen_qk = [has_circuit(s) for s in results["frozen-qk"]]
     markdown = "\n\n".join(

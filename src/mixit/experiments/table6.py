@@ -24,13 +24,18 @@ MODELS = ("mixit", "random")
 DEPTHS = (2, 8, 16)
 PAPER = {"mixit": (1.0, 1.0, 1.0), "random": (1.0, 0.2353, 0.2288)}  # Table 6
 # The random transformer trains only its embeddings and head: at tiny width it learns
-# addition only with short operands (docs/presets.md), so tiny uses those.
-TINY_TASK = {"task.num_digits": 2}
+# addition only with 2-digit operands, a fan-in initialisation (the small-output one leaves its
+# frozen blocks nearly silent) and a large learning rate (docs/presets.md: 0.06 with the
+# addition preset's settings, 0.87 with these). Each model keeps its own tuned settings, as
+# in the paper's per-model grid search.
+TINY_TASK = {"task.num_digits": 2, "task.n_train": 5000, "task.n_test": 1000, "train.steps": 600}
+TINY_MODEL = {"random": {"model.init": "fan-in", "train.lr": 3e-2}, "mixit": {}}
 KEEP, COLLAPSE = 0.10, 0.20  # the rule of C8
 
 
 def _runs(scale: str, model: str, depth: int, seeds: int) -> list[Run]:
-    overrides = {"model.n_layer": depth, **(TINY_TASK if scale == "tiny" else {})}
+    tiny = {**TINY_TASK, **TINY_MODEL[model]} if scale == "tiny" else {}
+    overrides = {"model.n_layer": depth, **tiny}
     return runs("addition", [model], seeds, overrides)
 
 
@@ -63,7 +68,11 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
     markdown = "\n\n".join(
         [
             "Decimal addition test accuracy (exact match), paper / ours, by depth. "
-            + (f"Tiny-scale task settings: {TINY_TASK}. " if scale == "tiny" else "")
+            + (
+                f"Tiny-scale settings: {TINY_TASK}, per model {TINY_MODEL}. "
+                if scale == "tiny"
+                else ""
+            )
             + seeds_note(seeds),
             markdown_table(["model", *(f"depth {d}" for d in DEPTHS)], rows),
             "![table 6](table6.png)",

@@ -102,7 +102,7 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
     holds = rise["random"] >= RISE and abs(rise["mixit"]) <= FLAT
     rows = (
         [[f"{m} (paper covariance)", *(f"{p:.5f}" for p in PAPER[m])] for m in MODELS]
-        + [[f"{m} covariance", *(mean_std(v) for v in covariance[m])] for m in MODELS]
+        + [[f"{m} covariance", *(mean_std(v, digits=5) for v in covariance[m])] for m in MODELS]
         + [[f"{m} correlation", *(mean_std(v) for v in correlation[m])] for m in MODELS]
     )
     trained_rows = [
