@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test lint demo clean
+.PHONY: setup test test-slow lint demo clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,10 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest
+
+# The slow checks (every paper-scale model takes real training steps): minutes on a CPU.
+test-slow: setup
+	$(BIN)/python -m pytest -m slow
 
 # The main job on embedded defaults: the spectrum on tiny retrieval (Table 1's direction).
 demo: setup

@@ -88,7 +88,7 @@ def plot_attention_maps(patterns: torch.Tensor, tokens: list[str], path: Path, t
     for layer in range(L):
         for head in range(H):
             ax = axes[layer][head]
-            image = ax.imshow(patterns[layer, head].cpu(), cmap="viridis", vmin=0, vmax=1)
+            image = ax.imshow(patterns[layer, head].cpu().numpy(), cmap="viridis", vmin=0, vmax=1)
             ax.set_title(f"layer {layer} head {head}", fontsize=9)
             ax.set_xticks(range(T), tokens, rotation=90, fontsize=5)
             ax.set_yticks(range(T), tokens, fontsize=5)

@@ -21,6 +21,7 @@ from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import NOT_RUN, SCALES, Claim, Run, run_dir_name
 from mixit.io import write_json, write_text
+from mixit.train import run as train_run
 
 
 def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
@@ -51,20 +52,26 @@ def train_missing(
             todo.setdefault(name, (config, []))[1].append(run)
     if not todo:
         return summaries
-    threads = max(1, (os.cpu_count() or 1) // jobs)
     bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
-    context = multiprocessing.get_context("spawn")  # no forked OpenMP state in the workers
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {
-            pool.submit(_train_in_worker, config.to_dict(), str(runs_dir / name), threads): name
-            for name, (config, _) in todo.items()
-        }
-        for future in as_completed(futures):
-            name = futures[future]
-            summary = {**future.result(), "run_dir": str(runs_dir / name)}
-            for run in todo[name][1]:
-                summaries[run] = summary
-            bar.update()
+
+    def finished(name: str, summary: dict[str, Any]) -> None:
+        for run in todo[name][1]:
+            summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
+        bar.update()
+
+    if jobs == 1:
+        for name, (config, _) in todo.items():
+            finished(name, train_run(config, runs_dir / name, progress=False))
+    else:
+        threads = max(1, (os.cpu_count() or 1) // jobs)
+        context = multiprocessing.get_context("spawn")  # no forked OpenMP state in workers
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {
+                pool.submit(_train_in_worker, config.to_dict(), str(runs_dir / name), threads): name
+                for name, (config, _) in todo.items()
+            }
+            for future in as_completed(futures):
+                finished(futures[future], future.result())
     bar.close()
     return summaries
 
