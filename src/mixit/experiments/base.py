@@ -39,11 +39,24 @@ class Run:
         return resolve_config(self.task, self.model, scale, self.seed, overrides)
 
 
+# Shorter training than the tiny presets for the costliest tasks, so that `reproduce all
+# --scale tiny` fits in about an hour on 2 cores (docs/reproduce.md has the timings).
+TINY_BUDGET: dict[str, dict[str, Any]] = {
+    "khop": {"train.steps": 1500},
+    "lm": {"train.steps": 400, "train.eval_every": 200},
+}
+
+
 def runs(
-    task: str, models: Sequence[str], seeds: int, overrides: Mapping[str, Any] | None = None
+    task: str,
+    models: Sequence[str],
+    seeds: int,
+    scale: str,
+    overrides: Mapping[str, Any] | None = None,
 ) -> list[Run]:
-    """Every (model, seed) of one task under the same overrides."""
-    frozen = tuple(sorted((overrides or {}).items()))
+    """Every (model, seed) of one task under the same overrides (after the tiny budget)."""
+    budget = TINY_BUDGET.get(task, {}) if scale == "tiny" else {}
+    frozen = tuple(sorted({**budget, **(overrides or {})}.items()))
     return [Run(task, model, seed, frozen) for model in models for seed in range(seeds)]
 
 

@@ -29,7 +29,7 @@ THRESHOLD = 0.5  # the rule of C10
 
 
 def plan(scale: str, seeds: int) -> list[Run]:
-    return runs("retrieval", MODELS, seeds)
+    return runs("retrieval", MODELS, seeds, scale)
 
 
 def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, object]:
@@ -52,7 +52,7 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
     rows = []
     for model_name in MODELS:
         results[model_name] = []
-        for run in runs("retrieval", [model_name], seeds):
+        for run in runs("retrieval", [model_name], seeds, scale):
             scores, inputs, model = _scores(summaries[run]["run_dir"])
             results[model_name].append(scores)
             best_previous = max(max(layer) for layer in scores["previous_token"])

@@ -30,13 +30,13 @@ CLAIM_OF = {"retrieval": "C1", "khop": "C2"}
 
 
 def plan(scale: str, seeds: int) -> list[Run]:
-    return runs("khop", MODELS, seeds) + runs("retrieval", MODELS, seeds)
+    return runs("khop", MODELS, seeds, scale) + runs("retrieval", MODELS, seeds, scale)
 
 
 def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
     results, rows, claims = {}, [], []
     for task in ("khop", "retrieval"):
-        accuracy = by_model(summaries, runs(task, MODELS, seeds), "test_accuracy")
+        accuracy = by_model(summaries, runs(task, MODELS, seeds, scale), "test_accuracy")
         results[task] = accuracy
         rows.append(
             [task, *(f"{percent(PAPER[task][m])} / {mean_std(accuracy[m])}" for m in MODELS)]

@@ -29,13 +29,10 @@ PAPER = {  # Table 2, log perplexity
     "fineweb-edu": {"standard": 3.05, "frozen-qk": 3.16, "mixit": 4.08},
 }
 DATASETS = {"tiny": ("sotu",), "small": ("sotu",), "paper": ("wikitext-103", "fineweb-edu")}
-# Fewer steps than the lm tiny preset (1,200) keep `reproduce all --scale tiny` in budget.
-TINY_STEPS = {"train.steps": 500, "train.eval_every": 250}
 
 
 def _runs(scale: str, dataset: str, seeds: int) -> list[Run]:
-    overrides = {"task.dataset": dataset, **(TINY_STEPS if scale == "tiny" else {})}
-    return runs("lm", MODELS, seeds, overrides)
+    return runs("lm", MODELS, seeds, scale, {"task.dataset": dataset})
 
 
 def plan(scale: str, seeds: int) -> list[Run]:

@@ -33,12 +33,13 @@ PAPER = {  # Table 3, test accuracy (memorization: on the memorized set; sentime
 
 
 def plan(scale: str, seeds: int) -> list[Run]:
-    return [run for task in TASKS for run in runs(task, MODELS, seeds)]
+    return [run for task in TASKS for run in runs(task, MODELS, seeds, scale)]
 
 
 def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
     accuracy = {
-        task: by_model(summaries, runs(task, MODELS, seeds), "test_accuracy") for task in TASKS
+        task: by_model(summaries, runs(task, MODELS, seeds, scale), "test_accuracy")
+        for task in TASKS
     }
     rows = [
         [task, *(f"{percent(PAPER[task][m])} / {mean_std(accuracy[task][m])}" for m in MODELS)]

@@ -30,11 +30,11 @@ CLOSE = 0.25  # |frozen-qk - mixit| <= CLOSE x standard counts as "similar" (rul
 
 
 def plan(scale: str, seeds: int) -> list[Run]:
-    return runs("memorization", MODELS, seeds)
+    return runs("memorization", MODELS, seeds, scale)
 
 
 def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
-    selected = runs("memorization", MODELS, seeds)
+    selected = runs("memorization", MODELS, seeds, scale)
     accuracy = by_model(summaries, selected, "test_accuracy")
     bits = by_model(summaries, selected, "bits_per_param")
     trainable = {run.model: summaries[run]["params_trainable"] for run in selected}

@@ -41,7 +41,7 @@ C7_TASKS, C7_MARGIN = ("addition", "dyck"), 0.02
 
 def _runs(scale: str, task: str, heads: int, seeds: int) -> list[Run]:
     overrides = {"model.n_head": heads, **(TINY_TASK[task] if scale == "tiny" else {})}
-    return runs(task, ["mixit"], seeds, overrides)
+    return runs(task, ["mixit"], seeds, scale, overrides)
 
 
 def plan(scale: str, seeds: int) -> list[Run]:

@@ -43,7 +43,7 @@ RISE, FLAT = 0.10, 0.05  # the rule of C9
 
 
 def _trained_runs(scale: str, depth: int) -> list[Run]:
-    return runs("lm", MODELS, 1, {"model.n_layer": depth, **TRAINING[scale]})
+    return runs("lm", MODELS, 1, scale, {"model.n_layer": depth, **TRAINING[scale]})
 
 
 def plan(scale: str, seeds: int) -> list[Run]:
