@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from mixit.analysis.taps import run_with_taps
+from mixit.config import RunConfig
 from mixit.model import Decoder
 
 
@@ -30,3 +31,11 @@ def token_covariance(model: Decoder, input_ids: torch.Tensor) -> dict[str, float
         "covariance": covariance[:, off_diagonal].mean().item(),
         "correlation": correlation[:, off_diagonal].mean().item(),
     }
+
+
+def covariance_at_initialisation(config: RunConfig, input_ids: torch.Tensor) -> dict[str, float]:
+    """``token_covariance`` of the model ``config`` builds (seeded by ``config.seed``),
+    untrained. ``config.model`` must have its vocabulary and block size filled in."""
+    from mixit.train import build_model
+
+    return token_covariance(build_model(config).eval(), input_ids)

@@ -10,6 +10,7 @@ from mixit.experiments import (
     table5,
     table6,
     table7,
+    theorem21,
     throughput,
 )
 from mixit.experiments.base import Experiment
@@ -28,6 +29,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         table7,
         figure3,
         throughput,
+        theorem21,
     )
 }
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from mixit.analysis import token_covariance
+from mixit.analysis.covariance import covariance_at_initialisation
 from mixit.experiments.base import (
     Experiment,
     Report,
@@ -52,7 +51,7 @@ def plan(scale: str, seeds: int) -> list[Run]:
 
 def _at_initialisation(scale: str, seeds: int) -> dict[str, list[list[dict[str, float]]]]:
     """{model: [[{covariance, correlation} per seed] per depth]} on test text windows."""
-    from mixit.train import build_model, fit_model_to_data, get_task
+    from mixit.train import fit_model_to_data, get_task
 
     first = Run("lm", "mixit", 0, tuple(INIT.items())).config(scale)
     data = get_task("lm").make_data(first.task, 0)
@@ -66,8 +65,7 @@ def _at_initialisation(scale: str, seeds: int) -> dict[str, list[list[dict[str, 
                 config = Run("lm", model, seed, (*INIT.items(), ("model.n_layer", depth)))
                 config = config.config(scale)
                 fit_model_to_data(config, data)
-                with torch.no_grad():
-                    per_seed.append(token_covariance(build_model(config).eval(), inputs))
+                per_seed.append(covariance_at_initialisation(config, inputs))
             table[model].append(per_seed)
     return table
 

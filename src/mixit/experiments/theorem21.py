@@ -1,0 +1,235 @@
+"""Theorem 2.1: MixiT's covariance at initialisation against the SDE (2.4); claim C12.
+
+Three parts, all at initialisation (nothing trains):
+
+1. the recursion the theorem is about (``analysis.theory``), simulated at several widths with
+   depth tau * n, against Euler-Maruyama paths of eq. 2.4 from the same start;
+2. the same comparison at the largest width under the conventions the paper leaves open,
+   read the other way (row means, W^M variance 1/sqrt(nm)), to show which reading the
+   theorem needs;
+3. the real model's blocks: the mean correlation between token representations against
+   depth for MixiT (the paper's mixing scale) and the random transformer (the picture behind
+   Table 7), on random tokens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mixit.analysis.covariance import covariance_at_initialisation
+from mixit.analysis.theory import compare, simulate_recursion, solve_sde, upper_indices
+from mixit.experiments.base import (
+    Experiment,
+    Report,
+    Run,
+    Summaries,
+    cached_measurement,
+    markdown_table,
+    mean_std,
+)
+from mixit.experiments.claims import claim
+from mixit.experiments.plots import line_plot
+
+WIDTHS = {
+    "tiny": (32, 64, 128, 256),
+    "small": (32, 64, 128, 256, 512),
+    "paper": (32, 64, 128, 256, 512),
+}
+PATHS = {"tiny": 4000, "small": 8000, "paper": 8000}
+TOKENS, TAU, SDE_STEPS = 3, 0.1, 50
+START_CORRELATION = 0.5  # Phi_0: ones on the diagonal, 0.5 elsewhere
+LIMIT = 0.10  # the rule of C12: discrepancy at the largest width
+DEPTHS = (2, 4, 8, 16, 32)
+MODEL_SHAPE = {"model.n_embd": 128, "model.n_head": 4, "model.init": "gpt2"}
+SEQ_LEN, SEQUENCES, VOCAB = 64, 16, 1024
+
+
+def plan(scale: str, seeds: int) -> list[Run]:
+    return []
+
+
+def start() -> torch.Tensor:
+    phi = torch.full((TOKENS, TOKENS), START_CORRELATION, dtype=torch.float64)
+    return phi + (1 - START_CORRELATION) * torch.eye(TOKENS, dtype=torch.float64)
+
+
+def _theory(scale: str) -> dict[str, Any]:
+    widths, paths = WIDTHS[scale], PATHS[scale]
+    generator = torch.Generator().manual_seed(0)
+    sde = solve_sde(start(), TAU, paths, SDE_STEPS, generator)
+    per_width = [
+        compare(simulate_recursion(start(), n, TAU, paths, generator), sde) for n in widths
+    ]
+    largest = widths[-1]
+    alternatives = {
+        name: compare(simulate_recursion(start(), largest, TAU, paths, generator, **kw), sde)
+        for name, kw in {
+            "row mean": {"mean_over": "row"},
+            "W^M variance 1/sqrt(nm)": {"entry_scale": "variance"},
+        }.items()
+    }
+    paths_to_plot = {
+        "sde": _sample_path(lambda phi: solve_sde(phi, TAU / 10, 1, SDE_STEPS // 10, generator)),
+        "recursion n=" + str(largest): _sample_path(
+            lambda phi: simulate_recursion(phi, largest, TAU / 10, 1, generator)
+        ),
+    }
+    # Two independent SDE samples differ by sampling noise alone: the floor of the discrepancy.
+    floor = compare(solve_sde(start(), TAU, paths, SDE_STEPS, generator), sde)["discrepancy"]
+    return {
+        "widths": list(widths),
+        "per_width": per_width,
+        "noise_floor": floor,
+        "alternatives": {k: v["discrepancy"] for k, v in alternatives.items()},
+        "sample_paths": paths_to_plot,
+    }
+
+
+def _sample_path(step) -> list[list[float]]:
+    """Phi^{11} and Phi^{12} along 10 segments of length tau/10, for 4 independent paths."""
+    traces = []
+    for _ in range(4):
+        phi, trace = start(), [[1.0, START_CORRELATION]]
+        for _ in range(10):
+            phi = step(phi)[0]
+            trace.append([phi[0, 0].item(), phi[0, 1].item()])
+        traces.append(trace)
+    return traces
+
+
+def _model_correlation(seeds: int) -> dict[str, list[list[float]]]:
+    from mixit.train import resolve_config
+
+    tokens = torch.randint(
+        0, VOCAB, (SEQUENCES, SEQ_LEN), generator=torch.Generator().manual_seed(0)
+    )
+    table: dict[str, list[list[float]]] = {}
+    for variant in ("mixit", "random"):
+        table[variant] = []
+        for depth in DEPTHS:
+            values = []
+            for seed in range(seeds):
+                overrides = {
+                    **MODEL_SHAPE,
+                    "model.n_layer": depth,
+                    "model.vocab_size": VOCAB,
+                    "model.block_size": SEQ_LEN,
+                }
+                config = resolve_config("lm", variant, "paper", seed, overrides)
+                values.append(covariance_at_initialisation(config, tokens)["correlation"])
+            table[variant].append(values)
+    return table
+
+
+def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+    key = {"scale": scale, "paths": PATHS[scale], "tau": TAU, "tokens": TOKENS, "seeds": seeds}
+    theory = cached_measurement(out / "theory.json", key, lambda: _theory(scale))
+    models = cached_measurement(out / "models.json", key, lambda: _model_correlation(seeds))
+    widths = theory["widths"]
+    discrepancy = [w["discrepancy"] for w in theory["per_width"]]
+    line_plot(
+        out / "discrepancy.png",
+        widths,
+        {
+            "recursion vs SDE": [[d] for d in discrepancy],
+            "SDE vs SDE (sampling noise)": [[theory["noise_floor"]]] * len(widths),
+        },
+        f"Theorem 2.1: recursion vs SDE at tau = {TAU}",
+        "width n",
+        "mean relative error (means, stds of Phi entries)",
+        log_x=True,
+        log_y=True,
+    )
+    _plot_paths(out / "sample_paths.png", theory["sample_paths"])
+    line_plot(
+        out / "rank_collapse.png",
+        DEPTHS,
+        models,
+        "Token correlation at initialisation (random tokens, width 128)",
+        "layers",
+        "mean correlation between tokens",
+        log_x=True,
+    )
+    rows, cols = upper_indices(TOKENS)
+    entries = [f"Phi{r + 1}{c + 1}" for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]
+    largest = theory["per_width"][-1]
+    detail = [
+        [
+            entry,
+            f"{largest['simulated_mean'][i]:.3f} / {largest['sde_mean'][i]:.3f}",
+            f"{largest['simulated_std'][i]:.3f} / {largest['sde_std'][i]:.3f}",
+            f"{largest['wasserstein'][i]:.4f}",
+        ]
+        for i, entry in enumerate(entries)
+    ]
+    holds = discrepancy[-1] <= LIMIT and discrepancy[-1] < discrepancy[0]
+    markdown = "\n\n".join(
+        [
+            f"{TOKENS} tokens, Phi_0 = ones on the diagonal and {START_CORRELATION} elsewhere, "
+            f"tau = {TAU} (depth = tau x width), {PATHS[scale]} independent paths per width; "
+            f"SDE by Euler-Maruyama with {SDE_STEPS} steps. Discrepancy = mean relative error "
+            "of the means and standard deviations of the entries of Phi at tau.",
+            markdown_table(
+                ["width", "depth", "discrepancy"],
+                [
+                    [n, max(1, round(TAU * n)), f"{d:.4f}"]
+                    for n, d in zip(widths, discrepancy, strict=True)
+                ],
+            ),
+            f"Two independent SDE samples of the same size differ by {theory['noise_floor']:.4f}"
+            " (the sampling-noise floor of the discrepancy).",
+            "![discrepancy](discrepancy.png) ![sample paths](sample_paths.png)",
+            f"At width {widths[-1]}, recursion / SDE:",
+            markdown_table(["entry", "mean", "std", "W1"], detail),
+            f"The conventions read the other way, at width {widths[-1]} (discrepancy): "
+            + ", ".join(f"{k} {v:.3f}" for k, v in theory["alternatives"].items())
+            + ". See docs/theorem21.md for each convention.",
+            "The real blocks at initialisation (every weight N(0, 0.02^2), MixiT with the "
+            "paper's W^M scale and shaped residual), mean correlation between tokens. "
+            + f"Mean ± std over {seeds} seeds:",
+            markdown_table(
+                ["model", *(f"depth {d}" for d in DEPTHS)],
+                [[m, *(mean_std(v) for v in models[m])] for m in models],
+            ),
+            "![rank collapse](rank_collapse.png)",
+        ]
+    )
+    results = {
+        "widths": widths,
+        "discrepancy": discrepancy,
+        "per_width": theory["per_width"],
+        "noise_floor": theory["noise_floor"],
+        "alternative_conventions": theory["alternatives"],
+        "model_correlation": {"depths": list(DEPTHS), **models},
+    }
+    measured = {"discrepancy": dict(zip(map(str, widths), discrepancy, strict=True))}
+    return Report(markdown, results, [claim("C12").judge(holds, measured)])
+
+
+def _plot_paths(path: Path, traces: dict[str, list[list[list[float]]]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    times = [TAU * i / 10 for i in range(11)]
+    for (name, runs_), colour in zip(traces.items(), ("tab:blue", "tab:orange"), strict=True):
+        for k, trace in enumerate(runs_):
+            for entry, ax in enumerate(axes):
+                label = name if k == 0 else None
+                ax.plot(times, [p[entry] for p in trace], color=colour, alpha=0.7, label=label)
+    for ax, title in zip(axes, ("Phi11 (diagonal)", "Phi12 (off-diagonal)"), strict=True):
+        ax.set(title=title, xlabel="tau", ylabel="value")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("Sample paths: the recursion and the SDE")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+EXPERIMENT = Experiment("theorem21", "Theorem 2.1: the MixiT covariance SDE", plan, report)
