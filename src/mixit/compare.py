@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mixit.config import without_execution_settings
 from mixit.io import write_json
 from mixit.train import get_task, resolve_config, run
 from mixit.variants import VARIANTS
@@ -67,8 +68,8 @@ def finished_summary(run_dir: Path, config: Any) -> dict[str, Any] | None:
     summary_path, config_path = run_dir / "summary.json", run_dir / "config.json"
     if not (summary_path.is_file() and config_path.is_file()):
         return None
-    stored = json.loads(config_path.read_text())
-    requested = config.to_dict()
+    stored = without_execution_settings(json.loads(config_path.read_text()))
+    requested = config.result_dict()
     # vocab_size and block_size are filled in from the data when left at 0.
     for key in ("vocab_size", "block_size"):
         if requested["model"][key] == 0:

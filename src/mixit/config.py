@@ -87,8 +87,12 @@ class TrainConfig:
     eval_every: int = 250
     eval_examples: int = 4000  # examples per split scored at each evaluation
     device: str = "auto"  # "auto": CUDA when available, else CPU; or any torch device name
+    # Save a resumable checkpoint every N steps (0: only at the end). Needs a run directory.
+    checkpoint_every: int = 0
 
     def validate(self) -> None:
+        if self.checkpoint_every < 0:
+            raise UsageError(f"train.checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for name in ("steps", "batch_size", "eval_every", "eval_examples"):
             if getattr(self, name) < 1:
                 raise UsageError(f"train.{name} must be >= 1, got {getattr(self, name)}")
@@ -104,6 +108,18 @@ class TrainConfig:
             raise UsageError(f"train.warmup_steps must be >= 0, got {self.warmup_steps}")
 
 
+# Where to run and how often to checkpoint change no result (on one device type).
+EXECUTION_SETTINGS = (("train", "device"), ("train", "checkpoint_every"))
+
+
+def without_execution_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a config dict (``RunConfig.to_dict``) without ``EXECUTION_SETTINGS``."""
+    stripped = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    for section, key in EXECUTION_SETTINGS:
+        stripped.get(section, {}).pop(key, None)
+    return stripped
+
+
 @dataclass
 class RunConfig:
     task_name: str
@@ -116,6 +132,11 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def result_dict(self) -> dict[str, Any]:
+        """``to_dict`` without the settings that change how a run executes but not what it
+        computes: two configs with the same result_dict train the same model."""
+        return without_execution_settings(self.to_dict())
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)

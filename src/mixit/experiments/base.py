@@ -63,7 +63,8 @@ def runs(
 def run_dir_name(config: RunConfig) -> str:
     """``TASK-MODEL-sSEED-HASH``: the hash covers the whole resolved config, so a changed
     setting gives a new directory and an unchanged one finds its finished run."""
-    digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
+    text = json.dumps(config.result_dict(), sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
 
 
