@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     train_parser.add_argument(
         "--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)"
     )
+    train_parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run directory from its last checkpoint (train.checkpoint_every)",
+    )
 
     compare_parser = commands.add_parser(
         "compare",
@@ -153,7 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "train":
             out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
             summary = train(
-                args.task, args.model, args.preset, args.seed, out, overrides, args.progress
+                args.task,
+                args.model,
+                args.preset,
+                args.seed,
+                out,
+                overrides,
+                args.progress,
+                args.resume,
             )
             print(json.dumps(summary["metrics"], indent=2))
             print(f"run directory: {out}", file=sys.stderr)

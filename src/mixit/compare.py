@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.config import without_execution_settings
+from mixit.checkpoint import finished_summary
 from mixit.io import write_json
 from mixit.train import get_task, resolve_config, run
 from mixit.variants import VARIANTS
@@ -61,20 +60,6 @@ def compare(
     result = {"task": task, "metric": spec.metric, "preset": preset, "rows": rows}
     write_json(out / "compare.json", result)
     return result
-
-
-def finished_summary(run_dir: Path, config: Any) -> dict[str, Any] | None:
-    """The summary of a finished run with exactly this resolved config, else None."""
-    summary_path, config_path = run_dir / "summary.json", run_dir / "config.json"
-    if not (summary_path.is_file() and config_path.is_file()):
-        return None
-    stored = without_execution_settings(json.loads(config_path.read_text()))
-    requested = config.result_dict()
-    # vocab_size and block_size are filled in from the data when left at 0.
-    for key in ("vocab_size", "block_size"):
-        if requested["model"][key] == 0:
-            requested["model"][key] = stored["model"][key]
-    return json.loads(summary_path.read_text()) if stored == requested else None
 
 
 def format_table(result: Mapping[str, Any]) -> str:

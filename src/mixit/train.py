@@ -17,12 +17,19 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
+from mixit.checkpoint import (
+    check_resumable,
+    latest_checkpoint,
+    load_checkpoint,
+    load_weights,
+    save_checkpoint,
+    save_weights,
+)
 from mixit.config import RunConfig, apply_overrides, from_dict
 from mixit.errors import TrainingDiverged, UsageError
-from mixit.io import write_atomic, write_json
+from mixit.io import write_json
 from mixit.model import Decoder
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, TASKS, Split, TaskData, TaskSpec
 from mixit.variants import AttentionKind, get_variant
@@ -175,16 +182,25 @@ def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str,
 
 
 class RunWriter:
-    """Writes a run directory as training goes; with ``out=None`` it writes nothing."""
+    """Writes a run directory as training goes; with ``out=None`` it writes nothing.
 
-    def __init__(self, out: Path | None, config: RunConfig) -> None:
+    ``resume_step`` > 0 keeps the metrics logged up to that step (those after it are written
+    again by the resumed run); 0 starts the directory afresh.
+    """
+
+    def __init__(self, out: Path | None, config: RunConfig, resume_step: int = 0) -> None:
         self.out = out
         if out is None:
             return
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").unlink(missing_ok=True)
         write_json(out / "config.json", config.to_dict())
-        (out / "metrics.jsonl").write_text("")
+        metrics = out / "metrics.jsonl"
+        kept = []
+        if resume_step and metrics.is_file():
+            lines = metrics.read_text().splitlines()
+            kept = [line for line in lines if line and json.loads(line)["step"] <= resume_step]
+        metrics.write_text("".join(line + "\n" for line in kept))
 
     def log(self, record: dict[str, Any]) -> None:
         if self.out is not None:
@@ -195,14 +211,26 @@ class RunWriter:
         """Weights first, summary last: a summary.json means the run is complete."""
         if self.out is None:
             return
-        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-        write_atomic(self.out / "model.safetensors", lambda tmp: save_file(state, str(tmp)))
+        save_weights(model, self.out / "model.safetensors")
         write_json(self.out / "summary.json", summary)
 
 
-def run(config: RunConfig, out: Path | None = None, progress: bool | None = None) -> dict[str, Any]:
-    """Train a resolved config, write the run directory ``out`` if given, return the summary."""
+def run(
+    config: RunConfig,
+    out: Path | None = None,
+    progress: bool | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
+    """Train a resolved config, write the run directory ``out`` if given, return the summary.
+
+    With ``resume``, continue from the last checkpoint in ``out`` (a finished run is returned
+    as it is); the result is the same as that of an uninterrupted run.
+    """
     spec = get_task(config.task_name)
+    if resume:
+        finished = check_resumable(out, config)
+        if finished is not None:
+            return finished
     data = spec.make_data(config.task, config.seed)
     fit_model_to_data(config, data)
     model = build_model(config)
@@ -211,15 +239,24 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
     optimizer = make_optimizer(model, config)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
     batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
+    progress_state = {"step": 0, "running_loss": None, "train_seconds": 0.0, "metrics": {}}
+    if resume and out is not None and latest_checkpoint(out) is not None:
+        progress_state = load_checkpoint(out, model, optimizer, schedule, batches)
+    first_step = progress_state["step"]
+    running_loss, metrics = progress_state["running_loss"], progress_state["metrics"]
+    train_seconds = progress_state["train_seconds"]
     train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(
-        range(config.train.steps), desc=f"{config.task_name}/{config.variant}", disable=not show
+        range(first_step, config.train.steps),
+        initial=first_step,
+        total=config.train.steps,
+        desc=f"{config.task_name}/{config.variant}",
+        disable=not show,
     )
     seq_len = data.train.inputs.shape[1]
-    train_seconds, metrics = 0.0, {}
-    running_loss = None
-    writer = RunWriter(out, config)
+    writer = RunWriter(out, config, resume_step=first_step)
+    every = config.train.checkpoint_every
     start = time.perf_counter()
     for step in bar:
         index = torch.randint(len(data.train), (config.train.batch_size,), generator=batches)
@@ -247,6 +284,12 @@ def run(config: RunConfig, out: Path | None = None, progress: bool | None = None
             writer.log(record)
             bar.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
             start = time.perf_counter()
+        if out is not None and (last or (every and (step + 1) % every == 0)):
+            seconds = train_seconds + time.perf_counter() - start
+            state = {"step": step + 1, "running_loss": running_loss, "metrics": metrics}
+            save_checkpoint(
+                out, model, optimizer, schedule, batches, state | {"train_seconds": seconds}
+            )
     bar.close()
     params_trainable = sum(p.numel() for p in model.trainable_parameters())
     summary = {
@@ -273,10 +316,14 @@ def train(
     out: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
-    """Train one model on one task; returns the summary (also written to ``out/summary.json``)."""
+    """Train one model on one task; returns the summary (also written to ``out/summary.json``).
+
+    ``resume=True`` continues ``out`` from its last checkpoint (``train.checkpoint_every``).
+    """
     config = resolve_config(task, model, preset, seed, overrides)
-    return run(config, Path(out) if out is not None else None, progress)
+    return run(config, Path(out) if out is not None else None, progress, resume)
 
 
 def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
@@ -289,8 +336,5 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
     data = json.loads(config_path.read_text())
     config = from_dict(data, get_task(data["task_name"]).config_cls)
     model = Decoder(config.model, get_variant(config.variant))
-    try:
-        model.load_state_dict(load_file(str(weights_path)))
-    except Exception as error:  # safetensors raises several types for a bad file
-        raise UsageError(f"cannot load {weights_path}: {error}".splitlines()[0]) from None
+    load_weights(model, weights_path)
     return model.eval(), config

@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from mixit.compare import finished_summary
+from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import NOT_RUN, SCALES, Claim, Run, run_dir_name

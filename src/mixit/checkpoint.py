@@ -1,0 +1,150 @@
+"""Checkpoints that resume exactly, and loading that refuses anything it cannot trust.
+
+A checkpoint is the folder ``RUN_DIR/checkpoint/``: ``model.safetensors`` (weights and fixed
+buffers) and ``state.pt`` (optimizer, schedule, the batch sampler's RNG state, the step, the
+running loss, the metrics so far), loaded with ``torch.load(weights_only=True)`` so a pickle
+cannot run code. A new checkpoint is written to a temporary folder and swapped in by renames;
+the previous one stays as ``checkpoint.old`` until the swap is done, so a kill at any moment
+leaves one complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from mixit.config import RunConfig, without_execution_settings
+from mixit.errors import UsageError
+from mixit.io import write_atomic
+from mixit.model import Decoder
+
+CHECKPOINT, PREVIOUS = "checkpoint", "checkpoint.old"
+
+
+def save_weights(model: Decoder, path: Path) -> None:
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    write_atomic(path, lambda tmp: save_file(state, str(tmp)))
+
+
+def load_weights(model: Decoder, path: Path) -> None:
+    """Load a safetensors file into ``model``; refuse (one line, exit 2) a damaged file or one
+    whose tensors are not exactly the model's (another variant, another shape)."""
+    try:
+        state = load_file(str(path))
+    except Exception as error:  # safetensors raises several types for a bad file
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UsageError(f"cannot read weights {path}: {first}") from None
+    expected = model.state_dict()
+    missing, unexpected = expected.keys() - state.keys(), state.keys() - expected.keys()
+    if missing or unexpected:
+        name = sorted(missing or unexpected)[0]
+        what = "lacks" if missing else "has an unexpected"
+        raise UsageError(f"weights {path} {what} tensor '{name}': not a run of this model")
+    for name, tensor in state.items():
+        if tensor.shape != expected[name].shape:
+            raise UsageError(
+                f"weights {path}: tensor '{name}' has shape {tuple(tensor.shape)}, "
+                f"the model expects {tuple(expected[name].shape)}"
+            )
+    model.load_state_dict(state)
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """The complete checkpoint folder of a run directory, if any."""
+    for name in (CHECKPOINT, PREVIOUS):
+        folder = out / name
+        if (folder / "state.pt").is_file() and (folder / "model.safetensors").is_file():
+            return folder
+    return None
+
+
+def save_checkpoint(
+    out: Path,
+    model: Decoder,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler,
+    batches: torch.Generator,
+    progress: dict[str, Any],
+) -> None:
+    tmp = out / f".{CHECKPOINT}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(
+        {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()},
+        str(tmp / "model.safetensors"),
+    )
+    state = {
+        "optimizer": optimizer.state_dict(),
+        "schedule": schedule.state_dict(),
+        "batches": batches.get_state(),
+        "torch_rng": torch.get_rng_state(),
+        "progress": json.dumps(progress),  # plain numbers and dicts
+    }
+    torch.save(state, tmp / "state.pt")
+    current, previous = out / CHECKPOINT, out / PREVIOUS
+    if current.exists():
+        shutil.rmtree(previous, ignore_errors=True)
+        current.rename(previous)
+    tmp.rename(current)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def load_checkpoint(
+    out: Path,
+    model: Decoder,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler,
+    batches: torch.Generator,
+) -> dict[str, Any]:
+    """Restore everything ``save_checkpoint`` saved; returns the progress dict."""
+    folder = latest_checkpoint(out)
+    if folder is None:
+        raise UsageError(f"{out} has no checkpoint to resume from")
+    load_weights(model, folder / "model.safetensors")
+    try:
+        state = torch.load(folder / "state.pt", weights_only=True)
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        batches.set_state(state["batches"])
+        torch.set_rng_state(state["torch_rng"])
+        return json.loads(state["progress"])
+    except Exception as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UsageError(f"cannot resume from {folder / 'state.pt'}: {first[:200]}") from None
+
+
+def stored_config_matches(run_dir: Path, config: RunConfig) -> bool | None:
+    """Whether ``run_dir/config.json`` is a run of ``config`` (None: no readable config)."""
+    try:
+        stored = without_execution_settings(json.loads((run_dir / "config.json").read_text()))
+    except (OSError, json.JSONDecodeError):
+        return None
+    requested = config.result_dict()
+    for key in ("vocab_size", "block_size"):  # filled in from the data when left at 0
+        if requested["model"][key] == 0:
+            requested["model"][key] = stored.get("model", {}).get(key, 0)
+    return stored == requested
+
+
+def finished_summary(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
+    """The summary of a finished run of exactly this config in ``run_dir``, else None."""
+    summary = run_dir / "summary.json"
+    if summary.is_file() and stored_config_matches(run_dir, config):
+        return json.loads(summary.read_text())
+    return None
+
+
+def check_resumable(out: Path | None, config: RunConfig) -> dict[str, Any] | None:
+    """The summary if ``out`` already finished ``config``, None if it can be resumed (or
+    started); a one-line error if ``out`` holds a run of another config."""
+    if out is None:
+        raise UsageError("resuming needs a run directory (--out)")
+    if stored_config_matches(out, config) is False:
+        raise UsageError(f"{out} holds a run of another config; use another --out to start anew")
+    return finished_summary(out, config)

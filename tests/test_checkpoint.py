@@ -1,0 +1,133 @@
+"""Checkpoints: exact resume after SIGKILL, atomic writes, refusal of untrustworthy files."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from mixit.checkpoint import CHECKPOINT, PREVIOUS, latest_checkpoint
+from mixit.cli import main
+from mixit.train import train
+
+ARGS = ["--task", "addition", "--model", "standard", "--preset", "tiny"]
+OVERRIDES = [
+    "task.num_digits=2",
+    "task.n_train=2000",
+    "task.n_test=200",
+    "model.n_embd=32",
+    "model.n_layer=1",
+    "train.steps=240",
+    "train.eval_every=40",
+    "train.checkpoint_every=10",
+]
+
+
+def cli(out, *extra):
+    return [sys.executable, "-m", "mixit", "train", *ARGS, "--out", str(out), *extra, *OVERRIDES]
+
+
+def checkpoint_step(out):
+    folder = latest_checkpoint(out)
+    if folder is None:
+        return 0
+    try:
+        state = torch.load(folder / "state.pt", weights_only=True)
+    except Exception:
+        return 0  # caught between the two files of a swap
+    return json.loads(state["progress"])["step"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole")
+    subprocess.run(cli(out), check=True, capture_output=True, env=_env())
+    return json.loads((out / "summary.json").read_text())
+
+
+def _env():
+    return {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_sigkill_then_resume_gives_identical_metrics(uninterrupted, tmp_path, attempt):
+    out = tmp_path / "run"
+    kill_after = random.Random(attempt).randrange(20, 200)
+    process = subprocess.Popen(cli(out), env=_env(), stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while checkpoint_step(out) < kill_after and process.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (out / "summary.json").exists() or checkpoint_step(out) == 240
+    subprocess.run(cli(out, "--resume"), check=True, capture_output=True, env=_env())
+    resumed = json.loads((out / "summary.json").read_text())
+    assert resumed["metrics"] == uninterrupted["metrics"]
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").open()]
+    assert steps == sorted(set(steps)) and steps[-1] == 240  # no duplicated evaluations
+
+
+def overrides():
+    return dict(item.split("=") for item in OVERRIDES)
+
+
+def test_a_kill_while_writing_a_checkpoint_leaves_a_complete_one(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    partial = {**overrides(), "train.steps": "20"}
+    train("addition", "standard", out=out, overrides=partial, progress=False)
+    whole = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").unlink()
+    # A kill between the two renames of a swap: only checkpoint.old is complete.
+    (out / CHECKPOINT).rename(out / PREVIOUS)
+    (out / f".{CHECKPOINT}.123.tmp").mkdir()  # and a half-written new one
+    assert latest_checkpoint(out) == out / PREVIOUS
+    resumed = train("addition", "standard", out=out, overrides=partial, resume=True)
+    assert resumed["metrics"] == whole["metrics"]
+
+
+def test_resume_of_a_finished_run_trains_nothing(tmp_path):
+    out = tmp_path / "run"
+    short = {**overrides(), "train.steps": "10"}
+    first = train("addition", "standard", out=out, overrides=short, progress=False)
+    assert train("addition", "standard", out=out, overrides=short, resume=True) == first
+
+
+class RunsCode:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > pwned.txt",))
+
+
+def _damage(kind, out, tmp_path):
+    weights = out / CHECKPOINT / "model.safetensors"
+    if kind == "truncated":
+        weights.write_bytes(weights.read_bytes()[:100])
+    elif kind == "pickle":
+        torch.save({"evil": RunsCode()}, out / CHECKPOINT / "state.pt")
+    else:  # weights of another shape or another variant
+        other = {"shape": ["model.n_embd=64"], "variant": []}[kind]
+        model = "mixit" if kind == "variant" else "standard"
+        alien = tmp_path / "alien"
+        short = {**overrides(), "train.steps": "10", **dict(o.split("=") for o in other)}
+        train("addition", model, out=alien, overrides=short, progress=False)
+        weights.write_bytes((alien / CHECKPOINT / "model.safetensors").read_bytes())
+
+
+@pytest.mark.parametrize("kind", ["truncated", "shape", "variant", "pickle"])
+def test_bad_checkpoints_are_refused(kind, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    short = {**overrides(), "train.steps": "10"}
+    train("addition", "standard", out=out, overrides=short, progress=False)
+    (out / "summary.json").unlink()
+    _damage(kind, out, tmp_path)
+    argv = ["train", *ARGS, "--out", str(out), "--resume", *OVERRIDES[:-3], "train.steps=10"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "mixit: error:" in err
+    assert not (out / "summary.json").exists() and not (tmp_path / "pwned.txt").exists()
