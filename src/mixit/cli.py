@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)"
     )
     train_parser.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="data-parallel processes on this machine: starts torchrun (default 1)",
+    )
+    train_parser.add_argument(
         "--resume",
         action="store_true",
         help="continue the run directory from its last checkpoint (train.checkpoint_every)",
@@ -155,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "analyze":
             return _analyze(args)
         overrides = parse_overrides(args.overrides)
+        if args.command == "train" and args.nproc != 1:
+            return _torchrun(args.nproc, argv if argv is not None else sys.argv[1:])
         if args.command == "train":
             out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
             summary = train(
@@ -186,6 +194,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mixit: {error}", file=sys.stderr)
         return EXIT_DIVERGED
     return 0
+
+
+def _torchrun(nproc: int, argv: Sequence[str]) -> int:
+    """``mixit train --nproc N ...`` is ``torchrun --nproc_per_node=N -m mixit train ...``."""
+    import subprocess
+
+    if nproc < 1:
+        raise UsageError(f"--nproc must be >= 1, got {nproc}")
+    rest, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--nproc":
+            skip = True
+        elif not arg.startswith("--nproc="):
+            rest.append(arg)
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}"]
+    return subprocess.call([*command, "-m", "mixit", *rest])
 
 
 def _reproduce(args: argparse.Namespace) -> int:

@@ -116,8 +116,11 @@ class Decoder(nn.Module):
     def trainable_parameters(self) -> list[nn.Parameter]:
         return [p for p in self.parameters() if p.requires_grad]
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(input_ids))  # (B, T, V)
+    def forward(self, input_ids: torch.Tensor, scored: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, V); with a boolean mask ``scored`` (B, T), only at the S scored
+        positions (S, V): the output head then skips every position that is not scored."""
+        features = self.features(input_ids)  # (B, T, n)
+        return self.head(features if scored is None else features[scored])
 
     def features(self, input_ids: torch.Tensor) -> torch.Tensor:
         """The final-normed hidden states (B, T, n) that the output head reads."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from mixit.checkpoint import (
@@ -28,6 +29,7 @@ from mixit.checkpoint import (
     save_weights,
 )
 from mixit.config import RunConfig, apply_overrides, from_dict
+from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
 from mixit.io import write_json
 from mixit.model import Decoder
@@ -120,7 +122,7 @@ def lr_factor(step: int, config: RunConfig) -> float:
 
 
 def scored_logits(
-    model: Decoder, inputs: torch.Tensor, targets: torch.Tensor
+    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits (S, V) and targets (S,) at the S scored positions only.
 
@@ -128,12 +130,33 @@ def scored_logits(
     large vocabulary (sentiment: one scored position of 50) that skips most of the step.
     """
     scored = targets != IGNORE_INDEX  # (B, T)
-    return model.head(model.features(inputs)[scored]), targets[scored]
+    return model(inputs, scored), targets[scored]
 
 
-def sequence_loss(model: Decoder, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def sequence_loss(
+    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
     """Mean cross-entropy over the scored (non-IGNORE) positions of a batch (B, T)."""
     return F.cross_entropy(*scored_logits(model, inputs, targets))
+
+
+def training_loss(
+    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, ranks: Ranks = ALONE
+) -> tuple[torch.Tensor, float]:
+    """The loss to differentiate, and the global batch's mean loss as a number.
+
+    Alone, both are ``sequence_loss``. Under data parallelism each rank holds a slice: its
+    summed loss over the global count of scored tokens, times the world size, so that
+    DistributedDataParallel's gradient average is the gradient of the global mean.
+    """
+    if ranks.world == 1:
+        loss = sequence_loss(model, inputs, targets)
+        return loss, loss.item()
+    logits, answers = scored_logits(model, inputs, targets)  # (S, V), (S,)
+    total = F.cross_entropy(logits, answers, reduction="sum")
+    count = ranks.sum(torch.tensor(float(answers.numel()), device=logits.device))
+    global_mean = (ranks.sum(total.detach()) / count).item()
+    return total / count * ranks.world, global_mean
 
 
 @torch.no_grad()
@@ -234,8 +257,11 @@ def run(
     data = spec.make_data(config.task, config.seed)
     fit_model_to_data(config, data)
     model = build_model(config)
-    device = resolve_device(config.train.device)
+    ranks = Ranks.from_environment(resolve_device(config.train.device))
+    ranks.check_batch(config.train.batch_size)
+    device = ranks.device(resolve_device(config.train.device))
     model.to(device)
+    ranks.check_identical(dict(model.named_buffers()))
     optimizer = make_optimizer(model, config)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
     batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
@@ -246,7 +272,9 @@ def run(
     running_loss, metrics = progress_state["running_loss"], progress_state["metrics"]
     train_seconds = progress_state["train_seconds"]
     train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
-    show = sys.stderr.isatty() if progress is None else progress
+    show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
+    trained = model if ranks.world == 1 else DistributedDataParallel(model)
+    out = out if ranks.is_main else None  # only rank 0 writes
     bar = tqdm(
         range(first_step, config.train.steps),
         initial=first_step,
@@ -260,11 +288,10 @@ def run(
     start = time.perf_counter()
     for step in bar:
         index = torch.randint(len(data.train), (config.train.batch_size,), generator=batches)
-        index = index.to(device)
-        inputs = train_inputs[index].long()  # (B, T)
-        targets = train_targets[index].long()  # (B, T)
-        loss = sequence_loss(model, inputs, targets)
-        loss_value = loss.item()
+        index = ranks.shard(index).to(device)
+        inputs = train_inputs[index].long()  # (B / world, T)
+        targets = train_targets[index].long()  # (B / world, T)
+        loss, loss_value = training_loss(trained, inputs, targets, ranks)
         if not math.isfinite(loss_value):
             raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")
         optimizer.zero_grad(set_to_none=True)
@@ -305,6 +332,7 @@ def run(
         "metrics": metrics,
     }
     writer.finish(model, summary)
+    ranks.close()
     return summary
 
 

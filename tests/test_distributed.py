@@ -1,0 +1,35 @@
+"""Data parallelism: 2 gloo processes on CPU train exactly like 1 at the same global batch."""
+
+import json
+import os
+import subprocess
+import sys
+
+OVERRIDES = [
+    "task.num_digits=2",
+    "task.n_train=2000",
+    "task.n_test=200",
+    "model.n_embd=32",
+    "model.n_layer=1",
+    "train.steps=20",
+    "train.eval_every=10",
+    "train.batch_size=64",
+]
+
+
+def metrics(out):
+    return [json.loads(line) for line in (out / "metrics.jsonl").open()]
+
+
+def test_two_processes_equal_one(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    base = ["train", "--task", "addition", "--model", "mixit", *OVERRIDES]
+    mixit = [sys.executable, "-m", "mixit"]
+    subprocess.run([*mixit, *base, "--out", str(tmp_path / "one")], check=True, env=env)
+    two = [*mixit, *base, "--nproc", "2", "--out", str(tmp_path / "two")]
+    subprocess.run(two, check=True, env=env, timeout=240)
+    one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
+    assert [r["step"] for r in one] == [r["step"] for r in two] == [10, 20]
+    for a, b in zip(one, two, strict=True):
+        assert abs(a["train_loss"] - b["train_loss"]) < 1e-5
+        assert abs(a["test_loss"] - b["test_loss"]) < 1e-5
