@@ -1,13 +1,14 @@
 """The trainer: loss goes down for every variant, run directories, determinism, divergence."""
 
 import json
+import sys
 
 import pytest
 import torch
 
 from mixit import load_run, train
 from mixit.config import RunConfig, TrainConfig
-from mixit.errors import TrainingDiverged
+from mixit.errors import TrainingDiverged, UsageError
 from mixit.train import lr_factor
 from mixit.variants import VARIANTS
 
@@ -92,3 +93,21 @@ def test_schedule_warms_up_then_decays_to_the_floor():
     assert lr_factor(9, config) == pytest.approx(1.0)
     assert lr_factor(10, config) == pytest.approx(1.0)
     assert lr_factor(100, config) == pytest.approx(0.1)
+
+
+def test_tensorboard_events_hold_the_logged_metrics(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    overrides = {"train.steps": 6, "train.eval_every": 3, "model.n_embd": 32}
+    train("addition", "mixit", out=tmp_path, overrides=overrides, progress=False)
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"train_loss", "test_accuracy", "lr", "grad_norm", "tokens_per_second"} <= tags
+    assert [e.step for e in events.Scalars("train_loss")] == [3, 6]
+
+
+def test_wandb_without_the_package_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # as if not installed
+    with pytest.raises(UsageError, match="pip install wandb"):
+        train("addition", "mixit", out=tmp_path, overrides={"train.wandb": "proj"})

@@ -89,6 +89,8 @@ class TrainConfig:
     device: str = "auto"  # "auto": CUDA when available, else CPU; or any torch device name
     # Save a resumable checkpoint every N steps (0: only at the end). Needs a run directory.
     checkpoint_every: int = 0
+    tensorboard: bool = True  # event files in RUN_DIR/tensorboard (if tensorboard is installed)
+    wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 
     def validate(self) -> None:
         if self.checkpoint_every < 0:
@@ -108,8 +110,13 @@ class TrainConfig:
             raise UsageError(f"train.warmup_steps must be >= 0, got {self.warmup_steps}")
 
 
-# Where to run and how often to checkpoint change no result (on one device type).
-EXECUTION_SETTINGS = (("train", "device"), ("train", "checkpoint_every"))
+# Where to run, checkpoints and logging change no result (on one device type).
+EXECUTION_SETTINGS = (
+    ("train", "device"),
+    ("train", "checkpoint_every"),
+    ("train", "tensorboard"),
+    ("train", "wandb"),
+)
 
 
 def without_execution_settings(config: dict[str, Any]) -> dict[str, Any]:

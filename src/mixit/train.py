@@ -26,13 +26,12 @@ from mixit.checkpoint import (
     load_checkpoint,
     load_weights,
     save_checkpoint,
-    save_weights,
 )
 from mixit.config import RunConfig, apply_overrides, from_dict
 from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
-from mixit.io import write_json
 from mixit.model import Decoder
+from mixit.rundir import RunWriter
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, TASKS, Split, TaskData, TaskSpec
 from mixit.variants import AttentionKind, get_variant
 
@@ -204,40 +203,6 @@ def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str,
     return metrics
 
 
-class RunWriter:
-    """Writes a run directory as training goes; with ``out=None`` it writes nothing.
-
-    ``resume_step`` > 0 keeps the metrics logged up to that step (those after it are written
-    again by the resumed run); 0 starts the directory afresh.
-    """
-
-    def __init__(self, out: Path | None, config: RunConfig, resume_step: int = 0) -> None:
-        self.out = out
-        if out is None:
-            return
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").unlink(missing_ok=True)
-        write_json(out / "config.json", config.to_dict())
-        metrics = out / "metrics.jsonl"
-        kept = []
-        if resume_step and metrics.is_file():
-            lines = metrics.read_text().splitlines()
-            kept = [line for line in lines if line and json.loads(line)["step"] <= resume_step]
-        metrics.write_text("".join(line + "\n" for line in kept))
-
-    def log(self, record: dict[str, Any]) -> None:
-        if self.out is not None:
-            with (self.out / "metrics.jsonl").open("a") as metrics_file:
-                metrics_file.write(json.dumps(record) + "\n")
-
-    def finish(self, model: Decoder, summary: dict[str, Any]) -> None:
-        """Weights first, summary last: a summary.json means the run is complete."""
-        if self.out is None:
-            return
-        save_weights(model, self.out / "model.safetensors")
-        write_json(self.out / "summary.json", summary)
-
-
 def run(
     config: RunConfig,
     out: Path | None = None,
@@ -296,7 +261,9 @@ def run(
             raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.trainable_parameters(), config.train.grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(
+            model.trainable_parameters(), config.train.grad_clip
+        ).item()
         optimizer.step()
         schedule.step()
         running_loss = (
@@ -307,7 +274,9 @@ def run(
             train_seconds += time.perf_counter() - start
             metrics = evaluate_run(model, data, config)
             record = {"step": step + 1, "lr": schedule.get_last_lr()[0], "train_loss": running_loss}
-            record |= metrics | {"train_seconds": train_seconds}
+            seen = (step + 1) * config.train.batch_size * seq_len
+            record |= metrics | {"train_seconds": train_seconds, "grad_norm": grad_norm}
+            record["tokens_per_second"] = seen / max(train_seconds, 1e-9)
             writer.log(record)
             bar.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
             start = time.perf_counter()

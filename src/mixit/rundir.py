@@ -1,0 +1,95 @@
+"""Writing a run directory as training goes: config, metrics, TensorBoard, W&B, summary.
+
+``metrics.jsonl`` holds one JSON object per evaluation; the same numbers go to TensorBoard
+event files in ``RUN_DIR/tensorboard`` (when the ``tensorboard`` package is installed and
+``train.tensorboard`` is true) and to Weights & Biases when ``train.wandb=PROJECT``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mixit.checkpoint import save_weights
+from mixit.config import RunConfig
+from mixit.errors import UsageError
+from mixit.io import write_json
+from mixit.model import Decoder
+
+_told_no_tensorboard = False
+
+
+def _tensorboard(folder: Path, purge_step: int) -> Any:
+    global _told_no_tensorboard
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        if not _told_no_tensorboard:
+            print("mixit: no TensorBoard logs: pip install tensorboard", file=sys.stderr)
+            _told_no_tensorboard = True
+        return None
+    # purge_step drops events a resumed run writes again.
+    return SummaryWriter(log_dir=str(folder), purge_step=purge_step or None)
+
+
+def _wandb(project: str, config: RunConfig, out: Path) -> Any:
+    try:
+        import wandb
+    except ImportError:
+        raise UsageError(
+            f"train.wandb={project} needs the wandb package: pip install wandb"
+        ) from None
+    name = f"{config.task_name}-{config.variant}-s{config.seed}"
+    return wandb.init(project=project, name=name, config=config.to_dict(), dir=str(out))
+
+
+class RunWriter:
+    """Writes a run directory as training goes; with ``out=None`` it writes nothing.
+
+    ``resume_step`` > 0 keeps the metrics logged up to that step (those after it are written
+    again by the resumed run); 0 starts the directory afresh.
+    """
+
+    def __init__(self, out: Path | None, config: RunConfig, resume_step: int = 0) -> None:
+        self.out, self.tensorboard, self.wandb = out, None, None
+        if out is None:
+            return
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)
+        write_json(out / "config.json", config.to_dict())
+        metrics = out / "metrics.jsonl"
+        kept = []
+        if resume_step and metrics.is_file():
+            lines = metrics.read_text().splitlines()
+            kept = [line for line in lines if line and json.loads(line)["step"] <= resume_step]
+        metrics.write_text("".join(line + "\n" for line in kept))
+        if config.train.tensorboard:
+            self.tensorboard = _tensorboard(out / "tensorboard", resume_step)
+        if config.train.wandb:
+            self.wandb = _wandb(config.train.wandb, config, out)
+
+    def log(self, record: dict[str, Any]) -> None:
+        if self.out is None:
+            return
+        with (self.out / "metrics.jsonl").open("a") as metrics_file:
+            metrics_file.write(json.dumps(record) + "\n")
+        numbers = {k: v for k, v in record.items() if k != "step" and isinstance(v, int | float)}
+        if self.tensorboard is not None:
+            for key, value in numbers.items():
+                self.tensorboard.add_scalar(key, value, record["step"])
+            self.tensorboard.flush()
+        if self.wandb is not None:
+            self.wandb.log(numbers, step=record["step"])
+
+    def finish(self, model: Decoder, summary: dict[str, Any]) -> None:
+        """Weights first, summary last: a summary.json means the run is complete."""
+        if self.out is None:
+            return
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+        save_weights(model, self.out / "model.safetensors")
+        write_json(self.out / "summary.json", summary)
