@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from mixit.compare import compare, format_table
 from mixit.config import parse_overrides
 from mixit.errors import TrainingDiverged, UsageError
+from mixit.io import write_json
 from mixit.tasks import PRESET_NAMES, TASKS
 from mixit.train import train
 from mixit.variants import VARIANTS
@@ -127,6 +129,31 @@ def build_parser() -> argparse.ArgumentParser:
         "training run, e.g. train.steps=50",
     )
 
+    sweep_parser = commands.add_parser(
+        "sweep",
+        help="grid-search a task and model (Table 8) as an Optuna study",
+        description="Every grid point is one run directory in OUT/runs; the study lives in "
+        "OUT/study.db (or --storage). Rerunning completes the grid; --best prints the best "
+        "configuration of every study in the storage.",
+    )
+    sweep_parser.add_argument("--task", help="task name")
+    sweep_parser.add_argument("--model", help="model name")
+    sweep_parser.add_argument("--preset", default="paper", help="base preset (default paper)")
+    sweep_parser.add_argument(
+        "--grid", default="table8", help="'table8' (the paper's grid) or a YAML file"
+    )
+    sweep_parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    sweep_parser.add_argument("--out", default="runs/sweep", help="output directory")
+    sweep_parser.add_argument("--storage", default=None, help="Optuna storage URL")
+    sweep_parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    sweep_parser.add_argument("--launcher", default="local", help="local or slurm (submitit)")
+    sweep_parser.add_argument(
+        "--best", action="store_true", help="print the best configuration per task and model"
+    )
+    sweep_parser.add_argument(
+        "overrides", nargs="*", metavar="KEY=VALUE", help="fixed overrides for every trial"
+    )
+
     analyze_parser = commands.add_parser(
         "analyze", help="analyse a finished run directory (attention heads, covariance)"
     )
@@ -160,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _reproduce(args)
         if args.command == "analyze":
             return _analyze(args)
+        if args.command == "sweep":
+            return _sweep(args)
         overrides = parse_overrides(args.overrides)
         if args.command == "train" and args.nproc != 1:
             return _torchrun(args.nproc, argv if argv is not None else sys.argv[1:])
@@ -224,6 +253,44 @@ def _reproduce(args: argparse.Namespace) -> int:
     for claim in claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from mixit.sweep import best_configs, sweep
+
+    storage = args.storage or f"sqlite:///{Path(args.out).resolve() / 'study.db'}"
+    if args.best:
+        if not args.storage and not (Path(args.out) / "study.db").is_file():
+            raise UsageError(f"no study in {args.out}; give --out or --storage")
+        best = best_configs(storage)
+        for row in best:
+            keys = " ".join(f"{k}={v}" for k, v in row["overrides"].items())
+            print(
+                f"mixit train --task {row['task']} --model {row['model']} "
+                f"--preset {row['preset']} {keys}    # {row['value']:.4f}"
+            )
+        write_json(Path(args.out) / "best.json", best)
+        return 0
+    if not (args.task and args.model):
+        raise UsageError("mixit sweep needs --task and --model (or --best)")
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    rows = sweep(
+        args.task,
+        args.model,
+        args.preset,
+        args.grid,
+        args.out,
+        args.storage,
+        args.workers,
+        args.launcher,
+        args.seed,
+        parse_overrides(args.overrides),
+    )
+    for row in rows[:10]:
+        print(f"{row['value']:.4f}  {row['params']}")
+    print(f"{len(rows)} finished trials; study: {storage}", file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,307 @@
+"""``mixit sweep``: the paper's grid search (Table 8) as an Optuna study, run by local worker
+processes or a SLURM job array, every trial an ordinary (reusable) run directory.
+
+The study uses Optuna's GridSampler, which gives trial number i the grid point i: with a
+shared database (SQLite by default, any Optuna RDB URL on a cluster) every grid point is
+trained exactly once, whichever worker gets it. Workers send heartbeats; the trial of a
+worker that dies goes stale, is marked failed and retried with the same parameters by a
+surviving (or later) worker. Rerunning a sweep trains only the grid points not finished.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import multiprocessing
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mixit.checkpoint import finished_summary
+from mixit.errors import TrainingDiverged, UsageError
+
+# Table 8 of the paper: the grid searched for every architecture, per task family.
+_ALGORITHMIC = {
+    "model.n_layer": [2, 4, 8],
+    "model.n_embd": [512, 1024],
+    "model.n_head": [4, 8, 16, 64],
+    "train.lr": [1e-3, 5e-4, 1e-4],
+    "train.batch_size": [128, 256, 512],
+}
+_LARGE_BATCH = {**_ALGORITHMIC, "train.batch_size": [256, 512, 1024]}
+TABLE8: dict[str, dict[str, list[Any]]] = {
+    "addition": _ALGORITHMIC,
+    "dyck": _ALGORITHMIC,
+    "modular-addition": _ALGORITHMIC,
+    "retrieval": _LARGE_BATCH,
+    "memorization": _LARGE_BATCH,
+    "khop": {
+        "model.n_layer": [5],
+        "model.n_embd": [256, 512, 1024],
+        "model.n_head": [8],
+        "train.lr": [1e-4, 5e-4],
+        "train.batch_size": [128, 256],
+    },
+    "sentiment": {**_LARGE_BATCH, "model.n_layer": [4, 8]},
+    "lm": {**_LARGE_BATCH, "model.n_layer": [8, 12], "model.n_head": [4, 8, 16]},
+}
+LOWER_IS_BETTER = ("log_ppl", "test_loss")
+HEARTBEAT_SECONDS, GRACE_SECONDS, MAX_RETRY = 2, 10, 3
+
+
+def load_grid(task: str, grid: str) -> dict[str, list[Any]]:
+    """Table 8's grid for ``task`` or a YAML file ``{dotted.key: [values]}``."""
+    if grid == "table8":
+        if task not in TABLE8:
+            raise UsageError(f"Table 8 has no grid for task '{task}'; give --grid FILE.yaml")
+        return TABLE8[task]
+    import yaml
+
+    path = Path(grid)
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except OSError:
+        raise UsageError(f"grid file {grid} cannot be read") from None
+    except yaml.YAMLError as error:
+        raise UsageError(f"grid file {grid} is not YAML: {str(error).splitlines()[0]}") from None
+    if not isinstance(loaded, dict) or not all(isinstance(v, list) and v for v in loaded.values()):
+        raise UsageError(f"grid file {grid}: expected a mapping of dotted keys to value lists")
+    return loaded
+
+
+def study_name(task: str, model: str, preset: str) -> str:
+    return f"{task}-{model}-{preset}"
+
+
+def _quiet_optuna() -> None:
+    """Optuna logs every trial and calls heartbeats and stale-trial retries experimental."""
+    import warnings
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+def _storage(url: str) -> Any:
+    import optuna
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    _quiet_optuna()
+    return optuna.storages.RDBStorage(
+        url,
+        heartbeat_interval=HEARTBEAT_SECONDS,
+        grace_period=GRACE_SECONDS,
+        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+    )
+
+
+def open_study(spec: Mapping[str, Any]) -> Any:
+    import optuna
+
+    grid = spec["grid"]
+    metric = _metric(spec["task"])
+    return optuna.create_study(
+        study_name=study_name(spec["task"], spec["model"], spec["preset"]),
+        storage=_storage(spec["storage"]),
+        sampler=optuna.samplers.GridSampler(grid, seed=0),
+        direction="minimize" if metric in LOWER_IS_BETTER else "maximize",
+        load_if_exists=True,
+    )
+
+
+def _metric(task: str) -> str:
+    from mixit.train import get_task
+
+    return get_task(task).metric
+
+
+def _objective(spec: Mapping[str, Any]):
+    from mixit.experiments.base import run_dir_name
+    from mixit.train import resolve_config, run
+
+    def objective(trial: Any) -> float:
+        params = {
+            key: trial.suggest_categorical(key, values) for key, values in spec["grid"].items()
+        }
+        overrides = {**spec["overrides"], **params}
+        config = resolve_config(
+            spec["task"], spec["model"], spec["preset"], spec["seed"], overrides
+        )
+        run_dir = Path(spec["out"]) / "runs" / run_dir_name(config)
+        trial.set_user_attr("run_dir", str(run_dir))
+        summary = finished_summary(run_dir, config)
+        if summary is None:
+            try:
+                summary = run(config, run_dir, progress=False)
+            except TrainingDiverged:
+                return math.nan  # a failed trial, not retried: the grid point diverges
+        return float(summary["metrics"][_metric(spec["task"])])
+
+    return objective
+
+
+def settled_grid_ids(study: Any) -> set[int]:
+    """Grid points that are finished for good: completed, or failed by the objective itself
+    (a trial failed because its worker died is retried, and so does not count)."""
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    retried = {RetryHeartbeatStaleTrialCallback.retried_trial_number(t) for t in trials}
+    settled = set()
+    for t in trials:
+        finished = t.state == TrialState.COMPLETE or (
+            t.state == TrialState.FAIL and t.number not in retried
+        )
+        if finished and "grid_id" in t.system_attrs:
+            settled.add(t.system_attrs["grid_id"])
+    return settled
+
+
+def work(spec: Mapping[str, Any], threads: int = 1) -> None:
+    """One worker: take grid points until every one is settled."""
+    import torch
+    from optuna.storages import fail_stale_trials
+    from optuna.trial import TrialState
+
+    torch.set_num_threads(threads)
+    study = open_study(spec)
+    size = math.prod(len(values) for values in spec["grid"].values())
+    objective = _objective(spec)
+    while len(settled_grid_ids(study)) < size:
+        fail_stale_trials(study)  # a dead worker's trial becomes a waiting retry
+        trials = study.get_trials(deepcopy=False)
+        waiting = any(t.state == TrialState.WAITING for t in trials)
+        # A retry takes a trial number of its own, so count grid points, not trials.
+        started = {t.system_attrs.get("grid_id") for t in trials} - {None}
+        if waiting or len(started) < size:
+            study.optimize(objective, n_trials=1)
+        else:
+            time.sleep(HEARTBEAT_SECONDS)  # the rest is running elsewhere (or going stale)
+
+
+def sweep(
+    task: str,
+    model: str,
+    preset: str = "paper",
+    grid: str = "table8",
+    out: str | Path = "runs/sweep",
+    storage: str | None = None,
+    workers: int = 1,
+    launcher: str = "local",
+    seed: int = 0,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Run (or complete) the grid search; returns one row per trial, best first."""
+    import optuna
+
+    from mixit.train import resolve_config
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    values = load_grid(task, grid)
+    resolve_config(task, model, preset, seed, overrides)  # fail fast on bad names and keys
+    for point in itertools.product(*values.values()):  # and on a bad grid value
+        resolve_config(
+            task,
+            model,
+            preset,
+            seed,
+            {**(overrides or {}), **dict(zip(values, point, strict=True))},
+        )
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "task": task,
+        "model": model,
+        "preset": preset,
+        "seed": seed,
+        "grid": values,
+        "overrides": dict(overrides or {}),
+        "out": str(out),
+        "storage": storage or f"sqlite:///{(out / 'study.db').resolve()}",
+    }
+    open_study(spec)  # create it once, before the workers race to
+    if launcher == "slurm":
+        _submit_slurm(spec, workers, out)
+    elif launcher == "local":
+        _run_local(spec, workers)
+    else:
+        raise UsageError(f"--launcher '{launcher}' is not one of: local, slurm")
+    return trial_rows(spec)
+
+
+def _run_local(spec: Mapping[str, Any], workers: int) -> None:
+    if workers == 1:
+        work(spec)
+        return
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=work, args=(dict(spec), 1)) for _ in range(workers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+
+
+def _submit_slurm(spec: Mapping[str, Any], workers: int, out: Path) -> None:
+    try:
+        import submitit
+    except ImportError:
+        raise UsageError("--launcher slurm needs submitit: pip install submitit") from None
+    executor = submitit.AutoExecutor(folder=str(out / "slurm"))
+    executor.update_parameters(slurm_array_parallelism=workers, timeout_min=24 * 60)
+    jobs = executor.map_array(work, [dict(spec)] * workers)
+    print(f"submitted {len(jobs)} SLURM workers; logs in {out / 'slurm'}")
+
+
+def trial_rows(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    from optuna.trial import TrialState
+
+    study = open_study(spec)
+    rows = [
+        {
+            "number": t.number,
+            "value": t.value,
+            "params": t.params,
+            "run_dir": t.user_attrs.get("run_dir"),
+        }
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    ]
+    lower = study.direction.name == "MINIMIZE"
+    return sorted(rows, key=lambda r: r["value"] if lower else -r["value"])
+
+
+def best_configs(storage: str) -> list[dict[str, Any]]:
+    """The best trial of every study in ``storage``: task, model, preset, value, overrides."""
+    import optuna
+
+    best = []
+    for summary in optuna.get_all_study_summaries(storage):
+        study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        try:
+            trial = study.best_trial
+        except ValueError:
+            continue  # no finished trial yet
+        task, model, preset = _split_name(summary.study_name)
+        best.append(
+            {
+                "task": task,
+                "model": model,
+                "preset": preset,
+                "value": trial.value,
+                "overrides": trial.params,
+            }
+        )
+    return best
+
+
+def _split_name(name: str) -> tuple[str, str, str]:
+    from mixit.tasks import TASKS
+    from mixit.variants import VARIANTS
+
+    for task in TASKS:
+        for model in VARIANTS:
+            if name.startswith(f"{task}-{model}-"):
+                return task, model, name[len(task) + len(model) + 2 :]
+    raise UsageError(f"study '{name}' is not a mixit sweep study (TASK-MODEL-PRESET)")

@@ -1,0 +1,105 @@
+"""`mixit sweep`: an Optuna grid study whose points train exactly once, even when a worker
+is killed, and whose best configuration is printed for reuse."""
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from mixit import sweep as sweeping
+from mixit.cli import main
+from mixit.errors import UsageError
+
+FAST = {
+    "task.num_digits": 2,
+    "task.n_train": 500,
+    "task.n_test": 100,
+    "train.eval_every": 1000,
+}
+
+
+def grid_file(tmp_path, lrs=(0.001, 0.003)):
+    path = tmp_path / "grid.yaml"
+    path.write_text(f"model.n_embd: [16, 32]\ntrain.lr: [{', '.join(map(str, lrs))}]\n")
+    return str(path)
+
+
+def completed_per_grid_point(out):
+    study = optuna.load_study(study_name="addition-mixit-tiny", storage=f"sqlite:///{out}/study.db")
+    done = [t for t in study.get_trials() if t.state == TrialState.COMPLETE]
+    return collections.Counter(t.system_attrs["grid_id"] for t in done), study
+
+
+def test_two_workers_cover_the_grid_exactly_once_and_a_rerun_adds_nothing(tmp_path):
+    out = tmp_path / "sweep"
+    overrides = {**FAST, "train.steps": 5}
+    kwargs = dict(preset="tiny", grid=grid_file(tmp_path), out=out, overrides=overrides)
+    rows = sweeping.sweep("addition", "mixit", workers=2, **kwargs)
+    assert len(rows) == 4
+    counts, study = completed_per_grid_point(out)
+    assert counts == {0: 1, 1: 1, 2: 1, 3: 1}
+    assert len(list((out / "runs").glob("*/summary.json"))) == 4
+    before = len(study.get_trials())
+    sweeping.sweep("addition", "mixit", workers=1, **kwargs)
+    assert len(study.get_trials()) == before
+
+
+def test_a_killed_workers_trial_is_retried_not_lost_or_duplicated(tmp_path, monkeypatch):
+    out = tmp_path / "sweep"
+    grid = grid_file(tmp_path)
+    slow = [f"{k}={v}" for k, v in FAST.items()] + ["train.steps=400"]
+    command = [sys.executable, "-m", "mixit", "sweep", "--task", "addition", "--model", "mixit"]
+    command += ["--preset", "tiny", "--grid", grid, "--out", str(out), *slow]
+    worker = subprocess.Popen(command, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    storage = f"sqlite:///{out}/study.db"
+    deadline = time.monotonic() + 120
+    while True:  # kill it in the middle of a trial
+        assert time.monotonic() < deadline and worker.poll() is None
+        try:
+            trials = optuna.load_study(study_name="addition-mixit-tiny", storage=storage).trials
+        except Exception:
+            trials = []
+        if any(t.state == TrialState.RUNNING for t in trials):
+            break
+        time.sleep(0.1)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+    monkeypatch.setattr(sweeping, "GRACE_SECONDS", 3)
+    overrides = dict(item.split("=") for item in slow)
+    sweeping.sweep("addition", "mixit", "tiny", grid, out, overrides=overrides)
+    counts, study = completed_per_grid_point(out)
+    assert counts == {0: 1, 1: 1, 2: 1, 3: 1}
+    assert any(t.state == TrialState.FAIL for t in study.get_trials())  # the killed one
+
+
+def test_best_prints_a_train_command_and_writes_best_json(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    sweeping.sweep(
+        "addition", "mixit", "tiny", grid_file(tmp_path), out, overrides={**FAST, "train.steps": 3}
+    )
+    assert main(["sweep", "--best", "--out", str(out)]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("mixit train --task addition --model mixit --preset tiny model.n_embd=")
+    best = json.loads((out / "best.json").read_text())
+    assert best[0]["task"] == "addition" and set(best[0]["overrides"]) == {
+        "model.n_embd",
+        "train.lr",
+    }
+
+
+def test_table8_grid_and_bad_grids(tmp_path):
+    assert len(sweeping.load_grid("retrieval", "table8")["train.batch_size"]) == 3
+    with pytest.raises(UsageError, match="no grid for task 'custom'"):
+        sweeping.load_grid("custom", "table8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model.n_embd: 16\n")
+    with pytest.raises(UsageError, match="mapping of dotted keys to value lists"):
+        sweeping.load_grid("addition", str(bad))
+    assert main(["sweep", "--task", "addition", "--model", "mixit", "--grid", "nope.yaml"]) == 2
