@@ -154,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
         "overrides", nargs="*", metavar="KEY=VALUE", help="fixed overrides for every trial"
     )
 
+    export_parser = commands.add_parser(
+        "export-hf", help="write a run as a Hugging Face LlamaForCausalLM directory"
+    )
+    export_parser.add_argument("run_dir", help="a finished run directory")
+    export_parser.add_argument("out_dir", help="where to write the Hugging Face model")
+
     analyze_parser = commands.add_parser(
         "analyze", help="analyse a finished run directory (attention heads, covariance)"
     )
@@ -189,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _analyze(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "export-hf":
+            from mixit.export import export_hf
+
+            print(f"written: {export_hf(args.run_dir, args.out_dir)}")
+            return 0
         overrides = parse_overrides(args.overrides)
         if args.command == "train" and args.nproc != 1:
             return _torchrun(args.nproc, argv if argv is not None else sys.argv[1:])

@@ -1,0 +1,80 @@
+"""``mixit export-hf RUN_DIR OUT_DIR``: a run as a Hugging Face ``LlamaForCausalLM``.
+
+The softmax variants (standard, frozen-qk, frozen-mlp, random) are a stock Llama: pre-norm
+RMSNorm blocks, RoPE on queries and keys (the same half-split rotation as HF's
+``rotate_half``), a SiLU-gated MLP, an untied output head. Freezing changes which weights
+trained, not the architecture. MixiT is not a Llama (fixed mixing matrices, no queries or
+keys, learned absolute positions), and neither is a run with the shaped residual or the
+shaped leaky ReLU: those are refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mixit.errors import UsageError
+from mixit.variants import AttentionKind, get_variant
+
+# Our parameter names -> HF Llama's, per block.
+_BLOCK_NAMES = {
+    "norm_attn.weight": "input_layernorm.weight",
+    "attn.w_q.weight": "self_attn.q_proj.weight",
+    "attn.w_k.weight": "self_attn.k_proj.weight",
+    "attn.w_v.weight": "self_attn.v_proj.weight",
+    "attn.w_o.weight": "self_attn.o_proj.weight",
+    "norm_mlp.weight": "post_attention_layernorm.weight",
+    "mlp.w_g.weight": "mlp.gate_proj.weight",
+    "mlp.w_u.weight": "mlp.up_proj.weight",
+    "mlp.w_d.weight": "mlp.down_proj.weight",
+}
+
+
+def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
+    """Write ``out_dir`` so that ``LlamaForCausalLM.from_pretrained(out_dir)`` loads the run."""
+    from mixit.train import load_run
+
+    model, config = load_run(run_dir)
+    m = config.model
+    if get_variant(config.variant).attention is not AttentionKind.SOFTMAX:
+        raise UsageError(
+            f"{config.variant} is not a Llama: its attention is a fixed mixing matrix with no "
+            "queries or keys, and it learns absolute positions; only standard, frozen-qk, "
+            "frozen-mlp and random export to LlamaForCausalLM"
+        )
+    if m.residual_lambda is not None or m.mlp_activation != "silu":
+        raise UsageError(
+            "this run uses the shaped residual or the shaped leaky ReLU, which a stock Llama "
+            "does not have; only plain-residual SiLU runs export"
+        )
+    try:
+        import transformers
+    except ImportError:
+        raise UsageError("export-hf needs transformers: pip install transformers") from None
+    hf_config = transformers.LlamaConfig(
+        vocab_size=m.vocab_size,
+        hidden_size=m.n_embd,
+        intermediate_size=m.mlp_ratio * m.n_embd,
+        num_hidden_layers=m.n_layer,
+        num_attention_heads=m.n_head,
+        num_key_value_heads=m.n_head,
+        max_position_embeddings=m.block_size,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": m.rope_base},
+        tie_word_embeddings=False,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
+    state = model.state_dict()
+    mapped = {
+        "model.embed_tokens.weight": state["tok_emb.weight"],
+        "model.norm.weight": state["norm_final.weight"],
+        "lm_head.weight": state["head.weight"],
+    }
+    for layer in range(m.n_layer):
+        for ours, theirs in _BLOCK_NAMES.items():
+            mapped[f"model.layers.{layer}.{theirs}"] = state[f"blocks.{layer}.{ours}"]
+    hf_model = transformers.LlamaForCausalLM(hf_config)
+    hf_model.load_state_dict(mapped, strict=True)
+    out_dir = Path(out_dir)
+    hf_model.save_pretrained(out_dir)
+    return out_dir

@@ -1,0 +1,32 @@
+"""`mixit export-hf`: the softmax variants load in transformers' LlamaForCausalLM with the
+same logits; MixiT is refused."""
+
+import pytest
+import torch
+
+from mixit.cli import main
+from mixit.train import load_run, train
+
+transformers = pytest.importorskip("transformers")
+
+SHORT = {"train.steps": 3, "train.eval_every": 3, "model.n_embd": 32, "task.n_test": 200}
+
+
+@pytest.mark.parametrize("variant", ["standard", "frozen-qk", "frozen-mlp", "random"])
+def test_exported_llama_gives_the_same_logits(variant, tmp_path):
+    run_dir = tmp_path / "run"
+    train("addition", variant, out=run_dir, overrides=SHORT, progress=False)
+    assert main(["export-hf", str(run_dir), str(tmp_path / "hf")]) == 0
+    ours, _ = load_run(run_dir)
+    theirs = transformers.LlamaForCausalLM.from_pretrained(tmp_path / "hf").eval()
+    ids = torch.randint(0, ours.config.vocab_size, (3, ours.config.block_size))
+    with torch.no_grad():
+        torch.testing.assert_close(theirs(ids).logits, ours(ids), atol=1e-4, rtol=0)
+
+
+def test_mixit_does_not_export(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    train("addition", "mixit", out=run_dir, overrides=SHORT, progress=False)
+    assert main(["export-hf", str(run_dir), str(tmp_path / "hf")]) == 2
+    assert "not a Llama" in capsys.readouterr().err
+    assert not (tmp_path / "hf").exists()
