@@ -8,6 +8,7 @@ on it, the (B, H, T, T) attention pattern is computed and passed through it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +38,32 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
+@dataclass
+class LayerCache:
+    """What incremental decoding keeps per layer: keys and values for softmax attention,
+    values only for MixiT (its mixing weights do not depend on the input, so no keys)."""
+
+    k: torch.Tensor | None = None  # (B, H, t, hs)
+    v: torch.Tensor | None = None  # (B, H, t, hs)
+
+    @property
+    def length(self) -> int:
+        return 0 if self.v is None else self.v.shape[2]
+
+    def extend(self, name: str, new: torch.Tensor) -> torch.Tensor:
+        """Append ``new`` (B, H, T, hs) to the cached ``k`` or ``v``; return all of it."""
+        old = getattr(self, name)
+        full = new if old is None else torch.cat([old, new], dim=2)  # (B, H, t + T, hs)
+        setattr(self, name, full)
+        return full
+
+
+def _offset_causal_mask(T: int, start: int, device: torch.device) -> torch.Tensor:
+    """(T, start + T): query i (at position start + i) may see keys 0 .. start + i."""
+    keys = torch.arange(start + T, device=device)
+    return keys[None, :] <= (start + torch.arange(T, device=device))[:, None]
+
+
 class SoftmaxAttention(nn.Module):
     """Causal multi-head attention softmax(Q K^T / sqrt(n_h)) V with RoPE on Q and K (eq. 2.1)."""
 
@@ -57,15 +84,21 @@ class SoftmaxAttention(nn.Module):
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         return {"qk": [self.w_q.weight, self.w_k.weight], "vo": [self.w_v.weight, self.w_o.weight]}
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         B, T, n = x.shape
         H, hs = self.n_head, n // self.n_head
+        start = 0 if cache is None else cache.length  # position of x's first token
         q = self.w_q(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
         k = self.w_k(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
         v = self.w_v(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
-        cos, sin = self.rope_cos[:T], self.rope_sin[:T]  # (T, hs/2)
+        cos, sin = self.rope_cos[start : start + T], self.rope_sin[start : start + T]  # (T, hs/2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if self.hook_pattern.active:
+        if cache is not None:
+            k, v = cache.extend("k", k), cache.extend("v", v)  # (B, H, start + T, hs)
+        if start > 0:
+            mask = _offset_causal_mask(T, start, x.device)  # (T, start + T)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, hs)
+        elif self.hook_pattern.active:
             scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, H, T, T)
             causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
             pattern = self.hook_pattern(scores.masked_fill(~causal, float("-inf")).softmax(-1))
@@ -140,13 +173,17 @@ class FixedMixing(nn.Module):
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         return {"vo": [self.w_v.weight, self.w_o.weight]}
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         B, T, n = x.shape
         H, hs = self.n_head, n // self.n_head
+        start = 0 if cache is None else cache.length  # position of x's first token
         v = self.w_v(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
-        mixing = self.mixing[:, :T, :T]  # (H, T, T) top-left block for shorter sequences
+        if cache is not None:
+            v = cache.extend("v", v)  # (B, H, start + T, hs)
+        # Rows start .. start + T of the fixed matrix (the top-left block for short inputs).
+        mixing = self.mixing[:, start : start + T, : start + T]  # (H, T, start + T)
         if self.hook_pattern.active:
-            mixing = self.hook_pattern(mixing.expand(B, H, T, T))  # (B, H, T, T)
+            mixing = self.hook_pattern(mixing.expand(B, *mixing.shape))  # (B, H, T, start + T)
         y = torch.matmul(mixing, v)  # (B, H, T, hs)
         y = y.transpose(1, 2).reshape(B, T, n)  # (B, T, n)
         return self.w_o(y)

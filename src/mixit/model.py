@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mixit.attention import FixedMixing, SoftmaxAttention, Tap
+from mixit.attention import FixedMixing, LayerCache, SoftmaxAttention, Tap
 from mixit.config import ModelConfig
 from mixit.variants import AttentionKind, Variant
 
@@ -67,9 +67,9 @@ class Block(nn.Module):
         groups["norm"] = [self.norm_attn.weight, self.norm_mlp.weight]
         return groups
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         h = self.hook_resid_pre(h)
-        h = self.keep * h + self.branch * self.hook_attn_out(self.attn(self.norm_attn(h)))
+        h = self.keep * h + self.branch * self.hook_attn_out(self.attn(self.norm_attn(h), cache))
         h = self.keep * h + self.branch * self.hook_mlp_out(self.mlp(self.norm_mlp(h)))
         return self.hook_resid_post(h)
 
@@ -116,23 +116,38 @@ class Decoder(nn.Module):
     def trainable_parameters(self) -> list[nn.Parameter]:
         return [p for p in self.parameters() if p.requires_grad]
 
-    def forward(self, input_ids: torch.Tensor, scored: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        scored: torch.Tensor | None = None,
+        caches: list[LayerCache] | None = None,
+    ) -> torch.Tensor:
         """Logits (B, T, V); with a boolean mask ``scored`` (B, T), only at the S scored
-        positions (S, V): the output head then skips every position that is not scored."""
-        features = self.features(input_ids)  # (B, T, n)
+        positions (S, V): the output head then skips every position that is not scored.
+        With ``caches`` (one per layer, see ``new_caches``), ``input_ids`` continue the
+        sequence the caches hold (incremental decoding)."""
+        features = self.features(input_ids, caches)  # (B, T, n)
         return self.head(features if scored is None else features[scored])
 
-    def features(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def new_caches(self) -> list[LayerCache]:
+        return [LayerCache() for _ in self.blocks]
+
+    def features(
+        self, input_ids: torch.Tensor, caches: list[LayerCache] | None = None
+    ) -> torch.Tensor:
         """The final-normed hidden states (B, T, n) that the output head reads."""
         T = input_ids.shape[1]
-        if self.config.block_size < T:
-            raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
+        start = 0 if caches is None else caches[0].length  # position of the first token
+        if self.config.block_size < start + T:
+            raise ValueError(
+                f"sequence length {start + T} exceeds block_size {self.config.block_size}"
+            )
         h = self.tok_emb(input_ids)  # (B, T, n)
         if self.pos_emb is not None:
-            h = h + self.pos_emb.weight[:T]  # (B, T, n)
+            h = h + self.pos_emb.weight[start : start + T]  # (B, T, n)
         h = self.hook_embed(h)
-        for block in self.blocks:
-            h = block(h)
+        for layer, block in enumerate(self.blocks):
+            h = block(h, None if caches is None else caches[layer])
         return self.hook_final(self.norm_final(h))  # (B, T, n)
 
 
