@@ -52,3 +52,17 @@ def test_mixit_cache_is_half_of_a_softmax_cache():
         model_of("standard")
     )
     assert cache_bytes_per_token(model_of("standard")) == 2 * 2 * 32 * 4
+
+
+def test_generate_command_continues_token_ids(tmp_path, capsys):
+    from mixit.cli import main
+    from mixit.train import train
+
+    run_dir = tmp_path / "run"
+    overrides = {"train.steps": 3, "model.n_embd": 32, "task.n_test": 100}
+    train("addition", "mixit", out=run_dir, overrides=overrides, progress=False)
+    assert main(["generate", str(run_dir), "--prompt-ids", "3,4,5", "--max-new-tokens", "4"]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed[:3] == ["3", "4", "5"] and len(printed) == 7
+    assert main(["generate", str(run_dir), "--prompt", "hello"]) == 2  # not an lm run
+    assert main(["generate", str(run_dir), "--prompt-ids", "3,x"]) == 2

@@ -154,6 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
         "overrides", nargs="*", metavar="KEY=VALUE", help="fixed overrides for every trial"
     )
 
+    generate_parser = commands.add_parser(
+        "generate", help="continue a prompt with a trained run (cached greedy decoding)"
+    )
+    generate_parser.add_argument("run_dir", help="a finished run directory")
+    generate_parser.add_argument("--prompt", default=None, help="text (lm runs)")
+    generate_parser.add_argument("--prompt-ids", default=None, help="token ids, e.g. 5,17,3")
+    generate_parser.add_argument(
+        "--max-new-tokens", type=int, default=50, help="tokens to add (default 50)"
+    )
+
     export_parser = commands.add_parser(
         "export-hf", help="write a run as a Hugging Face LlamaForCausalLM directory"
     )
@@ -195,6 +205,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _analyze(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "generate":
+            from mixit.generate import generate_from_run
+
+            result = generate_from_run(
+                args.run_dir, args.prompt, args.prompt_ids, args.max_new_tokens
+            )
+            print(result.get("text", " ".join(map(str, result["ids"]))))
+            print(f"{result['tokens_per_second']:.1f} tokens/s", file=sys.stderr)
+            return 0
         if args.command == "export-hf":
             from mixit.export import export_hf
 

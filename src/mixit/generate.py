@@ -43,3 +43,51 @@ def cache_bytes_per_token(model: Decoder) -> int:
     itemsize = next(model.parameters()).element_size()
     per_layer = 1 if model.variant.attention is AttentionKind.MIXING else 2  # v, or k and v
     return len(model.blocks) * per_layer * model.config.n_embd * itemsize
+
+
+def generate_from_run(
+    run_dir: str, prompt: str | None, prompt_ids: str | None, max_new_tokens: int
+) -> dict[str, object]:
+    """Continue a text prompt (lm runs: the run's tokenizer) or a list of token ids."""
+    import time
+
+    from mixit.errors import UsageError
+    from mixit.train import load_run
+
+    model, config = load_run(run_dir)
+    if (prompt is None) == (prompt_ids is None):
+        raise UsageError("give exactly one of --prompt TEXT (lm runs) or --prompt-ids 1,2,3")
+    tokenizer = None
+    if prompt is not None:
+        if config.task_name != "lm":
+            raise UsageError(
+                f"--prompt needs an lm run; this is {config.task_name}: use --prompt-ids"
+            )
+        from mixit.data import encode_texts
+        from mixit.tasks.lm import lm_tokenizer
+
+        tokenizer = lm_tokenizer(config.task)
+        ids = encode_texts(tokenizer, [prompt])[0]
+    else:
+        try:
+            ids = [int(t) for t in prompt_ids.split(",") if t.strip()]
+        except ValueError:
+            raise UsageError(
+                f"--prompt-ids '{prompt_ids}' is not a comma-separated list of integers"
+            ) from None
+    vocab, block = model.config.vocab_size, model.config.block_size
+    if not ids or any(not 0 <= i < vocab for i in ids):
+        raise UsageError(f"the prompt must be 1 or more token ids in [0, {vocab})")
+    max_new_tokens = min(max_new_tokens, block - len(ids))
+    if max_new_tokens < 1:
+        raise UsageError(f"the prompt ({len(ids)} tokens) fills the model's {block} positions")
+    start = time.perf_counter()
+    tokens = generate(model, torch.tensor([ids]), max_new_tokens)[0].tolist()
+    seconds = time.perf_counter() - start
+    result: dict[str, object] = {"ids": tokens, "new_tokens": max_new_tokens}
+    result["tokens_per_second"] = max_new_tokens / seconds
+    if tokenizer is not None:
+        from mixit.data import decode
+
+        result["text"] = decode(tokenizer, tokens)
+    return result

@@ -10,6 +10,7 @@ Text is tokenized by a byte-level BPE trained on the training split (``task.toke
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 
@@ -59,6 +60,38 @@ def resolve_dataset(config: LMConfig) -> str:
     return OFFLINE_DEFAULT
 
 
+@functools.lru_cache(maxsize=2)
+def _texts(dataset: str, data_files: str, max_documents: int) -> tuple[list[str], list[str]]:
+    from mixit.data import load_lm_texts
+
+    return load_lm_texts(dataset, data_files, max_documents)
+
+
+def _source(config: LMConfig) -> dict[str, object]:
+    """What the corpus is: the key of its tokenizer and token caches."""
+    from mixit.data import file_fingerprint
+
+    return {
+        "dataset": resolve_dataset(config),
+        "files": file_fingerprint(config.data_files),
+        "max_documents": config.max_documents,
+    }
+
+
+def lm_tokenizer(config: LMConfig):
+    """The task's tokenizer: trained on the training split (and cached), or a named one."""
+    from mixit.data import default_cache_dir, task_tokenizer
+
+    source = _source(config)
+    return task_tokenizer(
+        config.tokenizer,
+        config.vocab_size,
+        default_cache_dir(config.cache_dir),
+        source,
+        lambda: _texts(str(source["dataset"]), config.data_files, config.max_documents)[0],
+    )
+
+
 def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
     """Token streams (train, test) with an EOS after every document, and the vocabulary size.
 
@@ -70,30 +103,17 @@ def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
         cached_array,
         default_cache_dir,
         encode_texts,
-        file_fingerprint,
-        load_lm_texts,
         special_token_id,
-        task_tokenizer,
         tokenizer_vocab_size,
     )
 
-    dataset = resolve_dataset(config)
     cache = default_cache_dir(config.cache_dir)
-    source = {
-        "dataset": dataset,
-        "files": file_fingerprint(config.data_files),
-        "max_documents": config.max_documents,
-    }
-    texts: tuple[list[str], list[str]] | None = None
+    source = _source(config)
 
     def corpus() -> tuple[list[str], list[str]]:
-        nonlocal texts
-        texts = texts or load_lm_texts(dataset, config.data_files, config.max_documents)
-        return texts
+        return _texts(str(source["dataset"]), config.data_files, config.max_documents)
 
-    tokenizer = task_tokenizer(
-        config.tokenizer, config.vocab_size, cache, source, lambda: corpus()[0]
-    )
+    tokenizer = lm_tokenizer(config)
     eos = special_token_id(tokenizer, EOS)
     if eos is None:
         raise UsageError(f"tokenizer '{config.tokenizer}' has no end-of-text token")
