@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce_parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
     )
+    reproduce_parser.add_argument(
+        "--no-train",
+        action="store_true",
+        help="train nothing; report the experiments whose runs are all finished",
+    )
     # One positional list, so that options may come before or after the overrides.
     reproduce_parser.add_argument(
         "what",

@@ -36,9 +36,10 @@ def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) ->
 
 
 def train_missing(
-    configs: dict[Run, RunConfig], runs_dir: Path, jobs: int, progress: bool
+    configs: dict[Run, RunConfig], runs_dir: Path, jobs: int, progress: bool, train: bool = True
 ) -> dict[Run, dict[str, Any]]:
-    """Summaries of every run (with its ``run_dir``), training those not finished yet."""
+    """Summaries of every run (with its ``run_dir``), training those not finished yet (with
+    ``train=False``, of the finished runs only)."""
     from tqdm import tqdm
 
     summaries: dict[Run, dict[str, Any]] = {}
@@ -50,7 +51,7 @@ def train_missing(
             summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
         else:
             todo.setdefault(name, (config, []))[1].append(run)
-    if not todo:
+    if not todo or not train:
         return summaries
     bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
 
@@ -136,11 +137,14 @@ def reproduce(
     out: str | Path = "runs/reproduce",
     progress: bool = False,
     overrides: Mapping[str, Any] | None = None,
+    train: bool = True,
 ) -> list[Claim]:
     """Run the named experiments (or ``["all"]``) and write their reports and the claims.
 
     ``overrides`` (dotted keys) apply to every training run on top of the experiment's own,
     e.g. ``{"train.steps": 50}`` for a quick look; they change the runs' hashes.
+    ``train=False`` trains nothing and reports the experiments whose runs are all finished
+    (a look at a reproduction still running elsewhere).
     """
     from mixit.experiments import EXPERIMENTS
 
@@ -161,13 +165,19 @@ def reproduce(
     configs = {
         run: run.config(scale, overrides) for e in experiments for run in e.plan(scale, seeds)
     }
-    summaries = train_missing(configs, out / "runs", jobs, progress)
+    summaries = train_missing(configs, out / "runs", jobs, progress, train)
     judged: list[Claim] = []
     for experiment in experiments:
         folder = out / experiment.name
         folder.mkdir(parents=True, exist_ok=True)
-        report = experiment.report(scale, seeds, summaries, folder)
         header = f"# {experiment.title}\n\nScale `{scale}`, {seeds} seed(s).\n\n"
+        planned = experiment.plan(scale, seeds)
+        missing = sum(run not in summaries for run in planned)
+        if missing:
+            note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
+            write_text(folder / "report.md", header + note)
+            continue
+        report = experiment.report(scale, seeds, summaries, folder)
         write_text(folder / "report.md", header + report.markdown + "\n")
         write_json(folder / "results.json", {"scale": scale, "seeds": seeds, **report.results})
         judged += report.claims
