@@ -159,6 +159,23 @@ def build_parser() -> argparse.ArgumentParser:
         "overrides", nargs="*", metavar="KEY=VALUE", help="fixed overrides for every trial"
     )
 
+    bench_parser = commands.add_parser(
+        "bench",
+        help="training and decoding speed per variant at one shape (run it on a quiet machine)",
+    )
+    bench_parser.add_argument(
+        "--models", default="standard,frozen-qk,mixit", help="comma-separated variants"
+    )
+    bench_parser.add_argument("--seq-len", type=int, default=64, help="sequence length")
+    bench_parser.add_argument("--batch", type=int, default=32, help="batch size")
+    bench_parser.add_argument("--rounds", type=int, default=10, help="timed steps per model")
+    bench_parser.add_argument("--vs-hf", action="store_true", help="also HF LlamaForCausalLM")
+    bench_parser.add_argument("--decode", action="store_true", help="also cached decoding")
+    bench_parser.add_argument("--json", default=None, help="write the figures to this file")
+    bench_parser.add_argument(
+        "overrides", nargs="*", metavar="KEY=VALUE", help="shape, e.g. model.n_embd=512"
+    )
+
     generate_parser = commands.add_parser(
         "generate", help="continue a prompt with a trained run (cached greedy decoding)"
     )
@@ -210,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _analyze(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "bench":
+            return _bench(args)
         if args.command == "generate":
             from mixit.generate import generate_from_run
 
@@ -288,6 +307,20 @@ def _reproduce(args: argparse.Namespace) -> int:
     for claim in claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from mixit.bench import bench, bench_configs, format_bench
+
+    if min(args.seq_len, args.batch, args.rounds) < 1:
+        raise UsageError("--seq-len, --batch and --rounds must be >= 1")
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    configs = bench_configs(models, parse_overrides(args.overrides))
+    result = bench(configs, args.seq_len, args.batch, args.vs_hf, args.decode, args.rounds)
+    print(format_bench(result))
+    if args.json:
+        write_json(Path(args.json), result)
     return 0
 
 
