@@ -144,3 +144,24 @@ def test_every_paper_scale_model_takes_training_steps():
             loss.backward()
             optimizer.step()
         assert torch.isfinite(loss)
+
+
+def test_tuned_hyperparameters_come_under_the_experiments_own(tmp_path):
+    best = tmp_path / "best.json"
+    tuned = {"model.n_layer": 3, "model.n_head": 2}
+    best.write_text(json.dumps([{"task": "addition", "model": "mixit", "overrides": tuned}]))
+    from mixit.experiments.runner import load_tuned
+
+    run = Run("addition", "mixit", 0, (("model.n_head", 8),))
+    config = run.config("tiny", None, load_tuned(best))
+    assert (config.model.n_layer, config.model.n_head) == (3, 8)
+    assert Run("addition", "standard", 0).config("tiny", None, load_tuned(best)).model.n_layer == 2
+    argv = ["reproduce", "table4", "--tuned", str(tmp_path / "nope.json")]
+    assert main([*argv, "--out", str(tmp_path / "r")]) == 2
+
+
+def test_no_train_reports_only_finished_experiments(tmp_path):
+    out = tmp_path / "rep"
+    assert main(["reproduce", "table4", "--no-train", "--seeds", "1", "--out", str(out)]) == 0
+    assert "Not reported yet: 4 of 4 runs" in (out / "table4" / "report.md").read_text()
+    assert not (out / "runs").exists() or not list((out / "runs").iterdir())

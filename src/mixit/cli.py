@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
     )
     reproduce_parser.add_argument(
+        "--tuned",
+        default=None,
+        help="best.json from `mixit sweep --best`: tuned hyperparameters per task and model",
+    )
+    reproduce_parser.add_argument(
         "--no-train",
         action="store_true",
         help="train nothing; report the experiments whose runs are all finished",
@@ -303,7 +308,17 @@ def _reproduce(args: argparse.Namespace) -> int:
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     experiment, overrides = args.what[0], parse_overrides(args.what[1:])
-    claims = reproduce([experiment], args.scale, args.seeds, args.jobs, out, progress, overrides)
+    claims = reproduce(
+        [experiment],
+        args.scale,
+        args.seeds,
+        args.jobs,
+        out,
+        progress,
+        overrides,
+        train=not args.no_train,
+        tuned=args.tuned,
+    )
     for claim in claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)

@@ -33,9 +33,17 @@ class Run:
     seed: int
     overrides: tuple[tuple[str, Any], ...] = ()
 
-    def config(self, scale: str, extra: Mapping[str, Any] | None = None) -> RunConfig:
-        """The resolved config; ``extra`` overrides (a user's, e.g. train.steps) come last."""
-        overrides = {**dict(self.overrides), **(extra or {})}
+    def config(
+        self,
+        scale: str,
+        extra: Mapping[str, Any] | None = None,
+        tuned: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    ) -> RunConfig:
+        """The resolved config: the scale's preset, then the tuned hyperparameters of this
+        task and model (``mixit sweep --best``), then the run's own overrides, then ``extra``
+        (a user's, e.g. train.steps)."""
+        base = dict((tuned or {}).get((self.task, self.model), {}))
+        overrides = {**base, **dict(self.overrides), **(extra or {})}
         return resolve_config(self.task, self.model, scale, self.seed, overrides)
 
 

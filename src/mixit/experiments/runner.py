@@ -77,6 +77,17 @@ def train_missing(
     return summaries
 
 
+def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """``{(task, model): overrides}`` from a ``best.json`` written by ``mixit sweep --best``."""
+    try:
+        rows = json.loads(Path(path).read_text())
+        return {(row["task"], row["model"]): dict(row["overrides"]) for row in rows}
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        raise UsageError(
+            f"--tuned {path}: expected the best.json that `mixit sweep --best` writes"
+        ) from None
+
+
 def merge_claims(out: Path, judged: Sequence[Claim]) -> list[Claim]:
     """The claims of this reproduction, with verdicts from earlier ones kept for the others."""
     from mixit.experiments.claims import CLAIMS
@@ -138,13 +149,15 @@ def reproduce(
     progress: bool = False,
     overrides: Mapping[str, Any] | None = None,
     train: bool = True,
+    tuned: str | Path | None = None,
 ) -> list[Claim]:
     """Run the named experiments (or ``["all"]``) and write their reports and the claims.
 
     ``overrides`` (dotted keys) apply to every training run on top of the experiment's own,
     e.g. ``{"train.steps": 50}`` for a quick look; they change the runs' hashes.
     ``train=False`` trains nothing and reports the experiments whose runs are all finished
-    (a look at a reproduction still running elsewhere).
+    (a look at a reproduction still running elsewhere). ``tuned`` is a ``best.json`` from
+    ``mixit sweep --best``: each task and model then trains with its best hyperparameters.
     """
     from mixit.experiments import EXPERIMENTS
 
@@ -162,8 +175,9 @@ def reproduce(
     experiments = [EXPERIMENTS[name] for name in names]
     out = Path(out)
     # Resolve every config first: a bad setting fails before anything trains.
+    best = load_tuned(tuned) if tuned else {}
     configs = {
-        run: run.config(scale, overrides) for e in experiments for run in e.plan(scale, seeds)
+        run: run.config(scale, overrides, best) for e in experiments for run in e.plan(scale, seeds)
     }
     summaries = train_missing(configs, out / "runs", jobs, progress, train)
     judged: list[Claim] = []
