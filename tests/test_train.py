@@ -111,3 +111,17 @@ def test_wandb_without_the_package_is_a_usage_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # as if not installed
     with pytest.raises(UsageError, match="pip install wandb"):
         train("addition", "mixit", out=tmp_path, overrides={"train.wandb": "proj"})
+
+
+def test_bf16_trains_and_keeps_earlier_run_identities(tmp_path):
+    overrides = {"train.steps": 2, "model.n_embd": 32, "task.n_test": 64, "task.n_train": 256}
+    summary = train("addition", "mixit", overrides={**overrides, "train.precision": "bf16"})
+    assert summary["metrics"]["test_loss"] == summary["metrics"]["test_loss"]  # finite, not NaN
+    from mixit.train import resolve_config
+
+    fp32 = resolve_config("addition", "mixit", "tiny", 0, overrides).result_dict()
+    assert "precision" not in fp32["train"]  # identities of runs made before the setting
+    bf16 = resolve_config("addition", "mixit", "tiny", 0, {**overrides, "train.precision": "bf16"})
+    assert bf16.result_dict()["train"]["precision"] == "bf16"
+    with pytest.raises(UsageError, match=r"train\.precision"):
+        resolve_config("addition", "mixit", "tiny", 0, {"train.precision": "fp8"})

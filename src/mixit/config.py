@@ -21,6 +21,7 @@ from mixit.errors import UsageError
 
 INIT_SCHEMES = ("small-output", "fan-in", "gpt2")
 MLP_ACTIVATIONS = ("silu", "shaped-leaky-relu")
+PRECISIONS = ("fp32", "bf16")
 MIXING_SCALES = ("paper", "per-head-spread", "sequence")
 
 
@@ -89,10 +90,13 @@ class TrainConfig:
     device: str = "auto"  # "auto": CUDA when available, else CPU; or any torch device name
     # Save a resumable checkpoint every N steps (0: only at the end). Needs a run directory.
     checkpoint_every: int = 0
+    # fp32, or bf16 autocast (mixed precision: weights and optimizer stay fp32).
+    precision: str = "fp32"
     tensorboard: bool = True  # event files in RUN_DIR/tensorboard (if tensorboard is installed)
     wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 
     def validate(self) -> None:
+        _check_choice("train.precision", self.precision, PRECISIONS)
         if self.checkpoint_every < 0:
             raise UsageError(f"train.checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for name in ("steps", "batch_size", "eval_every", "eval_examples"):
@@ -119,11 +123,20 @@ EXECUTION_SETTINGS = (
 )
 
 
+# Result settings added after run directories existed, with the value every earlier run
+# used: at that value they are left out of a run's identity, so earlier runs stay reusable.
+ADDED_LATER = {("train", "precision"): "fp32"}
+
+
 def without_execution_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a config dict (``RunConfig.to_dict``) without ``EXECUTION_SETTINGS``."""
+    """A copy of a config dict (``RunConfig.to_dict``) without ``EXECUTION_SETTINGS`` (and
+    without ``ADDED_LATER`` settings at their original value): what identifies a run."""
     stripped = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
     for section, key in EXECUTION_SETTINGS:
         stripped.get(section, {}).pop(key, None)
+    for (section, key), original in ADDED_LATER.items():
+        if stripped.get(section, {}).get(key, original) == original:
+            stripped.get(section, {}).pop(key, None)
     return stripped
 
 

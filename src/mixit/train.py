@@ -89,6 +89,12 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def mixed_precision(device: torch.device, config: RunConfig) -> torch.autocast:
+    """bf16 autocast when ``train.precision=bf16`` (a no-op context for fp32)."""
+    enabled = config.train.precision == "bf16"
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
 def build_model(config: RunConfig) -> Decoder:
     torch.manual_seed(config.seed)
     return Decoder(config.model, get_variant(config.variant))
@@ -225,6 +231,9 @@ def run(
     ranks = Ranks.from_environment(resolve_device(config.train.device))
     ranks.check_batch(config.train.batch_size)
     device = ranks.device(resolve_device(config.train.device))
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 tensor cores for fp32 matmuls
+        torch.backends.cudnn.allow_tf32 = True
     model.to(device)
     ranks.check_identical(dict(model.named_buffers()))
     optimizer = make_optimizer(model, config)
@@ -256,7 +265,8 @@ def run(
         index = ranks.shard(index).to(device)
         inputs = train_inputs[index].long()  # (B / world, T)
         targets = train_targets[index].long()  # (B / world, T)
-        loss, loss_value = training_loss(trained, inputs, targets, ranks)
+        with mixed_precision(device, config):
+            loss, loss_value = training_loss(trained, inputs, targets, ranks)
         if not math.isfinite(loss_value):
             raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")
         optimizer.zero_grad(set_to_none=True)
@@ -272,7 +282,8 @@ def run(
         last = step + 1 == config.train.steps
         if (step + 1) % config.train.eval_every == 0 or last:
             train_seconds += time.perf_counter() - start
-            metrics = evaluate_run(model, data, config)
+            with mixed_precision(device, config):
+                metrics = evaluate_run(model, data, config)
             record = {"step": step + 1, "lr": schedule.get_last_lr()[0], "train_loss": running_loss}
             seen = (step + 1) * config.train.batch_size * seq_len
             record |= metrics | {"train_seconds": train_seconds, "grad_norm": grad_norm}
