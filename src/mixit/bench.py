@@ -59,16 +59,10 @@ def _hf_step(config: RunConfig, seq_len: int, batch: int, device: torch.device):
         raise UsageError("--vs-hf needs transformers: pip install transformers") from None
     m = config.model
     vocab = m.vocab_size or 1024
-    hf_config = transformers.LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=m.n_embd,
-        intermediate_size=m.mlp_ratio * m.n_embd,
-        num_hidden_layers=m.n_layer,
-        num_attention_heads=m.n_head,
-        num_key_value_heads=m.n_head,
-        max_position_embeddings=seq_len,
-        attn_implementation="sdpa",
-    )
+    from mixit.export import llama_config
+
+    hf_config = llama_config(m, vocab, seq_len)
+    hf_config._attn_implementation = "sdpa"
     torch.manual_seed(config.seed)
     model = transformers.LlamaForCausalLM(hf_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.train.lr)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mixit.config import ModelConfig
 from mixit.errors import UsageError
 from mixit.variants import AttentionKind, get_variant
 
@@ -27,6 +28,26 @@ _BLOCK_NAMES = {
     "mlp.w_u.weight": "mlp.up_proj.weight",
     "mlp.w_d.weight": "mlp.down_proj.weight",
 }
+
+
+def llama_config(model: ModelConfig, vocab_size: int, max_positions: int):
+    """The ``transformers.LlamaConfig`` of a softmax-variant model shape."""
+    import transformers
+
+    return transformers.LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=model.n_embd,
+        intermediate_size=model.mlp_ratio * model.n_embd,
+        num_hidden_layers=model.n_layer,
+        num_attention_heads=model.n_head,
+        num_key_value_heads=model.n_head,
+        max_position_embeddings=max_positions,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": model.rope_base},
+        tie_word_embeddings=False,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
 
 
 def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
@@ -50,20 +71,7 @@ def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
         import transformers
     except ImportError:
         raise UsageError("export-hf needs transformers: pip install transformers") from None
-    hf_config = transformers.LlamaConfig(
-        vocab_size=m.vocab_size,
-        hidden_size=m.n_embd,
-        intermediate_size=m.mlp_ratio * m.n_embd,
-        num_hidden_layers=m.n_layer,
-        num_attention_heads=m.n_head,
-        num_key_value_heads=m.n_head,
-        max_position_embeddings=m.block_size,
-        rms_norm_eps=1e-6,
-        rope_parameters={"rope_type": "default", "rope_theta": m.rope_base},
-        tie_word_embeddings=False,
-        bos_token_id=None,
-        eos_token_id=None,
-    )
+    hf_config = llama_config(m, m.vocab_size, m.block_size)
     state = model.state_dict()
     mapped = {
         "model.embed_tokens.weight": state["tok_emb.weight"],
