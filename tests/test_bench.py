@@ -2,6 +2,7 @@
 
 import json
 
+from mixit.bench import bench_configs, flops_per_token, synthetic_data_seconds
 from mixit.cli import main
 
 
@@ -25,3 +26,30 @@ def test_bench_writes_rows_for_each_variant_and_hf(tmp_path, capsys):
     assert cache["mixit"] * 2 == cache["standard"]
     assert "MFU" in capsys.readouterr().out
     assert main(["bench", "--batch", "0"]) == 2
+
+
+def test_flops_per_token_counts_only_the_gradients_a_variant_computes():
+    n, L, T, V = 64, 3, 16, 100
+    overrides = {"model.n_embd": n, "model.n_layer": L, "model.vocab_size": V}
+    configs = bench_configs(["standard", "frozen-qk", "frozen-mlp", "mixit", "random"], overrides)
+    flops = {name: flops_per_token(config, T) for name, config in configs.items()}
+    params = L * (4 * n * n + 3 * 4 * n * n) + n * V  # matrices of the standard model
+    assert flops["standard"] == 6 * params + 12 * L * T * n
+    assert flops["standard"] - flops["frozen-qk"] == 2 * 2 * n * n * L
+    assert flops["standard"] - flops["frozen-mlp"] == 2 * 3 * 4 * n * n * L
+    assert flops["standard"] - flops["random"] == 2 * (16 * n * n * L)
+    # MixiT has no W_Q, W_K and mixes with a fixed matrix: 4 L T n instead of 12 L T n.
+    assert flops["standard"] - flops["mixit"] == 6 * 2 * n * n * L + 8 * L * T * n
+
+
+def test_bench_data_times_100k_examples_of_every_synthetic_task():
+    seconds = synthetic_data_seconds(examples=2000)
+    assert set(seconds) == {
+        "addition",
+        "dyck",
+        "khop",
+        "retrieval",
+        "modular-addition",
+        "memorization",
+    }
+    assert all(s > 0 for s in seconds.values())

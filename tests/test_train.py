@@ -125,3 +125,16 @@ def test_bf16_trains_and_keeps_earlier_run_identities(tmp_path):
     assert bf16.result_dict()["train"]["precision"] == "bf16"
     with pytest.raises(UsageError, match=r"train\.precision"):
         resolve_config("addition", "mixit", "tiny", 0, {"train.precision": "fp8"})
+
+
+@pytest.mark.slow  # torch.compile takes 10-40 s on a CPU
+def test_compile_trains_to_the_eager_metrics():
+    overrides = {"train.steps": 3, "model.n_embd": 32, "task.n_test": 64, "task.n_train": 256}
+    eager = train("addition", "standard", overrides=overrides)["metrics"]
+    compiled = train("addition", "standard", overrides={**overrides, "train.compile": True})
+    assert compiled["metrics"]["test_loss"] == pytest.approx(eager["test_loss"], rel=1e-4)
+    from mixit.train import resolve_config
+
+    assert (
+        "compile" not in resolve_config("addition", "mixit", "tiny", 0, {}).result_dict()["train"]
+    )

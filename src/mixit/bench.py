@@ -9,6 +9,7 @@ head; the embedding lookups cost no multiply-adds), the usual estimate for a dec
 
 from __future__ import annotations
 
+import copy
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,8 @@ from mixit.analysis.throughput import (
 from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.generate import cache_bytes_per_token, generate
+from mixit.tasks import TASKS
+from mixit.variants import AttentionKind, get_variant
 
 
 def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, size: int = 1024) -> float:
@@ -45,11 +48,27 @@ def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, size: int = 102
 
 
 def flops_per_token(config: RunConfig, seq_len: int) -> float:
+    """Training FLOPs of one token for ``config``'s variant (a multiply-add counts 2).
+
+    Every matrix costs 2 FLOPs per weight forward and 2 backward for the gradient of its input;
+    only a trainable matrix costs 2 more for its own gradient (so the standard model gets the
+    usual 6 N). Softmax attention adds 4 T n per layer forward (scores and the weighted sum,
+    counted unmasked) and twice that backward: 12 L T n. MixiT's fixed mixing is one
+    weighted sum forward and the gradient for V backward: 4 L T n.
+    """
     m = config.model
-    n, L = m.n_embd, m.n_layer
-    vocab = m.vocab_size or 1024
-    block = 4 * n * n + 3 * m.mlp_ratio * n * n  # attention (or V and O) + gated MLP
-    return 6 * (L * block + n * vocab) + 12 * L * seq_len * n
+    variant = get_variant(config.variant)
+    n, L, T = m.n_embd, m.n_layer, seq_len
+    softmax = variant.attention is AttentionKind.SOFTMAX
+    matrices = {
+        "qk": 2 * n * n * L if softmax else 0,
+        "vo": 2 * n * n * L,
+        "mlp": 3 * m.mlp_ratio * n * n * L,
+        "unembed": n * (m.vocab_size or 1024),
+    }
+    trained = sum(size for group, size in matrices.items() if group not in variant.frozen)
+    attention = (12 if softmax else 4) * L * T * n
+    return 4 * sum(matrices.values()) + 2 * trained + attention
 
 
 def _hf_step(config: RunConfig, seq_len: int, batch: int, device: torch.device):
@@ -104,6 +123,49 @@ def _decode_rows(
     return rows
 
 
+def synthetic_data_seconds(examples: int = 100_000) -> dict[str, float]:
+    """Seconds to generate ``examples`` training examples of each synthetic task."""
+    from mixit.train import resolve_config
+
+    sizes = {
+        "addition": {"task.n_train": examples},
+        "dyck": {"task.n_train": examples},
+        "khop": {"task.n_train": examples},
+        "retrieval": {"task.n_train": examples},
+        "modular-addition": {"task.n_train": examples, "task.p": 599},
+        "memorization": {"task.num_pairs": examples, "task.num_values": 512},
+    }
+    seconds = {}
+    for task, overrides in sizes.items():
+        config = resolve_config(task, "standard", "tiny", 0, overrides)
+        start = time.perf_counter()
+        data = TASKS[task].make_data(config.task, config.seed)
+        seconds[task] = time.perf_counter() - start
+        assert len(data.train) == examples
+    return seconds
+
+
+def _row(
+    impl: str, config: RunConfig, seq_len: int, batch: int, seconds: float, peak: float
+) -> dict[str, Any]:
+    m = config.model
+    tokens_per_s = batch * seq_len / seconds
+    flops = flops_per_token(config, seq_len)
+    return {
+        "impl": impl,
+        "variant": config.variant,
+        "n_embd": m.n_embd,
+        "n_layer": m.n_layer,
+        "n_head": m.n_head,
+        "seq_len": seq_len,
+        "batch": batch,
+        "tokens_per_s": tokens_per_s,
+        "samples_per_s": batch / seconds,
+        "flops_per_token": flops,
+        "mfu": tokens_per_s * flops / (peak * 1e9),
+    }
+
+
 def bench(
     configs: Mapping[str, RunConfig],
     seq_len: int,
@@ -112,8 +174,14 @@ def bench(
     decode: bool = False,
     rounds: int = 10,
     device: str = "auto",
+    compile: bool = False,
+    data: bool = False,
 ) -> dict[str, Any]:
-    """The JSON ``mixit bench --json`` writes."""
+    """The JSON ``mixit bench --json`` writes.
+
+    Rows: ``impl`` "mixit" (the default eager path), "mixit+compile" (``train.compile``, with
+    its ``compile_s``) and "hf"; each with its training FLOPs per token and MFU.
+    """
     target = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else "cpu")
     if device not in ("auto", "cpu", "cuda"):
         target = torch.device(device)
@@ -121,56 +189,63 @@ def bench(
     result: dict[str, Any] = {"device": str(target), "peak_gflops": peak}
     if target.type == "cuda":
         result["peak_gflops_bf16"] = matmul_peak_gflops(target, torch.bfloat16)
-    steps, rows = {}, []
+    steps, compile_seconds = {}, {}
     for name, config in configs.items():
         steps[("mixit", name)] = mixit_step(config, seq_len, batch, target)
+        if compile:
+            step = mixit_step(config, seq_len, batch, target, compile=True)
+            start = time.perf_counter()
+            step()  # the first call compiles
+            compile_seconds[name] = time.perf_counter() - start
+            steps[("mixit+compile", name)] = step
+    # HF's Llama is the standard model; it is counted with the standard model's FLOPs.
+    hf_config = copy.deepcopy(next(iter(configs.values())))
+    hf_config.variant = "standard"
     if vs_hf:
-        first = next(iter(configs.values()))
-        steps[("hf", "standard")] = _hf_step(first, seq_len, batch, target)
+        steps[("hf", "standard")] = _hf_step(hf_config, seq_len, batch, target)
     memory = {key: _peak_memory_mb(step, target) for key, step in steps.items()}
     medians = time_interleaved(steps, rounds, 3, str(target))
+    rows = []
     for (impl, name), seconds in medians.items():
-        config = configs[name] if impl == "mixit" else next(iter(configs.values()))
-        m = config.model
-        tokens_per_s = batch * seq_len / seconds
-        rows.append(
-            {
-                "impl": impl,
-                "variant": name,
-                "n_embd": m.n_embd,
-                "n_layer": m.n_layer,
-                "n_head": m.n_head,
-                "seq_len": seq_len,
-                "batch": batch,
-                "tokens_per_s": tokens_per_s,
-                "samples_per_s": batch / seconds,
-                "mfu": tokens_per_s * flops_per_token(config, seq_len) / (peak * 1e9),
-                "peak_mem_mb": memory[(impl, name)],
-            }
-        )
+        config = hf_config if impl == "hf" else configs[name]
+        row = _row(impl, config, seq_len, batch, seconds, peak)
+        row["peak_mem_mb"] = memory[(impl, name)]
+        if impl == "mixit+compile":
+            row["compile_s"] = compile_seconds[name]
+        rows.append(row)
     result["rows"] = rows
     if decode:
         result["decode"] = _decode_rows(configs, seq_len, batch, target)
+    if data:
+        result["data_seconds_per_100k"] = synthetic_data_seconds()
     return result
 
 
 def format_bench(result: Mapping[str, Any]) -> str:
+    """The table ``mixit bench`` prints; speed-ups and FLOP ratios are against the first
+    eager mixit row (standard by default)."""
     lines = [f"device {result['device']}, fp32 matmul peak {result['peak_gflops']:.0f} GFLOP/s"]
     header = (
-        f"{'impl':<6} {'variant':<11} {'tokens/s':>10} {'samples/s':>10} {'MFU':>6} {'ratio':>6}"
+        f"{'impl':<14} {'variant':<11} {'tokens/s':>10} {'samples/s':>10} {'MFU':>6} "
+        f"{'speed-up':>9} {'FLOP ratio':>11}"
     )
     lines += [header, "-" * len(header)]
-    base = next(r for r in result["rows"] if r["impl"] == "mixit")["tokens_per_s"]
+    base = next(r for r in result["rows"] if r["impl"] == "mixit")
     for r in result["rows"]:
+        compiled = f"   (compile {r['compile_s']:.0f} s)" if "compile_s" in r else ""
         lines.append(
-            f"{r['impl']:<6} {r['variant']:<11} {r['tokens_per_s']:>10.0f} "
-            f"{r['samples_per_s']:>10.1f} {r['mfu']:>6.1%} {r['tokens_per_s'] / base:>6.2f}"
+            f"{r['impl']:<14} {r['variant']:<11} {r['tokens_per_s']:>10.0f} "
+            f"{r['samples_per_s']:>10.1f} {r['mfu']:>6.1%} "
+            f"{r['tokens_per_s'] / base['tokens_per_s']:>8.2f}x "
+            f"{base['flops_per_token'] / r['flops_per_token']:>10.2f}x{compiled}"
         )
     for r in result.get("decode", []):
         lines.append(
             f"decode {r['variant']:<11} {r['decode_tokens_per_s']:>10.0f} tokens/s, "
             f"cache {r['cache_bytes_per_token']} bytes/token"
         )
+    for task, seconds in result.get("data_seconds_per_100k", {}).items():
+        lines.append(f"data   {task:<17} 100k examples in {seconds:.3f} s")
     return "\n".join(lines)
 
 

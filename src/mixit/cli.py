@@ -176,6 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench_parser.add_argument("--rounds", type=int, default=10, help="timed steps per model")
     bench_parser.add_argument("--vs-hf", action="store_true", help="also HF LlamaForCausalLM")
     bench_parser.add_argument("--decode", action="store_true", help="also cached decoding")
+    bench_parser.add_argument(
+        "--compile", action="store_true", help="also each variant under train.compile"
+    )
+    bench_parser.add_argument(
+        "--data", action="store_true", help="also time 100k examples of each synthetic task"
+    )
     bench_parser.add_argument("--json", default=None, help="write the figures to this file")
     bench_parser.add_argument(
         "overrides", nargs="*", metavar="KEY=VALUE", help="shape, e.g. model.n_embd=512"
@@ -332,7 +338,16 @@ def _bench(args: argparse.Namespace) -> int:
         raise UsageError("--seq-len, --batch and --rounds must be >= 1")
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     configs = bench_configs(models, parse_overrides(args.overrides))
-    result = bench(configs, args.seq_len, args.batch, args.vs_hf, args.decode, args.rounds)
+    result = bench(
+        configs,
+        args.seq_len,
+        args.batch,
+        args.vs_hf,
+        args.decode,
+        args.rounds,
+        compile=args.compile,
+        data=args.data,
+    )
     print(format_bench(result))
     if args.json:
         write_json(Path(args.json), result)

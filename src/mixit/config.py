@@ -92,6 +92,9 @@ class TrainConfig:
     checkpoint_every: int = 0
     # fp32, or bf16 autocast (mixed precision: weights and optimizer stay fp32).
     precision: str = "fp32"
+    # torch.compile the training forward: fuses the element-wise work; the first steps pay
+    # the compilation (see the README's performance table for both).
+    compile: bool = False
     tensorboard: bool = True  # event files in RUN_DIR/tensorboard (if tensorboard is installed)
     wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 
@@ -125,7 +128,7 @@ EXECUTION_SETTINGS = (
 
 # Result settings added after run directories existed, with the value every earlier run
 # used: at that value they are left out of a run's identity, so earlier runs stay reusable.
-ADDED_LATER = {("train", "precision"): "fp32"}
+ADDED_LATER = {("train", "precision"): "fp32", ("train", "compile"): False}
 
 
 def without_execution_settings(config: dict[str, Any]) -> dict[str, Any]:

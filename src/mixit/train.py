@@ -248,6 +248,8 @@ def run(
     train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
     show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
     trained = model if ranks.world == 1 else DistributedDataParallel(model)
+    if config.train.compile:
+        trained = torch.compile(trained)
     out = out if ranks.is_main else None  # only rank 0 writes
     bar = tqdm(
         range(first_step, config.train.steps),

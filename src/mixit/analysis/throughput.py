@@ -54,11 +54,14 @@ def mixit_model(config: RunConfig, seq_len: int, device: torch.device) -> Decode
     return Decoder(config.model, get_variant(config.variant)).to(device)
 
 
-def mixit_step(config: RunConfig, seq_len: int, batch: int, device: torch.device) -> Step:
+def mixit_step(
+    config: RunConfig, seq_len: int, batch: int, device: torch.device, compile: bool = False
+) -> Step:
+    """One training step of ``config``'s model on random tokens (B, seq_len + 1)."""
     model = mixit_model(config, seq_len, device)
     optimizer = make_optimizer(model, config)
     tokens = torch.randint(0, model.config.vocab_size, (batch, seq_len + 1), device=device)
-    return language_model_step(model, optimizer, tokens)
+    return language_model_step(torch.compile(model) if compile else model, optimizer, tokens)
 
 
 def time_interleaved(
