@@ -35,6 +35,8 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     assert "C6" in (out / "claims.md").read_text()
     finished = summaries_mtimes(out)
     assert len(finished) == 8  # 4 models x 2 seeds
+    timing = json.loads((out / "timing.json").read_text())
+    assert timing["table4"]["runs"] == 8 and timing["table4"]["train_seconds"] > 0
 
     reproduce(["table4"], "tiny", seeds=2, jobs=1, out=out, overrides=QUICK)
     assert summaries_mtimes(out) == finished  # nothing retrained

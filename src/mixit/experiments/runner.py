@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -75,6 +76,15 @@ def train_missing(
                 finished(futures[future], future.result())
     bar.close()
     return summaries
+
+
+def experiment_seconds(planned: Sequence[Run], summaries: Mapping[Run, Mapping[str, Any]]) -> dict:
+    """The experiment's distinct runs and their summed training seconds (as measured when
+    each was trained, in this reproduction or an earlier one; a run two experiments share
+    counts in both)."""
+    dirs = {summaries[run]["run_dir"]: summaries[run] for run in planned if run in summaries}
+    seconds = sum(summary.get("train_seconds", 0.0) for summary in dirs.values())
+    return {"runs": len(dirs), "train_seconds": seconds}
 
 
 def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -179,9 +189,12 @@ def reproduce(
     configs = {
         run: run.config(scale, overrides, best) for e in experiments for run in e.plan(scale, seeds)
     }
+    start = time.perf_counter()
     summaries = train_missing(configs, out / "runs", jobs, progress, train)
+    timing: dict[str, Any] = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
     judged: list[Claim] = []
     for experiment in experiments:
+        timing[experiment.name] = experiment_seconds(experiment.plan(scale, seeds), summaries)
         folder = out / experiment.name
         folder.mkdir(parents=True, exist_ok=True)
         header = f"# {experiment.title}\n\nScale `{scale}`, {seeds} seed(s).\n\n"
@@ -191,10 +204,13 @@ def reproduce(
             note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
             write_text(folder / "report.md", header + note)
             continue
+        started = time.perf_counter()
         report = experiment.report(scale, seeds, summaries, folder)
+        timing[experiment.name]["report_seconds"] = time.perf_counter() - started
         write_text(folder / "report.md", header + report.markdown + "\n")
         write_json(folder / "results.json", {"scale": scale, "seeds": seeds, **report.results})
         judged += report.claims
+    write_json(out / "timing.json", timing)
     claims = merge_claims(out, judged)
     write_json(out / "claims.json", {"claims": [vars(claim) for claim in claims]})
     write_text(out / "claims.md", claims_markdown(claims, scale))
