@@ -47,15 +47,14 @@ class Run:
         return resolve_config(self.task, self.model, scale, self.seed, overrides)
 
 
-# Shorter training than the tiny presets where the full reproduction's learning curves had
-# flattened (docs/reproduce.md has the curves and the timings): sentiment is flat from step
-# 500-750, MixiT and Frozen-QK solve modular addition by step 600 and the standard model is at
-# 0.95-0.99 by 800; k-hop and language modeling are cut for time alone.
+# Shorter training than the tiny presets for two slow tasks whose claims (C2, and C7 through
+# table5's Dyck-1 setting) came out the same at the longer budget; docs/reproduce.md has both
+# measurements. Cutting sentiment (600 steps) and modular addition (800) was tried and
+# changed their verdict numbers (standard modular addition had not generalised by step 800),
+# so they keep the presets' budgets.
 TINY_BUDGET: dict[str, dict[str, Any]] = {
     "khop": {"train.steps": 1000, "train.eval_every": 500},
     "lm": {"train.steps": 400, "train.eval_every": 200},
-    "sentiment": {"train.steps": 600, "train.eval_every": 300},
-    "modular-addition": {"train.steps": 800, "train.eval_every": 200},
 }
 
 

@@ -36,6 +36,8 @@ def line_plot(
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     if log_x:
         ax.set_xscale("log")
+        ax.set_xticks(list(x), [f"{v:g}" for v in x])  # the measured points, not 3x10^1
+        ax.minorticks_off()
     if log_y:
         ax.set_yscale("log")
     ax.grid(alpha=0.3)
