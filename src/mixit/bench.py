@@ -80,8 +80,7 @@ def _hf_step(config: RunConfig, seq_len: int, batch: int, device: torch.device):
     vocab = m.vocab_size or 1024
     from mixit.export import llama_config
 
-    hf_config = llama_config(m, vocab, seq_len)
-    hf_config._attn_implementation = "sdpa"
+    hf_config = llama_config(m, vocab, seq_len, attn_implementation="sdpa")
     torch.manual_seed(config.seed)
     model = transformers.LlamaForCausalLM(hf_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.train.lr)

@@ -30,7 +30,9 @@ _BLOCK_NAMES = {
 }
 
 
-def llama_config(model: ModelConfig, vocab_size: int, max_positions: int):
+def llama_config(
+    model: ModelConfig, vocab_size: int, max_positions: int, attn_implementation: str | None = None
+):
     """The ``transformers.LlamaConfig`` of a softmax-variant model shape."""
     import transformers
 
@@ -47,6 +49,7 @@ def llama_config(model: ModelConfig, vocab_size: int, max_positions: int):
         tie_word_embeddings=False,
         bos_token_id=None,
         eos_token_id=None,
+        attn_implementation=attn_implementation,
     )
 
 

@@ -78,7 +78,9 @@ def train_missing(
     return summaries
 
 
-def experiment_seconds(planned: Sequence[Run], summaries: Mapping[Run, Mapping[str, Any]]) -> dict:
+def experiment_seconds(
+    planned: Sequence[Run], summaries: Mapping[Run, Mapping[str, Any]]
+) -> dict[str, Any]:
     """The experiment's distinct runs and their summed training seconds (as measured when
     each was trained, in this reproduction or an earlier one; a run two experiments share
     counts in both)."""
@@ -194,11 +196,11 @@ def reproduce(
     timing: dict[str, Any] = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
     judged: list[Claim] = []
     for experiment in experiments:
-        timing[experiment.name] = experiment_seconds(experiment.plan(scale, seeds), summaries)
+        planned = experiment.plan(scale, seeds)
+        timing[experiment.name] = experiment_seconds(planned, summaries)
         folder = out / experiment.name
         folder.mkdir(parents=True, exist_ok=True)
         header = f"# {experiment.title}\n\nScale `{scale}`, {seeds} seed(s).\n\n"
-        planned = experiment.plan(scale, seeds)
         missing = sum(run not in summaries for run in planned)
         if missing:
             note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
