@@ -7,11 +7,12 @@ import torch
 import torch.nn.functional as F
 
 from mixit.cli import main
-from mixit.experiments import EXPERIMENTS, reproduce, throughput
-from mixit.experiments.base import NOT_RUN, Run, run_dir_name
+from mixit.experiments import EXPERIMENTS, estimate, reproduce, throughput
+from mixit.experiments.base import NOT_RUN, SCALES, Run, run_dir_name
 from mixit.experiments.claims import CLAIMS
+from mixit.experiments.runner import list_schedule, plan_reproduction
 from mixit.model import Decoder
-from mixit.train import make_optimizer
+from mixit.train import make_optimizer, time_training
 from mixit.variants import get_variant
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
@@ -167,3 +168,38 @@ def test_no_train_reports_only_finished_experiments(tmp_path):
     assert main(["reproduce", "table4", "--no-train", "--seeds", "1", "--out", str(out)]) == 0
     assert "Not reported yet: 4 of 4 runs" in (out / "table4" / "report.md").read_text()
     assert not (out / "runs").exists() or not list((out / "runs").iterdir())
+
+
+def test_estimate_times_what_would_train_and_trains_nothing(tmp_path, capsys):
+    out = tmp_path / "rep"
+    reproduce(["table4"], "tiny", seeds=1, jobs=1, out=out, overrides=QUICK)
+    finished = summaries_mtimes(out)
+    guess = estimate(["table4"], "tiny", seeds=2, jobs=2, out=out, overrides=QUICK)
+    assert guess["runs_to_train"] == 4  # seed 1 of the four models; seed 0 is finished
+    assert guess["configs_timed"] == 4 and guess["experiments"]["table4"]["runs"] == 8
+    assert 0 < guess["wall_seconds"] <= guess["train_seconds"]
+    assert summaries_mtimes(out) == finished
+    argv = ["reproduce", "table4", "--estimate", "--seeds", "1", "--out", str(tmp_path / "new")]
+    assert main([*argv, *(f"{k}={v}" for k, v in QUICK.items())]) == 0
+    assert "| table4 | 4 | 4 |" in capsys.readouterr().out
+    assert not (tmp_path / "new").exists()
+
+
+def test_run_estimate_adds_up_its_measured_parts():
+    config = Run("memorization", "mixit", 0, tuple(QUICK.items())).config("tiny")
+    config.train.steps, config.train.eval_every = 10, 4  # three evaluations
+    t = time_training(config, steps=2, warmup=1)
+    parts = t["data_seconds"] + 10 * t["step_seconds"] + 3 * t["eval_seconds"]
+    assert min(t.values()) > 0 and t["run_seconds"] == pytest.approx(parts)
+
+
+def test_runs_go_to_whichever_worker_is_free_first():
+    assert list_schedule([3, 1, 1, 1], jobs=2) == 3
+    assert list_schedule([2, 2, 2], jobs=2) == 4
+    assert list_schedule([2, 2, 2], jobs=1) == 6
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_every_experiment_plans_valid_runs_at_every_scale(scale):
+    experiments, configs = plan_reproduction(["all"], scale, seeds=1, jobs=1)
+    assert len(experiments) == len(EXPERIMENTS) and len(configs) > 50

@@ -130,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="train nothing; report the experiments whose runs are all finished",
     )
+    reproduce_parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="train and write nothing; time a few steps of each run's config on this machine "
+        "and print how long the training would take with --jobs",
+    )
     # One positional list, so that options may come before or after the overrides.
     reproduce_parser.add_argument(
         "what",
@@ -309,22 +315,17 @@ def _torchrun(nproc: int, argv: Sequence[str]) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from mixit.experiments import reproduce
+    from mixit.experiments import estimate, reproduce
+    from mixit.experiments.runner import format_estimate
 
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     experiment, overrides = args.what[0], parse_overrides(args.what[1:])
-    claims = reproduce(
-        [experiment],
-        args.scale,
-        args.seeds,
-        args.jobs,
-        out,
-        progress,
-        overrides,
-        train=not args.no_train,
-        tuned=args.tuned,
-    )
+    common = ([experiment], args.scale, args.seeds, args.jobs, out, progress, overrides)
+    if args.estimate:
+        print(format_estimate(estimate(*common, tuned=args.tuned)))
+        return 0
+    claims = reproduce(*common, train=not args.no_train, tuned=args.tuned)
     for claim in claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)

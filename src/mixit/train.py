@@ -209,6 +209,44 @@ def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str,
     return metrics
 
 
+def sample_batch(
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    batches: torch.Generator,
+    config: RunConfig,
+    ranks: Ranks = ALONE,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A training batch drawn with replacement, this rank's slice of it: (B / world, T) each."""
+    index = torch.randint(len(inputs), (config.train.batch_size,), generator=batches)
+    index = ranks.shard(index).to(inputs.device)
+    return inputs[index].long(), targets[index].long()
+
+
+def train_step(
+    trained: torch.nn.Module,
+    model: Decoder,
+    optimizer: torch.optim.Optimizer,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    config: RunConfig,
+    ranks: Ranks = ALONE,
+) -> tuple[float, float]:
+    """One optimiser step: ``(global mean loss, gradient norm before clipping)``.
+
+    ``trained`` runs the forward pass (``model`` itself, or its DDP or compiled wrapper);
+    ``model`` owns the parameters. A non-finite loss returns before any update.
+    """
+    with mixed_precision(inputs.device, config):
+        loss, loss_value = training_loss(trained, inputs, targets, ranks)
+    if not math.isfinite(loss_value):
+        return loss_value, math.nan
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.trainable_parameters(), config.train.grad_clip)
+    optimizer.step()
+    return loss_value, grad_norm.item()
+
+
 def run(
     config: RunConfig,
     out: Path | None = None,
@@ -263,20 +301,12 @@ def run(
     every = config.train.checkpoint_every
     start = time.perf_counter()
     for step in bar:
-        index = torch.randint(len(data.train), (config.train.batch_size,), generator=batches)
-        index = ranks.shard(index).to(device)
-        inputs = train_inputs[index].long()  # (B / world, T)
-        targets = train_targets[index].long()  # (B / world, T)
-        with mixed_precision(device, config):
-            loss, loss_value = training_loss(trained, inputs, targets, ranks)
+        inputs, targets = sample_batch(train_inputs, train_targets, batches, config, ranks)
+        loss_value, grad_norm = train_step(
+            trained, model, optimizer, inputs, targets, config, ranks
+        )
         if not math.isfinite(loss_value):
             raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(
-            model.trainable_parameters(), config.train.grad_clip
-        ).item()
-        optimizer.step()
         schedule.step()
         running_loss = (
             loss_value if running_loss is None else 0.95 * running_loss + 0.05 * loss_value
@@ -348,3 +378,41 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
     model = Decoder(config.model, get_variant(config.variant))
     load_weights(model, weights_path)
     return model.eval(), config
+
+
+def time_training(config: RunConfig, steps: int = 5, warmup: int = 2) -> dict[str, float]:
+    """What a run would cost on this machine, measured without training it.
+
+    Seconds to build the run's data, per training step (mean of ``steps`` after ``warmup``
+    untimed ones) and per evaluation, and the estimate for the whole run from them.
+    """
+    config = from_dict(config.to_dict(), get_task(config.task_name).config_cls)
+    started = time.perf_counter()
+    data = get_task(config.task_name).make_data(config.task, config.seed)
+    data_seconds = time.perf_counter() - started
+    fit_model_to_data(config, data)
+    device = resolve_device(config.train.device)
+    model = build_model(config).to(device)
+    optimizer = make_optimizer(model, config)
+    trained = torch.compile(model) if config.train.compile else model
+    batches = torch.Generator().manual_seed(config.seed)
+    train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
+    for step in range(warmup + steps):
+        if step == warmup:
+            started = time.perf_counter()
+        inputs, targets = sample_batch(train_inputs, train_targets, batches, config)
+        train_step(trained, model, optimizer, inputs, targets, config)
+    step_seconds = (time.perf_counter() - started) / steps
+    started = time.perf_counter()
+    with mixed_precision(device, config):
+        evaluate_run(model, data, config)
+    eval_seconds = time.perf_counter() - started
+    evaluations = math.ceil(config.train.steps / config.train.eval_every)
+    return {
+        "data_seconds": data_seconds,
+        "step_seconds": step_seconds,
+        "eval_seconds": eval_seconds,
+        "run_seconds": data_seconds
+        + config.train.steps * step_seconds
+        + evaluations * eval_seconds,
+    }

@@ -14,11 +14,11 @@ from mixit.experiments import (
     throughput,
 )
 from mixit.experiments.base import Experiment
-from mixit.experiments.runner import reproduce
+from mixit.experiments.runner import estimate, reproduce
 
 _IN_ORDER = (table1, figure2, table2, table3, table4, table5, table6, table7, figure3)
 EXPERIMENTS: dict[str, Experiment] = {
     module.EXPERIMENT.name: module.EXPERIMENT for module in (*_IN_ORDER, throughput, theorem21)
 }
 
-__all__ = ["EXPERIMENTS", "Experiment", "reproduce"]
+__all__ = ["EXPERIMENTS", "Experiment", "estimate", "reproduce"]

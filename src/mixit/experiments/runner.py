@@ -8,6 +8,7 @@ reproduction resumes with the runs it had not finished.
 
 from __future__ import annotations
 
+import heapq
 import json
 import multiprocessing
 import os
@@ -17,11 +18,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
 from mixit.errors import UsageError
-from mixit.experiments.base import NOT_RUN, SCALES, Claim, Run, run_dir_name
+from mixit.experiments.base import NOT_RUN, SCALES, Claim, Experiment, Run, run_dir_name
 from mixit.io import write_json, write_text
+from mixit.train import resolve_device
 from mixit.train import run as train_run
 
 
@@ -65,7 +69,7 @@ def train_missing(
         for name, (config, _) in todo.items():
             finished(name, train_run(config, runs_dir / name, progress=False))
     else:
-        threads = max(1, (os.cpu_count() or 1) // jobs)
+        threads = worker_threads(jobs)
         context = multiprocessing.get_context("spawn")  # no forked OpenMP state in workers
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             futures = {
@@ -152,6 +156,135 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def plan_reproduction(
+    names: Sequence[str],
+    scale: str,
+    seeds: int,
+    jobs: int,
+    overrides: Mapping[str, Any] | None = None,
+    tuned: str | Path | None = None,
+) -> tuple[list[Experiment], dict[Run, RunConfig]]:
+    """The named experiments (``["all"]``: every one) and the resolved config of each run they
+    plan; a bad name or setting fails here, before anything trains."""
+    from mixit.experiments import EXPERIMENTS
+
+    if scale not in SCALES:
+        raise UsageError(f"--scale '{scale}' is not one of: {', '.join(SCALES)}")
+    if seeds < 1 or jobs < 1:
+        raise UsageError(f"--seeds and --jobs must be >= 1, got {seeds} and {jobs}")
+    if list(names) == ["all"]:
+        names = list(EXPERIMENTS)
+    unknown = [name for name in names if name not in EXPERIMENTS]
+    if unknown:
+        raise UsageError(
+            f"unknown experiment '{unknown[0]}'; choose 'all' or: {', '.join(EXPERIMENTS)}"
+        )
+    experiments = [EXPERIMENTS[name] for name in names]
+    best = load_tuned(tuned) if tuned else {}
+    configs = {
+        run: run.config(scale, overrides, best) for e in experiments for run in e.plan(scale, seeds)
+    }
+    return experiments, configs
+
+
+def worker_threads(jobs: int) -> int:
+    """Threads per training process: the machine's cores shared between ``jobs`` processes."""
+    return torch.get_num_threads() if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
+
+
+def list_schedule(seconds: Sequence[float], jobs: int) -> float:
+    """Wall time of tasks handed, in order, to whichever of ``jobs`` workers is free first."""
+    free_at = [0.0] * jobs
+    for duration in seconds:
+        heapq.heapreplace(free_at, free_at[0] + duration)
+    return max(free_at)
+
+
+def estimate(
+    names: Sequence[str],
+    scale: str = "tiny",
+    seeds: int = 3,
+    jobs: int = 1,
+    out: str | Path = "runs/reproduce",
+    progress: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+    tuned: str | Path | None = None,
+) -> dict[str, Any]:
+    """What ``reproduce`` with these arguments would train, and for how long, without
+    training: each distinct config (seeds share one) is timed for a few steps on this machine
+    at the thread count a worker would get (``mixit.train.time_training``). Runs already
+    finished in ``out`` cost nothing. The wall-time estimate assumes the ``jobs`` processes do
+    not slow each other down; it covers training, not the reports.
+    """
+    from tqdm import tqdm
+
+    from mixit.train import time_training
+
+    experiments, configs = plan_reproduction(names, scale, seeds, jobs, overrides, tuned)
+    runs_dir = Path(out) / "runs"
+    pending = {
+        run_dir_name(config): config
+        for config in configs.values()
+        if finished_summary(runs_dir / run_dir_name(config), config) is None
+    }
+    timings: dict[str, dict[str, float]] = {}
+    seconds: dict[str, float] = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(worker_threads(jobs))
+    try:
+        for name, config in tqdm(pending.items(), desc="timing runs", disable=not progress):
+            shape = json.dumps({**config.result_dict(), "seed": 0}, sort_keys=True)
+            if shape not in timings:
+                timings[shape] = time_training(config)
+            seconds[name] = timings[shape]["run_seconds"]
+    finally:
+        torch.set_num_threads(threads)
+    per_experiment = {}
+    for experiment in experiments:
+        names_planned = {run_dir_name(configs[run]) for run in experiment.plan(scale, seeds)}
+        todo = names_planned & seconds.keys()
+        per_experiment[experiment.name] = {
+            "runs": len(names_planned),
+            "runs_to_train": len(todo),
+            "train_seconds": sum(seconds[name] for name in todo),
+        }
+    return {
+        "scale": scale,
+        "seeds": seeds,
+        "jobs": jobs,
+        "threads_per_job": worker_threads(jobs),
+        "device": str(resolve_device("auto")),
+        "experiments": per_experiment,
+        "runs_to_train": len(seconds),
+        "configs_timed": len(timings),
+        "train_seconds": sum(seconds.values()),
+        "wall_seconds": list_schedule(list(seconds.values()), jobs),
+    }
+
+
+def format_estimate(estimate: Mapping[str, Any]) -> str:
+    """``estimate``'s result as a markdown table and a closing line."""
+    rows = [
+        f"| {name} | {e['runs']} | {e['runs_to_train']} | {e['train_seconds']:,.0f} |"
+        for name, e in estimate["experiments"].items()
+    ]
+    return "\n".join(
+        [
+            f"Estimated training at `{estimate['scale']}` scale, {estimate['seeds']} seed(s), "
+            f"on {estimate['device']} ({estimate['threads_per_job']} thread(s) per job):",
+            "",
+            "| experiment | runs | to train | seconds (one job) |",
+            "|---|---:|---:|---:|",
+            *rows,
+            "",
+            f"{estimate['runs_to_train']} runs to train ({estimate['configs_timed']} configs "
+            f"timed): {estimate['train_seconds']:,.0f} s in one job, about "
+            f"{estimate['wall_seconds'] / 60:,.1f} min of wall time with --jobs {estimate['jobs']} "
+            "(runs shared by experiments count in each row, once in the total).",
+        ]
+    )
+
+
 def reproduce(
     names: Sequence[str],
     scale: str = "tiny",
@@ -171,26 +304,8 @@ def reproduce(
     (a look at a reproduction still running elsewhere). ``tuned`` is a ``best.json`` from
     ``mixit sweep --best``: each task and model then trains with its best hyperparameters.
     """
-    from mixit.experiments import EXPERIMENTS
-
-    if scale not in SCALES:
-        raise UsageError(f"--scale '{scale}' is not one of: {', '.join(SCALES)}")
-    if seeds < 1 or jobs < 1:
-        raise UsageError(f"--seeds and --jobs must be >= 1, got {seeds} and {jobs}")
-    if list(names) == ["all"]:
-        names = list(EXPERIMENTS)
-    unknown = [name for name in names if name not in EXPERIMENTS]
-    if unknown:
-        raise UsageError(
-            f"unknown experiment '{unknown[0]}'; choose 'all' or: {', '.join(EXPERIMENTS)}"
-        )
-    experiments = [EXPERIMENTS[name] for name in names]
+    experiments, configs = plan_reproduction(names, scale, seeds, jobs, overrides, tuned)
     out = Path(out)
-    # Resolve every config first: a bad setting fails before anything trains.
-    best = load_tuned(tuned) if tuned else {}
-    configs = {
-        run: run.config(scale, overrides, best) for e in experiments for run in e.plan(scale, seeds)
-    }
     start = time.perf_counter()
     summaries = train_missing(configs, out / "runs", jobs, progress, train)
     timing: dict[str, Any] = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
