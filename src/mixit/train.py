@@ -380,11 +380,14 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
     return model.eval(), config
 
 
-def time_training(config: RunConfig, steps: int = 5, warmup: int = 2) -> dict[str, float]:
+def time_training(
+    config: RunConfig, steps: int = 5, warmup: int = 1, budget_seconds: float = 10.0
+) -> dict[str, float]:
     """What a run would cost on this machine, measured without training it.
 
-    Seconds to build the run's data, per training step (mean of ``steps`` after ``warmup``
-    untimed ones) and per evaluation, and the estimate for the whole run from them.
+    Seconds to build the run's data, per training step (the mean over up to ``steps`` steps
+    after ``warmup`` untimed ones, fewer once ``budget_seconds`` have passed, at least one) and
+    per evaluation, and the estimate for the whole run from them.
     """
     config = from_dict(config.to_dict(), get_task(config.task_name).config_cls)
     started = time.perf_counter()
@@ -397,12 +400,18 @@ def time_training(config: RunConfig, steps: int = 5, warmup: int = 2) -> dict[st
     trained = torch.compile(model) if config.train.compile else model
     batches = torch.Generator().manual_seed(config.seed)
     train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
-    for step in range(warmup + steps):
-        if step == warmup:
-            started = time.perf_counter()
+
+    def step() -> None:
         inputs, targets = sample_batch(train_inputs, train_targets, batches, config)
         train_step(trained, model, optimizer, inputs, targets, config)
-    step_seconds = (time.perf_counter() - started) / steps
+
+    for _ in range(warmup):
+        step()
+    started, timed = time.perf_counter(), 0
+    while timed < steps and (timed == 0 or time.perf_counter() - started < budget_seconds):
+        step()
+        timed += 1
+    step_seconds = (time.perf_counter() - started) / timed
     started = time.perf_counter()
     with mixed_precision(device, config):
         evaluate_run(model, data, config)

@@ -279,10 +279,14 @@ def format_estimate(estimate: Mapping[str, Any]) -> str:
             "",
             f"{estimate['runs_to_train']} runs to train ({estimate['configs_timed']} configs "
             f"timed): {estimate['train_seconds']:,.0f} s in one job, about "
-            f"{estimate['wall_seconds'] / 60:,.1f} min of wall time with --jobs {estimate['jobs']} "
+            f"{_duration(estimate['wall_seconds'])} of wall time with --jobs {estimate['jobs']} "
             "(runs shared by experiments count in each row, once in the total).",
         ]
     )
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
 def reproduce(
