@@ -222,15 +222,16 @@ def estimate(
 
     experiments, configs = plan_reproduction(names, scale, seeds, jobs, overrides, tuned)
     runs_dir = Path(out) / "runs"
+    dir_names = {run: run_dir_name(config) for run, config in configs.items()}
     pending = {
-        run_dir_name(config): config
-        for config in configs.values()
-        if finished_summary(runs_dir / run_dir_name(config), config) is None
+        dir_names[run]: config
+        for run, config in configs.items()
+        if finished_summary(runs_dir / dir_names[run], config) is None
     }
     timings: dict[str, dict[str, float]] = {}
     seconds: dict[str, float] = {}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(worker_threads(jobs))
+    threads, worker = torch.get_num_threads(), worker_threads(jobs)
+    torch.set_num_threads(worker)
     try:
         for name, config in tqdm(pending.items(), desc="timing runs", disable=not progress):
             shape = json.dumps({**config.result_dict(), "seed": 0}, sort_keys=True)
@@ -241,10 +242,10 @@ def estimate(
         torch.set_num_threads(threads)
     per_experiment = {}
     for experiment in experiments:
-        names_planned = {run_dir_name(configs[run]) for run in experiment.plan(scale, seeds)}
-        todo = names_planned & seconds.keys()
+        planned = {dir_names[run] for run in experiment.plan(scale, seeds)}
+        todo = planned & seconds.keys()
         per_experiment[experiment.name] = {
-            "runs": len(names_planned),
+            "runs": len(planned),
             "runs_to_train": len(todo),
             "train_seconds": sum(seconds[name] for name in todo),
         }
@@ -252,7 +253,7 @@ def estimate(
         "scale": scale,
         "seeds": seeds,
         "jobs": jobs,
-        "threads_per_job": worker_threads(jobs),
+        "threads_per_job": worker,
         "device": str(resolve_device("auto")),
         "experiments": per_experiment,
         "runs_to_train": len(seconds),
