@@ -103,3 +103,14 @@ def test_table8_grid_and_bad_grids(tmp_path):
     with pytest.raises(UsageError, match="mapping of dotted keys to value lists"):
         sweeping.load_grid("addition", str(bad))
     assert main(["sweep", "--task", "addition", "--model", "mixit", "--grid", "nope.yaml"]) == 2
+
+
+def test_a_grid_point_handed_to_two_workers_is_trained_by_the_earlier_trial_only():
+    storage = optuna.storages.InMemoryStorage()
+    sampler = optuna.samplers.GridSampler({"train.lr": [0.001, 0.003]}, seed=0)
+    study = optuna.create_study(storage=storage, sampler=sampler)
+    first, second = study.ask(), study.ask()
+    grid_id = storage.get_trial(first._trial_id).system_attrs["grid_id"]
+    storage.set_trial_system_attr(second._trial_id, "grid_id", grid_id)  # the race's outcome
+    assert not sweeping._taken_by_an_earlier_trial(first)
+    assert sweeping._taken_by_an_earlier_trial(second)

@@ -117,11 +117,34 @@ def _metric(task: str) -> str:
     return get_task(task).metric
 
 
+def _taken_by_an_earlier_trial(trial: Any) -> bool:
+    """Whether a lower-numbered trial is running or has completed this trial's grid point.
+
+    Two workers asking at the same moment can be handed the same point: the grid sampler
+    records a trial's point when the trial is created, so both see each other here and only
+    the earlier one trains it.
+    """
+    from optuna.trial import TrialState
+
+    trials = trial.study.get_trials(deepcopy=False)
+    grid_id = next(t for t in trials if t.number == trial.number).system_attrs.get("grid_id")
+    return any(
+        other.number < trial.number
+        and other.system_attrs.get("grid_id") == grid_id
+        and other.state in (TrialState.RUNNING, TrialState.COMPLETE)
+        for other in trials
+    )
+
+
 def _objective(spec: Mapping[str, Any]):
+    import optuna
+
     from mixit.experiments.base import run_dir_name
     from mixit.train import resolve_config, run
 
     def objective(trial: Any) -> float:
+        if _taken_by_an_earlier_trial(trial):
+            raise optuna.TrialPruned("another worker has this grid point")
         params = {
             key: trial.suggest_categorical(key, values) for key, values in spec["grid"].items()
         }
