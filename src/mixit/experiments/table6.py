@@ -29,7 +29,8 @@ PAPER = {"mixit": (1.0, 1.0, 1.0), "random": (1.0, 0.2353, 0.2288)}  # Table 6
 # addition preset's settings, 0.87 with these). Each model keeps its own tuned settings, as
 # in the paper's per-model grid search.
 # MixiT drops the shaped residual here: with lam = sqrt(1/2) it learned nothing at depth 16
-# in this budget (0.007; docs/presets.md), with the plain residual 1.000.
+# in this budget (0.007; docs/presets.md), with the plain residual 1.000. It needs fewer steps
+# than the random transformer: 0.978 / 0.999 / 0.999 at depth 2 / 8 / 16 after 300 (seed 0).
 TINY_TASK = {
     "task.num_digits": 2,
     "task.n_train": 5000,
@@ -39,7 +40,7 @@ TINY_TASK = {
 }
 TINY_MODEL = {
     "random": {"model.init": "fan-in", "train.lr": 3e-2},
-    "mixit": {"model.residual_lambda": None},
+    "mixit": {"model.residual_lambda": None, "train.steps": 400},
 }
 KEEP, COLLAPSE = 0.10, 0.20  # the rule of C8
 
