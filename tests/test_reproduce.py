@@ -41,6 +41,10 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
 
     reproduce(["table4"], "tiny", seeds=2, jobs=1, out=out, overrides=QUICK)
     assert summaries_mtimes(out) == finished  # nothing retrained
+    again = json.loads((out / "timing.json").read_text())
+    assert again["runs_trained"] == 0
+    assert [call["runs_trained"] for call in again["calls"]] == [8, 0]
+    assert again["calls"][0]["train_wall_seconds"] == timing["train_wall_seconds"]
 
     monkeypatch.setattr(throughput, "ROUNDS", 2)  # another experiment: C6 is kept
     reproduce(["throughput"], "tiny", seeds=1, out=out)

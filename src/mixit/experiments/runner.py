@@ -187,6 +187,21 @@ def plan_reproduction(
     return experiments, configs
 
 
+def earlier_calls(out: Path) -> list[dict[str, Any]]:
+    """The ``calls`` history of ``OUT/timing.json``: one entry per ``reproduce`` on this output,
+    so that a later call that trains nothing keeps the wall time of the one that trained."""
+    try:
+        timing = json.loads((out / "timing.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(timing, dict):
+        return []
+    if "calls" not in timing and "train_wall_seconds" in timing:  # written before the history
+        return [{key: timing[key] for key in ("train_wall_seconds", "jobs") if key in timing}]
+    calls = timing.get("calls", [])
+    return calls if isinstance(calls, list) else []
+
+
 def worker_threads(jobs: int) -> int:
     """Threads per training process: the machine's cores shared between ``jobs`` processes."""
     return torch.get_num_threads() if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
@@ -311,9 +326,18 @@ def reproduce(
     """
     experiments, configs = plan_reproduction(names, scale, seeds, jobs, overrides, tuned)
     out = Path(out)
+    runs_dir = out / "runs"
+    finished_before = {
+        s["run_dir"] for s in train_missing(configs, runs_dir, jobs, False, False).values()
+    }
     start = time.perf_counter()
-    summaries = train_missing(configs, out / "runs", jobs, progress, train)
-    timing: dict[str, Any] = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
+    summaries = train_missing(configs, runs_dir, jobs, progress, train)
+    this_call = {
+        "train_wall_seconds": time.perf_counter() - start,
+        "jobs": jobs,
+        "runs_trained": len({s["run_dir"] for s in summaries.values()} - finished_before),
+    }
+    timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
     judged: list[Claim] = []
     for experiment in experiments:
         planned = experiment.plan(scale, seeds)
