@@ -135,7 +135,7 @@ def test_shaped_residual_is_the_mixit_default(small_config):
     assert VARIANTS["mixit"].model_defaults["residual_lambda"] == pytest.approx(0.5**0.5)
     small_config.residual_lambda = 0.5**0.5
     block = build(small_config, "mixit").blocks[0]
-    keep, branch = block.shape
+    keep, branch = block.shaped
     assert keep**2 + branch**2 == pytest.approx(1.0)
 
 
@@ -143,7 +143,7 @@ def test_plain_residual_is_the_sum(small_config):
     small_config.residual_lambda = None
     block = build(small_config, "standard").blocks[0]
     h, update = torch.randn(2, 3, small_config.n_embd), torch.randn(2, 3, small_config.n_embd)
-    assert block.shape is None
+    assert block.shaped is None
     assert torch.equal(block.residual(h, update), h + update)
 
 

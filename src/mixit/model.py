@@ -56,7 +56,7 @@ class Block(nn.Module):
         lam = config.residual_lambda
         # h <- keep * h + branch * f(h): the shaped residual (lam, sqrt(1 - lam^2)) keeps the
         # stream's variance fixed across depth; None is the plain residual h + f(h).
-        self.shape = None if lam is None else (lam, math.sqrt(1.0 - lam * lam))
+        self.shaped = None if lam is None else (lam, math.sqrt(1.0 - lam * lam))
         self.hook_resid_pre = Tap()
         self.hook_attn_out = Tap()
         self.hook_mlp_out = Tap()
@@ -75,9 +75,9 @@ class Block(nn.Module):
 
     def residual(self, h: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
         # The plain sum skips two multiplications by 1.0 per branch (same numbers, fewer kernels).
-        if self.shape is None:
+        if self.shaped is None:
             return h + update
-        keep, branch = self.shape
+        keep, branch = self.shaped
         return keep * h + branch * update
 
 
