@@ -57,6 +57,17 @@ def test_previous_token_score_finds_a_shift_head():
     torch.testing.assert_close(scores[0, 1], expected)
 
 
+def test_previous_token_score_can_count_chosen_rows_only():
+    T = 6
+    half = torch.eye(T)  # attends to the previous token from odd positions only, else to itself
+    for t in range(1, T, 2):
+        half[t] = torch.nn.functional.one_hot(torch.tensor(t - 1), T).float()
+    patterns = half[None, None, None]  # (L=1, B=1, H=1, T, T)
+    odd = (torch.arange(T) % 2 == 1)[None]  # (B, T)
+    assert previous_token_score(patterns)[0, 0] == 3 / 5
+    assert previous_token_score(patterns, rows=odd)[0, 0] == 1.0
+
+
 def test_induction_score_finds_the_token_after_the_earlier_occurrence():
     ids = torch.tensor([[5, 7, 9, 5]])  # 5 repeats: position 3 should look at 1 (the 7)
     targets = induction_targets(ids)

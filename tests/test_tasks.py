@@ -173,3 +173,10 @@ def test_impossible_configs_are_usage_errors():
     ]:
         with pytest.raises(UsageError):
             make(task, **overrides)
+
+
+def test_retrieval_value_positions_mark_the_values_only():
+    # vocab 16: values 1..7, keys 8..15; "_ k=12 v=5 k=9 v=3 q=12"
+    inputs = torch.tensor([[0, 12, 5, 9, 3, 12]])
+    marked = retrieval.value_positions(inputs, vocab_size=16)
+    assert marked.tolist() == [[False, False, True, False, True, False]]

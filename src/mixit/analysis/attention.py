@@ -35,13 +35,19 @@ def _score(patterns: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return (mass * rows).sum((1, 3)) / rows.sum((1, 3)).clamp(min=1)  # (L, H)
 
 
-def previous_token_score(patterns: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """(L, H) mean attention from t to t - 1, over positions t >= 1 where ``mask`` (B, T)."""
+def previous_token_score(
+    patterns: torch.Tensor, mask: torch.Tensor | None = None, rows: torch.Tensor | None = None
+) -> torch.Tensor:
+    """(L, H) mean attention from t to t - 1, over positions t >= 1 where ``mask`` (B, T) holds
+    at both t and t - 1; with ``rows`` (B, T), only from the positions t it marks (a task's
+    positions that need their previous token, e.g. retrieval's values)."""
     _, B, _, T, _ = patterns.shape
     targets = torch.zeros(B, T, T, dtype=torch.bool, device=patterns.device)
     targets[:, 1:, :-1] = torch.eye(T - 1, dtype=torch.bool, device=patterns.device)
     if mask is not None:
         targets &= mask[:, :, None] & mask[:, None, :]
+    if rows is not None:
+        targets &= rows[:, :, None]
     return _score(patterns, targets)
 
 

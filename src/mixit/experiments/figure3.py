@@ -11,7 +11,12 @@ from pathlib import Path
 
 import torch
 
-from mixit.analysis import attention_patterns, head_scores, plot_attention_maps
+from mixit.analysis import (
+    attention_patterns,
+    head_scores,
+    plot_attention_maps,
+    previous_token_score,
+)
 from mixit.experiments.base import (
     Experiment,
     Report,
@@ -21,6 +26,7 @@ from mixit.experiments.base import (
     runs,
 )
 from mixit.experiments.claims import claim
+from mixit.tasks.retrieval import value_positions
 
 MODELS = ("standard", "frozen-qk", "frozen-mlp", "mixit", "random")
 PAD = 0  # retrieval's padding token
@@ -37,7 +43,14 @@ def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, o
 
     model, config = load_run(run_dir)
     inputs = get_task("retrieval").make_data(config.task, config.seed).test.inputs[:SEQUENCES]
-    return head_scores(model, inputs, mask=inputs != PAD), inputs, model
+    scores = head_scores(model, inputs, mask=inputs != PAD)
+    # A diagnostic beside C10's rule, not part of it: retrieval needs the previous token only
+    # at value positions (a value's previous token is its key), while the rule averages over
+    # every position.
+    values = value_positions(inputs, config.task.vocab_size)
+    at_values = previous_token_score(attention_patterns(model, inputs), inputs != PAD, values)
+    scores["previous_token_at_values"] = at_values.tolist()
+    return scores, inputs, model
 
 
 def has_circuit(scores: dict[str, list[list[float]]]) -> bool:
@@ -57,6 +70,7 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
             results[model_name].append(scores)
             best_previous = max(max(layer) for layer in scores["previous_token"])
             best_induction = max(max(layer) for layer in scores["induction"])
+            best_at_values = max(max(layer) for layer in scores["previous_token_at_values"])
             rows.append(
                 [
                     model_name,
@@ -64,6 +78,7 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
                     f"{best_previous:.2f}",
                     f"{best_induction:.2f}",
                     "yes" if has_circuit(scores) else "no",
+                    f"{best_at_values:.2f}",
                 ]
             )
             if model_name == "frozen-qk" and run.seed == 0:
@@ -84,7 +99,21 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
             "Best previous-token and induction scores over the heads of each trained retrieval "
             f"model (fraction of attention on the circuit's target; circuit = a head >= "
             f"{THRESHOLD} for each, the induction head in a later layer).",
-            markdown_table(["model", "seed", "previous-token", "induction", "circuit"], rows),
+            markdown_table(
+                [
+                    "model",
+                    "seed",
+                    "previous-token",
+                    "induction",
+                    "circuit",
+                    "previous-token at values",
+                ],
+                rows,
+            ),
+            "The last column is a diagnostic, not part of C10's rule (fixed before any result): "
+            "the best head's attention to the previous token from value positions only, the "
+            "positions where retrieval needs it (a value's previous token is its key). The rule "
+            "averages over every position, keys included.",
             "Attention of every Frozen-QK head on one test example (padding removed):",
             "![Frozen-QK attention](frozen_qk_attention.png)",
         ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
@@ -45,6 +46,12 @@ class RetrievalConfig:
                 f"task.max_pairs={self.max_pairs} needs that many distinct keys, but "
                 f"task.vocab_size={self.vocab_size} has {n_keys} (and needs >= 4 tokens)"
             )
+
+
+def value_positions(inputs: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """(N, T) True where ``inputs`` holds a value token (1..V/2-1): the positions whose previous
+    token is their key, where an induction circuit needs a previous-token head."""
+    return (inputs > PAD) & (inputs < vocab_size // 2)
 
 
 def encode_retrieval(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
