@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import optuna
@@ -77,6 +78,34 @@ def test_a_killed_workers_trial_is_retried_not_lost_or_duplicated(tmp_path, monk
     counts, study = completed_per_grid_point(out)
     assert counts == {0: 1, 1: 1, 2: 1, 3: 1}
     assert any(t.state == TrialState.FAIL for t in study.get_trials())  # the killed one
+
+
+def test_a_trial_orphaned_before_its_first_heartbeat_is_retried(tmp_path, monkeypatch):
+    out = tmp_path / "sweep"
+    out.mkdir()
+    grid = grid_file(tmp_path)
+    spec = {
+        "task": "addition",
+        "model": "mixit",
+        "preset": "tiny",
+        "grid": sweeping.load_grid("addition", grid),
+        "storage": f"sqlite:///{(out / 'study.db').resolve()}",
+    }
+    orphan = sweeping.open_study(spec).ask()  # running, holds a grid point, no heartbeat ever
+    monkeypatch.setattr(sweeping, "GRACE_SECONDS", 2)
+    overrides = {**FAST, "train.steps": 3}
+    runner = threading.Thread(
+        target=sweeping.sweep,
+        args=("addition", "mixit", "tiny", grid, out),
+        kwargs={"overrides": overrides},
+        daemon=True,  # without the fix it waits for the orphan forever
+    )
+    runner.start()
+    runner.join(timeout=120)
+    assert not runner.is_alive()
+    counts, study = completed_per_grid_point(out)
+    assert counts == {0: 1, 1: 1, 2: 1, 3: 1}
+    assert study.get_trials()[orphan.number].state == TrialState.FAIL
 
 
 def test_best_prints_a_train_command_and_writes_best_json(tmp_path, capsys):

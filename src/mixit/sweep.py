@@ -183,6 +183,22 @@ def settled_grid_ids(study: Any) -> set[int]:
     return settled
 
 
+def give_first_heartbeats(study: Any, given: set[int]) -> None:
+    """Record one heartbeat for each running trial not seen before.
+
+    Optuna never calls a running trial stale if it has no heartbeat at all, which is what a
+    worker killed between creating its trial and its first heartbeat leaves behind: that grid
+    point would then block every worker forever. One heartbeat from here lets such a trial go
+    stale after the grace period like any other; a live trial's own heartbeats carry on.
+    """
+    from optuna.trial import TrialState
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if trial.number not in given:
+            study._storage.record_heartbeat(trial._trial_id)  # Optuna has no public handle
+            given.add(trial.number)
+
+
 def work(spec: Mapping[str, Any], threads: int = 1) -> None:
     """One worker: take grid points until every one is settled."""
     import torch
@@ -193,7 +209,9 @@ def work(spec: Mapping[str, Any], threads: int = 1) -> None:
     study = open_study(spec)
     size = math.prod(len(values) for values in spec["grid"].values())
     objective = _objective(spec)
+    heartbeat_given: set[int] = set()
     while len(settled_grid_ids(study)) < size:
+        give_first_heartbeats(study, heartbeat_given)
         fail_stale_trials(study)  # a dead worker's trial becomes a waiting retry
         trials = study.get_trials(deepcopy=False)
         waiting = any(t.state == TrialState.WAITING for t in trials)
