@@ -91,7 +91,8 @@ def test_a_trial_orphaned_before_its_first_heartbeat_is_retried(tmp_path, monkey
         "grid": sweeping.load_grid("addition", grid),
         "storage": f"sqlite:///{(out / 'study.db').resolve()}",
     }
-    orphan = sweeping.open_study(spec).ask()  # running, holds a grid point, no heartbeat ever
+    with pytest.warns(UserWarning, match="Heartbeat"):  # Optuna: heartbeats are for optimize()
+        orphan = sweeping.open_study(spec).ask()  # running, holds a grid point, no heartbeat
     monkeypatch.setattr(sweeping, "GRACE_SECONDS", 2)
     overrides = {**FAST, "train.steps": 3}
     runner = threading.Thread(
