@@ -75,7 +75,13 @@ def head_scores(
     model: Decoder, input_ids: torch.Tensor, mask: torch.Tensor | None = None
 ) -> dict[str, list[list[float]]]:
     """``{"previous_token": [[...H] * L], "induction": [[...H] * L]}`` on ``input_ids``."""
-    patterns = attention_patterns(model, input_ids)
+    return scores_of_patterns(attention_patterns(model, input_ids), input_ids, mask)
+
+
+def scores_of_patterns(
+    patterns: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor | None = None
+) -> dict[str, list[list[float]]]:
+    """``head_scores`` from attention already read (L, B, H, T, T) on ``input_ids``."""
     return {
         "previous_token": previous_token_score(patterns, mask).tolist(),
         "induction": induction_score(patterns, input_ids, mask).tolist(),

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import torch
 
-from mixit.analysis import (
+from mixit.analysis.attention import (
     attention_patterns,
-    head_scores,
     plot_attention_maps,
     previous_token_score,
+    scores_of_patterns,
 )
 from mixit.experiments.base import (
     Experiment,
@@ -43,12 +43,13 @@ def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, o
 
     model, config = load_run(run_dir)
     inputs = get_task("retrieval").make_data(config.task, config.seed).test.inputs[:SEQUENCES]
-    scores = head_scores(model, inputs, mask=inputs != PAD)
+    patterns = attention_patterns(model, inputs)  # (L, S, H, T, T), read once for both
+    scores = scores_of_patterns(patterns, inputs, mask=inputs != PAD)
     # A diagnostic beside C10's rule, not part of it: retrieval needs the previous token only
     # at value positions (a value's previous token is its key), while the rule averages over
     # every position.
     values = value_positions(inputs, config.task.vocab_size)
-    at_values = previous_token_score(attention_patterns(model, inputs), inputs != PAD, values)
+    at_values = previous_token_score(patterns, inputs != PAD, values)
     scores["previous_token_at_values"] = at_values.tolist()
     return scores, inputs, model
 

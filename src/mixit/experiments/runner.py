@@ -42,9 +42,9 @@ def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) ->
 
 def train_missing(
     configs: dict[Run, RunConfig], runs_dir: Path, jobs: int, progress: bool, train: bool = True
-) -> dict[Run, dict[str, Any]]:
+) -> tuple[dict[Run, dict[str, Any]], int]:
     """Summaries of every run (with its ``run_dir``), training those not finished yet (with
-    ``train=False``, of the finished runs only)."""
+    ``train=False``, of the finished runs only), and how many distinct runs it trained."""
     from tqdm import tqdm
 
     summaries: dict[Run, dict[str, Any]] = {}
@@ -57,7 +57,7 @@ def train_missing(
         else:
             todo.setdefault(name, (config, []))[1].append(run)
     if not todo or not train:
-        return summaries
+        return summaries, 0
     bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
 
     def finished(name: str, summary: dict[str, Any]) -> None:
@@ -79,7 +79,7 @@ def train_missing(
             for future in as_completed(futures):
                 finished(futures[future], future.result())
     bar.close()
-    return summaries
+    return summaries, len(todo)
 
 
 def experiment_seconds(
@@ -326,16 +326,12 @@ def reproduce(
     """
     experiments, configs = plan_reproduction(names, scale, seeds, jobs, overrides, tuned)
     out = Path(out)
-    runs_dir = out / "runs"
-    finished_before = {
-        s["run_dir"] for s in train_missing(configs, runs_dir, jobs, False, False).values()
-    }
     start = time.perf_counter()
-    summaries = train_missing(configs, runs_dir, jobs, progress, train)
+    summaries, trained = train_missing(configs, out / "runs", jobs, progress, train)
     this_call = {
         "train_wall_seconds": time.perf_counter() - start,
         "jobs": jobs,
-        "runs_trained": len({s["run_dir"] for s in summaries.values()} - finished_before),
+        "runs_trained": trained,
     }
     timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
     judged: list[Claim] = []
