@@ -1,6 +1,10 @@
 """`mixit reproduce`: reports, claims, run reuse, parallel jobs, and the paper-scale configs."""
 
 import json
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -207,3 +211,45 @@ def test_runs_go_to_whichever_worker_is_free_first():
 def test_every_experiment_plans_valid_runs_at_every_scale(scale):
     experiments, configs = plan_reproduction(["all"], scale, seeds=1, jobs=1)
     assert len(experiments) == len(EXPERIMENTS) and len(configs) > 50
+
+
+def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
+    _, tiny = plan_reproduction(["all"], "tiny", seeds=1, jobs=1)
+    _, small = plan_reproduction(["all"], "small", seeds=1, jobs=1)
+    tiny_names = {run_dir_name(c) for c in tiny.values()}
+    small_configs = {run_dir_name(c): c for c in small.values()}
+    # Runs tiny trains at their presets' budgets are the very same runs at small ...
+    addition = [n for n in small_configs if n.startswith("addition-standard")]
+    assert addition and set(addition) <= tiny_names
+    # ... while tasks tiny cuts train their full presets, and k-hop gets the paper's 5 layers.
+    for name, config in small_configs.items():
+        assert config.preset == "tiny"
+        if config.task_name == "khop":
+            assert name not in tiny_names and config.model.n_layer == 5
+            assert config.train.steps == Run("khop", "mixit", 0).config("tiny").train.steps
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_end_when_reproduce_is_killed(tmp_path):
+    script = (
+        "import os, time\n"
+        "from mixit.experiments.runner import worker_pool\n"
+        "pool = worker_pool(1)\n"
+        "print(pool.submit(os.getpid).result(), flush=True)\n"
+        "pool.submit(time.sleep, 120)\n"
+        "time.sleep(0.5)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    printed = tmp_path / "stdout"
+    with printed.open("w") as stdout:  # a file, not a pipe a surviving worker would hold open
+        subprocess.run([sys.executable, "-c", script], stdout=stdout, timeout=60)
+    worker = int(printed.read_text().split()[0])
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker)

@@ -108,7 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         "OUT/EXPERIMENT/report.md, results.json and PNGs, and OUT/claims.md + claims.json.",
     )
     reproduce_parser.add_argument(
-        "--scale", default="tiny", help=f"one of {', '.join(PRESET_NAMES)} (default tiny)"
+        "--scale",
+        default="tiny",
+        help="tiny (laptop CPU, shortened budgets; default), small (the tiny models at their "
+        "presets' full budgets, k-hop at the paper's 5 layers; about 1.5 h on 2 cores) or paper "
+        "(the paper's configurations, GPUs)",
     )
     reproduce_parser.add_argument("--seeds", type=int, default=3, help="seeds per run (default 3)")
     reproduce_parser.add_argument(

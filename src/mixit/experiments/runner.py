@@ -12,6 +12,8 @@ import heapq
 import json
 import multiprocessing
 import os
+import signal
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -38,6 +40,32 @@ def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) ->
     torch.set_num_threads(threads)
     config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
     return run(config, Path(run_dir), progress=False)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal a process gets when its parent dies
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Worker initializer: a killed ``reproduce`` must not leave its workers training. On Linux
+    the kernel signals the worker when the parent dies (``prctl(PR_SET_PDEATHSIG)``); a parent
+    that died before this call is caught by the pid check."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def worker_pool(jobs: int) -> ProcessPoolExecutor:
+    """``jobs`` spawned worker processes (no forked OpenMP state) that end with this one."""
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    )
 
 
 def train_missing(
@@ -70,8 +98,7 @@ def train_missing(
             finished(name, train_run(config, runs_dir / name, progress=False))
     else:
         threads = worker_threads(jobs)
-        context = multiprocessing.get_context("spawn")  # no forked OpenMP state in workers
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with worker_pool(jobs) as pool:
             futures = {
                 pool.submit(_train_in_worker, config.to_dict(), str(runs_dir / name), threads): name
                 for name, (config, _) in todo.items()

@@ -36,7 +36,11 @@ PAPER = {  # Table 7, covariance
     "mixit": (0.00088, 0.00260, 0.00210, 0.00154, 0.00104),
 }
 INIT = {"model.init": "gpt2"}
-TRAINING = {"tiny": {"train.steps": 150, "train.eval_every": 150}, "small": {}, "paper": {}}
+TRAINING = {
+    "tiny": {"train.steps": 150, "train.eval_every": 150},
+    "small": {"train.steps": 300, "train.eval_every": 300},
+    "paper": {},
+}
 SEQUENCES = 16
 RISE, FLAT = 0.10, 0.05  # the rule of C9
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from mixit.analysis.throughput import training_throughput
 from mixit.experiments.base import (
+    SCALE_PRESET,
     Experiment,
     Report,
     Run,
@@ -41,9 +42,10 @@ def _measure(scale: str, seeds: int) -> dict[str, Any]:
     from mixit.train import resolve_config
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    configs = {m: resolve_config("lm", m, scale, 0) for m in MODELS}
+    preset = SCALE_PRESET[scale]
+    configs = {m: resolve_config("lm", m, preset, 0) for m in MODELS}
     seq_len, batch = configs["standard"].task.seq_len, configs["standard"].train.batch_size
-    if device == "cpu" and scale != "tiny":
+    if device == "cpu" and preset != "tiny":
         batch = min(batch, CPU_BATCH)
     repeats = [
         training_throughput(configs, seq_len, batch, ROUNDS, device=device) for _ in range(seeds)
