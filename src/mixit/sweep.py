@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import multiprocessing
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 from mixit.checkpoint import finished_summary
 from mixit.errors import TrainingDiverged, UsageError
+from mixit.processes import exit_with_parent
 
 # Table 8 of the paper: the grid searched for every architecture, per task family.
 _ALGORITHMIC = {
@@ -278,11 +280,19 @@ def _run_local(spec: Mapping[str, Any], workers: int) -> None:
         work(spec)
         return
     context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=work, args=(dict(spec), 1)) for _ in range(workers)]
+    processes = [
+        context.Process(target=_local_worker, args=(dict(spec), os.getpid()))
+        for _ in range(workers)
+    ]
     for process in processes:
         process.start()
     for process in processes:
         process.join()
+
+
+def _local_worker(spec: Mapping[str, Any], parent_pid: int) -> None:
+    exit_with_parent(parent_pid)
+    work(spec, 1)
 
 
 def _submit_slurm(spec: Mapping[str, Any], workers: int, out: Path) -> None:

@@ -180,5 +180,13 @@ def cached_measurement(path: Path, key: Mapping[str, Any], measure: Callable[[],
     return value
 
 
+def settings_note(scale: str, tasks: Sequence[str]) -> str:
+    """The scale's settings beyond the task presets (``SCALE_SETTINGS``) for ``tasks``."""
+    parts = [f"{t}: {SCALE_SETTINGS[scale][t]}" for t in tasks if t in SCALE_SETTINGS[scale]]
+    if not parts:
+        return ""
+    return f"Settings beyond the `{SCALE_PRESET[scale]}` task presets: {'; '.join(parts)}. "
+
+
 def seeds_note(seeds: int) -> str:
     return f"Mean ± standard deviation over {seeds} seed{'s' * (seeds != 1)}."

@@ -12,8 +12,6 @@ import heapq
 import json
 import multiprocessing
 import os
-import signal
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -27,6 +25,7 @@ from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import NOT_RUN, SCALES, Claim, Experiment, Run, run_dir_name
 from mixit.io import write_json, write_text
+from mixit.processes import exit_with_parent
 from mixit.train import resolve_device
 from mixit.train import run as train_run
 
@@ -42,28 +41,13 @@ def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) ->
     return run(config, Path(run_dir), progress=False)
 
 
-PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal a process gets when its parent dies
-
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """Worker initializer: a killed ``reproduce`` must not leave its workers training. On Linux
-    the kernel signals the worker when the parent dies (``prctl(PR_SET_PDEATHSIG)``); a parent
-    that died before this call is caught by the pid check."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-
 def worker_pool(jobs: int) -> ProcessPoolExecutor:
     """``jobs`` spawned worker processes (no forked OpenMP state) that end with this one."""
     context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
-        initializer=_exit_with_parent,
+        initializer=exit_with_parent,
         initargs=(os.getpid(),),
     )
 

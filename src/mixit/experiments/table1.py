@@ -16,6 +16,7 @@ from mixit.experiments.base import (
     percent,
     runs,
     seeds_note,
+    settings_note,
 )
 from mixit.experiments.claims import claim
 from mixit.experiments.plots import bar_plot
@@ -47,7 +48,9 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
         claims.append(claim(CLAIM_OF[task]).judge(holds, means))
     markdown = "\n\n".join(
         [
-            "Test accuracy, paper / ours. " + seeds_note(seeds),
+            "Test accuracy, paper / ours. "
+            + settings_note(scale, ("khop", "retrieval"))
+            + seeds_note(seeds),
             markdown_table(["task", *MODELS], rows),
             "![k-hop](khop.png) ![retrieval](retrieval.png)",
         ]

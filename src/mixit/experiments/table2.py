@@ -19,6 +19,7 @@ from mixit.experiments.base import (
     mean_std,
     runs,
     seeds_note,
+    settings_note,
 )
 from mixit.experiments.claims import claim
 from mixit.experiments.plots import bar_plot
@@ -54,7 +55,7 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
         [
             "Test log perplexity (nats per token), paper / ours (lower is better). The paper's "
             "numbers are for its datasets at width 512, 12 layers; ours for the dataset in the "
-            "row. " + seeds_note(seeds),
+            "row. " + settings_note(scale, ["lm"]) + seeds_note(seeds),
             markdown_table(["dataset", *MODELS], rows),
             " ".join(f"![{d}]({d}.png)" for d in DATASETS[scale]),
         ]

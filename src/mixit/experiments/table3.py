@@ -16,6 +16,7 @@ from mixit.experiments.base import (
     percent,
     runs,
     seeds_note,
+    settings_note,
 )
 from mixit.experiments.claims import claim
 
@@ -52,6 +53,7 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
             "Test accuracy, paper / ours. Memorization is scored on the pairs it memorized and "
             "uses the tiny memorization preset of Table 4 (not saturated, unlike the paper's "
             "Table 3 column); sentiment is Rotten Tomatoes offline, Yelp in the paper. "
+            + settings_note(scale, TASKS)
             + seeds_note(seeds),
             markdown_table(["task", *MODELS], rows),
             "MixiT minus standard: " + ", ".join(f"{t} {v:+.3f}" for t, v in gap.items()),

@@ -1,0 +1,22 @@
+"""Local worker processes (``reproduce --jobs``, ``sweep --workers``) that end with the
+process that started them, so a killed command leaves nothing training."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal a process gets when its parent dies
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """Call first thing in a worker. On Linux the kernel signals the worker when its parent
+    dies (``prctl(PR_SET_PDEATHSIG)``); a parent that died before this call is caught by the
+    pid check."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:
+        os._exit(1)
