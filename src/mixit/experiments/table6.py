@@ -44,12 +44,10 @@ TINY_MODEL = {
 }
 # Tiny trains MixiT 400 steps for time (600: 0.999 / 1.000 / 1.000, 400: 0.996 / 1.000 / 1.000);
 # `small` keeps the 600 both models train.
+SMALL = {m: {**TINY_TASK, **TINY_MODEL[m]} for m in MODELS}
 SETTINGS = {
-    "tiny": {
-        "random": {**TINY_TASK, **TINY_MODEL["random"]},
-        "mixit": {**TINY_TASK, **TINY_MODEL["mixit"], "train.steps": 400},
-    },
-    "small": {m: {**TINY_TASK, **TINY_MODEL[m]} for m in MODELS},
+    "tiny": {**SMALL, "mixit": {**SMALL["mixit"], "train.steps": 400}},
+    "small": SMALL,
     "paper": {m: {} for m in MODELS},
 }
 KEEP, COLLAPSE = 0.10, 0.20  # the rule of C8
