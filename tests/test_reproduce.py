@@ -48,6 +48,14 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     again = json.loads((out / "timing.json").read_text())
     assert again["runs_trained"] == 0
     assert [call["runs_trained"] for call in again["calls"]] == [8, 0]
+    assert again["calls"][1] | {"train_wall_seconds": 0} == {
+        "train_wall_seconds": 0,
+        "jobs": 1,
+        "runs_trained": 0,
+        "experiments": ["table4"],
+        "scale": "tiny",
+        "seeds": 2,
+    }
     assert again["calls"][0]["train_wall_seconds"] == timing["train_wall_seconds"]
 
     monkeypatch.setattr(throughput, "ROUNDS", 2)  # another experiment: C6 is kept

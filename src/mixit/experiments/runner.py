@@ -343,6 +343,9 @@ def reproduce(
         "train_wall_seconds": time.perf_counter() - start,
         "jobs": jobs,
         "runs_trained": trained,
+        "experiments": [e.name for e in experiments],
+        "scale": scale,
+        "seeds": seeds,
     }
     timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
     judged: list[Claim] = []
