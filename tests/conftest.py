@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,3 +21,34 @@ def _private_cache(tmp_path_factory):
 @pytest.fixture
 def small_config() -> ModelConfig:
     return ModelConfig(vocab_size=20, block_size=16, n_embd=32, n_head=4, n_layer=2)
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name, or None for no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+@pytest.fixture
+def alive():
+    """``alive(pid)``: whether a process exists and is not a zombie (Linux /proc)."""
+
+    def is_alive(pid: int) -> bool:
+        fields = _stat_fields(pid)
+        return fields is not None and fields[0] != "Z"
+
+    return is_alive
+
+
+@pytest.fixture
+def children():
+    """``children(pid)``: the pids of a process's living children (Linux /proc)."""
+
+    def of(parent: int) -> list[int]:
+        pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+        stats = {pid: _stat_fields(pid) for pid in pids}
+        return [pid for pid, f in stats.items() if f and f[0] != "Z" and int(f[1]) == parent]
+
+    return of

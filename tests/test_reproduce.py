@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -237,13 +236,8 @@ def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
             assert config.train.steps == Run("khop", "mixit", 0).config("tiny").train.steps
 
 
-def _alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_workers_end_when_reproduce_is_killed(tmp_path):
+def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
     script = (
         "import os, time\n"
         "from mixit.experiments.runner import worker_pool\n"
@@ -258,6 +252,6 @@ def test_workers_end_when_reproduce_is_killed(tmp_path):
         subprocess.run([sys.executable, "-c", script], stdout=stdout, timeout=60)
     worker = int(printed.read_text().split()[0])
     deadline = time.monotonic() + 10
-    while _alive(worker) and time.monotonic() < deadline:
+    while alive(worker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(worker)
+    assert not alive(worker)

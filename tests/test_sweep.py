@@ -80,6 +80,35 @@ def test_a_killed_workers_trial_is_retried_not_lost_or_duplicated(tmp_path, monk
     assert any(t.state == TrialState.FAIL for t in study.get_trials())  # the killed one
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_local_workers_end_when_sweep_is_killed(tmp_path, alive, children):
+    out = tmp_path / "sweep"
+    endless = [f"{k}={v}" for k, v in FAST.items()] + ["train.steps=1000000"]
+    command = [sys.executable, "-m", "mixit", "sweep", "--task", "addition", "--model", "mixit"]
+    command += ["--preset", "tiny", "--grid", grid_file(tmp_path), "--out", str(out)]
+    command += ["--workers", "2", *endless]
+    sweep = subprocess.Popen(command, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    storage = f"sqlite:///{out}/study.db"
+    deadline = time.monotonic() + 120
+    while True:  # both workers are training
+        assert time.monotonic() < deadline and sweep.poll() is None
+        try:
+            trials = optuna.load_study(study_name="addition-mixit-tiny", storage=storage).trials
+        except Exception:
+            trials = []
+        if sum(t.state == TrialState.RUNNING for t in trials) == 2:
+            break
+        time.sleep(0.1)
+    workers = children(sweep.pid)
+    assert len(workers) >= 2
+    sweep.send_signal(signal.SIGKILL)
+    sweep.wait()
+    deadline = time.monotonic() + 10
+    while any(map(alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(alive, workers))
+
+
 def test_a_trial_orphaned_before_its_first_heartbeat_is_retried(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
     out.mkdir()
