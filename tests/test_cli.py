@@ -113,3 +113,14 @@ def test_compare_prints_a_table_writes_json_and_reuses_runs(tmp_path, capsys):
     stamp = summary.stat().st_mtime_ns
     assert main([*args, "--out", str(out), *MICRO]) == 0
     assert summary.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize("command", ["train", "compare"])
+def test_an_output_folder_that_cannot_be_made_exits_2_with_one_line(command, tmp_path, capsys):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("")
+    task = ["--task", "retrieval", "--model" if command == "train" else "--models", "mixit"]
+    code = main([command, *task, "--out", str(in_the_way / "run"), *MICRO])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert err.startswith("mixit: error: cannot create the folder") and str(in_the_way) in err

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mixit.config import ModelConfig
 from mixit.errors import UsageError
+from mixit.io import make_dir
 from mixit.variants import AttentionKind, get_variant
 
 # Our parameter names -> HF Llama's, per block.
@@ -86,6 +87,6 @@ def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
             mapped[f"model.layers.{layer}.{theirs}"] = state[f"blocks.{layer}.{ours}"]
     hf_model = transformers.LlamaForCausalLM(hf_config)
     hf_model.load_state_dict(mapped, strict=True)
-    out_dir = Path(out_dir)
+    out_dir = make_dir(out_dir)
     hf_model.save_pretrained(out_dir)
     return out_dir

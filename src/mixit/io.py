@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader sees the old file or the complete new one, never half of it."""
+"""Output folders and atomic file writes: a reader sees the old file or the complete new one,
+never half of it; a folder that cannot be made is the user's error, not a traceback."""
 
 from __future__ import annotations
 
@@ -9,10 +10,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mixit.errors import UsageError
+
+
+def make_dir(path: str | Path) -> Path:
+    """Create the folder ``path`` (and its parents) if needed; a path that cannot be made (a
+    file in the way, no permission, a read-only or special file system) is a UsageError."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot create the folder {path}: {error.strerror}") from None
+    return path
+
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(path.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)

@@ -15,7 +15,7 @@ from typing import Any
 from mixit.checkpoint import save_weights
 from mixit.config import RunConfig
 from mixit.errors import UsageError
-from mixit.io import write_json
+from mixit.io import make_dir, write_json
 from mixit.model import Decoder
 
 _told_no_tensorboard = False
@@ -56,7 +56,7 @@ class RunWriter:
         self.out, self.tensorboard, self.wandb = out, None, None
         if out is None:
             return
-        out.mkdir(parents=True, exist_ok=True)
+        make_dir(out)
         (out / "summary.json").unlink(missing_ok=True)
         write_json(out / "config.json", config.to_dict())
         metrics = out / "metrics.jsonl"

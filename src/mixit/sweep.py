@@ -21,6 +21,7 @@ from typing import Any
 
 from mixit.checkpoint import finished_summary
 from mixit.errors import TrainingDiverged, UsageError
+from mixit.io import make_dir
 from mixit.processes import exit_with_parent
 
 # Table 8 of the paper: the grid searched for every architecture, per task family.
@@ -253,8 +254,7 @@ def sweep(
             seed,
             {**(overrides or {}), **dict(zip(values, point, strict=True))},
         )
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_dir(out)
     spec = {
         "task": task,
         "model": model,

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from mixit.analysis.taps import run_with_taps
+from mixit.io import make_dir
 from mixit.model import Decoder
 
 
@@ -110,6 +111,6 @@ def plot_attention_maps(patterns: torch.Tensor, tokens: list[str], path: Path, t
                 ax.set_xlabel("key position")
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     fig.suptitle(title)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(path.parent)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mixit.io import make_dir
+
 
 def default_cache_dir(configured: str = "") -> Path:
     """``configured`` (a task's ``cache_dir``) if given, else ``$MIXIT_CACHE``, else
@@ -44,7 +46,7 @@ def cached_array(path: Path, build: Callable[[], np.ndarray]) -> np.ndarray:
         array = _load(path)
         if array is not None:
             return array
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(path.parent)
     array = np.asarray(build())
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

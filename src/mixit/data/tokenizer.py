@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.errors import UsageError
+from mixit.io import make_dir
 
 PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
 SPECIAL_TOKENS = (PAD, SEP, EOS)  # ids 0, 1, 2 in every tokenizer mixit trains
@@ -38,7 +39,7 @@ def _trained_or_saved(path: Path, texts: list[str], build: Callable[[list[str]],
     if not texts:
         raise UsageError("cannot train a tokenizer on no text: the training corpus is empty")
     tokenizer = build(texts)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tokenizer.save(str(tmp))

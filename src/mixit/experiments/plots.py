@@ -6,6 +6,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from mixit.io import make_dir
+
 
 def _pyplot():
     import matplotlib
@@ -43,7 +45,7 @@ def line_plot(
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(path.parent)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -59,6 +61,6 @@ def bar_plot(path: Path, values: Mapping[str, Sequence[float]], title: str, ylab
     ax.set(title=title, ylabel=ylabel)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(path.parent)
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -24,7 +24,7 @@ from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import NOT_RUN, SCALES, Claim, Experiment, Run, run_dir_name
-from mixit.io import write_json, write_text
+from mixit.io import make_dir, write_json, write_text
 from mixit.processes import exit_with_parent
 from mixit.train import resolve_device
 from mixit.train import run as train_run
@@ -353,7 +353,7 @@ def reproduce(
         planned = experiment.plan(scale, seeds)
         timing[experiment.name] = experiment_seconds(planned, summaries)
         folder = out / experiment.name
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dir(folder)
         header = f"# {experiment.title}\n\nScale `{scale}`, {seeds} seed(s).\n\n"
         missing = sum(run not in summaries for run in planned)
         if missing:
