@@ -131,3 +131,14 @@ def test_bad_checkpoints_are_refused(kind, tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "mixit: error:" in err
     assert not (out / "summary.json").exists() and not (tmp_path / "pwned.txt").exists()
+
+
+@pytest.mark.parametrize("damage", ["not json", "not a run config"])
+def test_a_damaged_config_json_is_refused_with_one_line(damage, tmp_path, capsys):
+    out = tmp_path / "run"
+    train("addition", "standard", out=out, overrides={**overrides(), "train.steps": "2"})
+    text = {"not json": "{task_name: addition", "not a run config": '{"model": {}}'}[damage]
+    (out / "config.json").write_text(text)
+    assert main(["analyze", "attention", str(out), "--out", str(tmp_path / "maps")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("mixit: error:") and "config.json" in err

@@ -373,8 +373,11 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
     for path in (config_path, weights_path):
         if not path.is_file():
             raise UsageError(f"{path} does not exist; is {run_dir} a finished run directory?")
-    data = json.loads(config_path.read_text())
-    config = from_dict(data, get_task(data["task_name"]).config_cls)
+    try:
+        data = json.loads(config_path.read_text())
+        config = from_dict(data, get_task(data["task_name"]).config_cls)
+    except (ValueError, KeyError, TypeError) as error:  # not JSON, or not a run's config
+        raise UsageError(f"{config_path} is not a run config that mixit wrote ({error})") from None
     model = Decoder(config.model, get_variant(config.variant))
     load_weights(model, weights_path)
     return model.eval(), config
