@@ -1,6 +1,8 @@
 """`mixit reproduce`: reports, claims, run reuse, parallel jobs, and the paper-scale configs."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -255,3 +257,25 @@ def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
     while alive(worker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(worker)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_stops_reproduce_and_its_workers_at_once(tmp_path, alive, children):
+    out = tmp_path / "rep"
+    command = [sys.executable, "-m", "mixit", "reproduce", "table4", "--jobs", "2"]
+    command += ["--out", str(out), "train.steps=100000", "task.num_pairs=256"]
+    with (tmp_path / "stderr").open("w") as stderr:
+        reproduction = subprocess.Popen(command, stderr=stderr, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while len(list(out.glob("runs/*/config.json"))) < 2:  # both workers are training
+            assert time.monotonic() < deadline and reproduction.poll() is None
+            time.sleep(0.1)
+        workers = children(reproduction.pid)
+        os.killpg(reproduction.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        assert reproduction.wait(timeout=10) == 130
+    assert "mixit: interrupted" in (tmp_path / "stderr").read_text()
+    deadline = time.monotonic() + 10
+    while any(map(alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(alive, workers))
+    assert not list(out.glob("runs/*/summary.json"))  # nothing half-trained counts as finished

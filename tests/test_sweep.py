@@ -81,13 +81,15 @@ def test_a_killed_workers_trial_is_retried_not_lost_or_duplicated(tmp_path, monk
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_local_workers_end_when_sweep_is_killed(tmp_path, alive, children):
+@pytest.mark.parametrize("stop", ["SIGKILL to the sweep", "Ctrl-C"])
+def test_local_workers_end_with_the_sweep(stop, tmp_path, alive, children):
     out = tmp_path / "sweep"
     endless = [f"{k}={v}" for k, v in FAST.items()] + ["train.steps=1000000"]
     command = [sys.executable, "-m", "mixit", "sweep", "--task", "addition", "--model", "mixit"]
     command += ["--preset", "tiny", "--grid", grid_file(tmp_path), "--out", str(out)]
     command += ["--workers", "2", *endless]
-    sweep = subprocess.Popen(command, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    sweep = subprocess.Popen(command, env=env, start_new_session=True)
     storage = f"sqlite:///{out}/study.db"
     deadline = time.monotonic() + 120
     while True:  # both workers are training
@@ -101,8 +103,12 @@ def test_local_workers_end_when_sweep_is_killed(tmp_path, alive, children):
         time.sleep(0.1)
     workers = children(sweep.pid)
     assert len(workers) >= 2
-    sweep.send_signal(signal.SIGKILL)
-    sweep.wait()
+    if stop == "Ctrl-C":  # reaches the whole process group, as in a terminal
+        os.killpg(sweep.pid, signal.SIGINT)
+        assert sweep.wait(timeout=10) == 130
+    else:
+        sweep.send_signal(signal.SIGKILL)
+        sweep.wait()
     deadline = time.monotonic() + 10
     while any(map(alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.1)

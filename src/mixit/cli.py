@@ -18,6 +18,7 @@ from mixit.variants import VARIANTS
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 1
+EXIT_INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + SIGINT)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -297,6 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainingDiverged as error:
         print(f"mixit: {error}", file=sys.stderr)
         return EXIT_DIVERGED
+    except KeyboardInterrupt:
+        print("mixit: interrupted; finished runs are kept and reused", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 

@@ -1,5 +1,5 @@
 """Local worker processes (``reproduce --jobs``, ``sweep --workers``) that end with the
-process that started them, so a killed command leaves nothing training."""
+process that started them, so a killed or interrupted command leaves nothing training."""
 
 from __future__ import annotations
 
@@ -8,6 +8,14 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal a process gets when its parent dies
+
+
+def start_worker(parent_pid: int) -> None:
+    """Call first thing in a worker: it ends with its parent (``exit_with_parent``) and
+    ignores Ctrl-C, which reaches the whole process group; the parent alone decides what an
+    interrupt stops."""
+    exit_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def exit_with_parent(parent_pid: int) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from mixit.checkpoint import finished_summary
 from mixit.errors import TrainingDiverged, UsageError
 from mixit.io import make_dir
-from mixit.processes import exit_with_parent
+from mixit.processes import start_worker
 
 # Table 8 of the paper: the grid searched for every architecture, per task family.
 _ALGORITHMIC = {
@@ -286,12 +286,17 @@ def _run_local(spec: Mapping[str, Any], workers: int) -> None:
     ]
     for process in processes:
         process.start()
-    for process in processes:
-        process.join()
+    try:
+        for process in processes:
+            process.join()
+    except BaseException:  # Ctrl-C: their trials go stale and are retried by the next sweep
+        for process in processes:
+            process.terminate()
+        raise
 
 
 def _local_worker(spec: Mapping[str, Any], parent_pid: int) -> None:
-    exit_with_parent(parent_pid)
+    start_worker(parent_pid)
     work(spec, 1)
 
 

@@ -25,7 +25,7 @@ from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import NOT_RUN, SCALES, Claim, Experiment, Run, run_dir_name
 from mixit.io import make_dir, write_json, write_text
-from mixit.processes import exit_with_parent
+from mixit.processes import start_worker
 from mixit.train import resolve_device
 from mixit.train import run as train_run
 
@@ -47,9 +47,17 @@ def worker_pool(jobs: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
-        initializer=exit_with_parent,
+        initializer=start_worker,
         initargs=(os.getpid(),),
     )
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Drop the queued runs and end the running ones; their run directories stay unfinished,
+    so the next ``reproduce`` trains them again."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in multiprocessing.active_children():
+        worker.terminate()
 
 
 def train_missing(
@@ -82,13 +90,19 @@ def train_missing(
             finished(name, train_run(config, runs_dir / name, progress=False))
     else:
         threads = worker_threads(jobs)
-        with worker_pool(jobs) as pool:
+        pool = worker_pool(jobs)
+        try:
             futures = {
                 pool.submit(_train_in_worker, config.to_dict(), str(runs_dir / name), threads): name
                 for name, (config, _) in todo.items()
             }
             for future in as_completed(futures):
                 finished(futures[future], future.result())
+        except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
+            stop_workers(pool)
+            raise
+        finally:
+            pool.shutdown()
     bar.close()
     return summaries, len(todo)
 
