@@ -65,6 +65,28 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     assert merged["C6"] == stored[5] and merged["C11"]["verdict"] != NOT_RUN
 
 
+def test_claims_md_holds_one_scale_and_damaged_outputs_are_rebuilt(tmp_path, monkeypatch):
+    out = tmp_path / "rep"
+    monkeypatch.setattr(throughput, "ROUNDS", 2)
+    reproduce(["throughput"], "tiny", seeds=1, out=out)
+    reproduce(["table4"], "small", seeds=1, out=out, overrides=QUICK)
+    stored = json.loads((out / "claims.json").read_text())
+    verdicts = {c["id"]: c["verdict"] for c in stored["claims"]}
+    assert stored["scale"] == "small" and verdicts["C6"] != NOT_RUN
+    assert verdicts["C11"] == NOT_RUN  # judged at tiny: not carried into small's claims
+
+    finished = summaries_mtimes(out)
+    damaged = next(iter(finished))
+    damaged.write_text('{"task": "memoriz')
+    (out / "claims.json").write_text("[1, 2")
+    (out / "throughput" / "measurements.json").write_text("{")
+    reproduce(["table4", "throughput"], "small", seeds=1, out=out, overrides=QUICK)
+    after = summaries_mtimes(out)
+    assert after[damaged] != finished[damaged]  # trained again
+    assert all(after[p] == finished[p] for p in finished if p != damaged)
+    assert json.loads(damaged.read_text())["task"] == "memorization"
+
+
 def test_an_interrupted_reproduction_trains_only_what_is_missing(tmp_path):
     out = tmp_path / "rep"
     reproduce(["table4"], "tiny", seeds=1, jobs=2, out=out, overrides=QUICK)

@@ -136,7 +136,10 @@ def finished_summary(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
     """The summary of a finished run of exactly this config in ``run_dir``, else None."""
     summary = run_dir / "summary.json"
     if summary.is_file() and stored_config_matches(run_dir, config):
-        return json.loads(summary.read_text())
+        try:
+            return json.loads(summary.read_text())
+        except ValueError:  # damaged (it is written last, by a rename): train the run again
+            return None
     return None
 
 

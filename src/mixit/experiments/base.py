@@ -171,10 +171,12 @@ def percent(value: float) -> str:
 
 def cached_measurement(path: Path, key: Mapping[str, Any], measure: Callable[[], Any]) -> Any:
     """``measure()``, stored in ``path`` with ``key``; reused while the key is unchanged."""
-    if path.is_file():
+    try:
         stored = json.loads(path.read_text())
         if stored.get("key") == key:
             return stored["value"]
+    except (OSError, ValueError, AttributeError):  # none yet, or damaged: measure again
+        pass
     value = measure()
     write_json(path, {"key": dict(key), "value": value})
     return value

@@ -129,14 +129,26 @@ def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
         ) from None
 
 
-def merge_claims(out: Path, judged: Sequence[Claim]) -> list[Claim]:
-    """The claims of this reproduction, with verdicts from earlier ones kept for the others."""
+def earlier_claims(out: Path, scale: str) -> dict[str, dict[str, Any]]:
+    """The claims an earlier ``reproduce`` at the same scale wrote to ``OUT/claims.json``, by
+    id. Verdicts judged at another scale are not carried over (claims.md names one scale);
+    a file written before claims.json recorded its scale counts as the same scale, and an
+    unreadable one as none."""
+    try:
+        stored = json.loads((out / "claims.json").read_text())
+        if stored.get("scale", scale) != scale:
+            return {}
+        return {c["id"]: c for c in stored["claims"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def merge_claims(out: Path, judged: Sequence[Claim], scale: str) -> list[Claim]:
+    """The claims of this reproduction, with verdicts from earlier ones at the same scale kept
+    for the others."""
     from mixit.experiments.claims import CLAIMS
 
-    earlier: dict[str, dict[str, Any]] = {}
-    path = out / "claims.json"
-    if path.is_file():
-        earlier = {c["id"]: c for c in json.loads(path.read_text())["claims"]}
+    earlier = earlier_claims(out, scale)
     new = {claim.id: claim for claim in judged}
     merged = []
     for claim in CLAIMS:
@@ -381,7 +393,8 @@ def reproduce(
         write_json(folder / "results.json", {"scale": scale, "seeds": seeds, **report.results})
         judged += report.claims
     write_json(out / "timing.json", timing)
-    claims = merge_claims(out, judged)
-    write_json(out / "claims.json", {"claims": [vars(claim) for claim in claims]})
+    claims = merge_claims(out, judged, scale)
+    claims_json = {"scale": scale, "claims": [vars(claim) for claim in claims]}
+    write_json(out / "claims.json", claims_json)
     write_text(out / "claims.md", claims_markdown(claims, scale))
     return claims
