@@ -59,13 +59,16 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     }
     assert again["calls"][0]["train_wall_seconds"] == timing["train_wall_seconds"]
 
-    monkeypatch.setattr(throughput, "ROUNDS", 2)  # another experiment: C6 is kept
-    reproduce(["throughput"], "tiny", seeds=1, out=out)
+    monkeypatch.setattr(throughput, "ROUNDS", 2)  # another experiment, same setting: C6 is kept
+    reproduce(["throughput"], "tiny", seeds=2, out=out, overrides=QUICK)
     merged = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
     assert merged["C6"] == stored[5] and merged["C11"]["verdict"] != NOT_RUN
+    reproduce(["throughput"], "tiny", seeds=1, out=out, overrides=QUICK)  # other seeds
+    merged = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
+    assert merged["C6"]["verdict"] == NOT_RUN
 
 
-def test_claims_md_holds_one_scale_and_damaged_outputs_are_rebuilt(tmp_path, monkeypatch):
+def test_claims_md_holds_one_setting_and_damaged_outputs_are_rebuilt(tmp_path, monkeypatch):
     out = tmp_path / "rep"
     monkeypatch.setattr(throughput, "ROUNDS", 2)
     reproduce(["throughput"], "tiny", seeds=1, out=out)
@@ -74,6 +77,8 @@ def test_claims_md_holds_one_scale_and_damaged_outputs_are_rebuilt(tmp_path, mon
     verdicts = {c["id"]: c["verdict"] for c in stored["claims"]}
     assert stored["scale"] == "small" and verdicts["C6"] != NOT_RUN
     assert verdicts["C11"] == NOT_RUN  # judged at tiny: not carried into small's claims
+    header = (out / "claims.md").read_text().split("## C1")[0]
+    assert "`small` scale" in header and "over 1 seed." in header and "`train.steps=4`" in header
 
     finished = summaries_mtimes(out)
     damaged = next(iter(finished))

@@ -129,26 +129,38 @@ def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
         ) from None
 
 
-def earlier_claims(out: Path, scale: str) -> dict[str, dict[str, Any]]:
-    """The claims an earlier ``reproduce`` at the same scale wrote to ``OUT/claims.json``, by
-    id. Verdicts judged at another scale are not carried over (claims.md names one scale);
-    a file written before claims.json recorded its scale counts as the same scale, and an
-    unreadable one as none."""
+def judged_under(
+    scale: str, seeds: int, overrides: Mapping[str, Any] | None, tuned: str | Path | None
+) -> dict[str, Any]:
+    """What a verdict depends on beyond the rule: recorded in claims.json and claims.md."""
+    return {
+        "scale": scale,
+        "seeds": seeds,
+        "overrides": dict(overrides or {}),
+        "tuned": None if tuned is None else str(tuned),
+    }
+
+
+def earlier_claims(out: Path, setting: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The claims an earlier ``reproduce`` under the same ``setting`` (``judged_under``) wrote
+    to ``OUT/claims.json``, by id. Verdicts judged at another scale, with other seeds or other
+    overrides are not carried over (claims.md names one setting); a key that an older
+    claims.json lacks counts as the same, and an unreadable file as no claims."""
     try:
         stored = json.loads((out / "claims.json").read_text())
-        if stored.get("scale", scale) != scale:
+        if any(stored.get(key, value) != value for key, value in setting.items()):
             return {}
         return {c["id"]: c for c in stored["claims"]}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
 
-def merge_claims(out: Path, judged: Sequence[Claim], scale: str) -> list[Claim]:
-    """The claims of this reproduction, with verdicts from earlier ones at the same scale kept
-    for the others."""
+def merge_claims(out: Path, judged: Sequence[Claim], setting: Mapping[str, Any]) -> list[Claim]:
+    """The claims of this reproduction, with verdicts from earlier ones under the same
+    setting kept for the others."""
     from mixit.experiments.claims import CLAIMS
 
-    earlier = earlier_claims(out, scale)
+    earlier = earlier_claims(out, setting)
     new = {claim.id: claim for claim in judged}
     merged = []
     for claim in CLAIMS:
@@ -161,15 +173,21 @@ def merge_claims(out: Path, judged: Sequence[Claim], scale: str) -> list[Claim]:
     return merged
 
 
-def claims_markdown(claims: Sequence[Claim], scale: str) -> str:
+def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
     counted = sum(claim.verdict == "reproduced" for claim in claims)
+    changed = [f"`{k}={v}`" for k, v in setting["overrides"].items()]
+    if setting["tuned"]:
+        changed.append(f"the tuned hyperparameters of `{setting['tuned']}`")
     lines = [
-        f"# Claims of the paper, checked at `{scale}` scale",
+        f"# Claims of the paper, checked at `{setting['scale']}` scale",
         "",
-        f"{counted} of {len(claims)} claims reproduced. Each rule was fixed in "
+        f"{counted} of {len(claims)} claims reproduced, each judged on means over "
+        f"{setting['seeds']} seed{'s' * (setting['seeds'] != 1)}. Each rule was fixed in "
         "`mixit/experiments/claims.py` before any result was seen.",
         "",
     ]
+    if changed:
+        lines += [f"Every run trained with {', '.join(changed)}, not the scale's settings.", ""]
     for claim in claims:
         measured = ", ".join(f"{k} = {_fmt(v)}" for k, v in claim.measured.items()) or "-"
         lines += [
@@ -393,8 +411,8 @@ def reproduce(
         write_json(folder / "results.json", {"scale": scale, "seeds": seeds, **report.results})
         judged += report.claims
     write_json(out / "timing.json", timing)
-    claims = merge_claims(out, judged, scale)
-    claims_json = {"scale": scale, "claims": [vars(claim) for claim in claims]}
-    write_json(out / "claims.json", claims_json)
-    write_text(out / "claims.md", claims_markdown(claims, scale))
+    setting = judged_under(scale, seeds, overrides, tuned)
+    claims = merge_claims(out, judged, setting)
+    write_json(out / "claims.json", {**setting, "claims": [vars(claim) for claim in claims]})
+    write_text(out / "claims.md", claims_markdown(claims, setting))
     return claims
