@@ -33,6 +33,8 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     assert (out / "table4" / "report.md").read_text().startswith("# Table 4")
     results = json.loads((out / "table4" / "results.json").read_text())
     assert len(results["bits_per_param"]["mixit"]) == 2  # one value per seed
+    assert results["overrides"] == QUICK and results["seeds"] == 2
+    assert "Every run trained with `train.steps=4`" in (out / "table4" / "report.md").read_text()
     assert (out / "table4" / "bits_per_param.png").stat().st_size > 10_000
     stored = json.loads((out / "claims.json").read_text())["claims"]
     assert [c["id"] for c in stored] == [c.id for c in CLAIMS]

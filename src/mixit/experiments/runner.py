@@ -173,11 +173,19 @@ def merge_claims(out: Path, judged: Sequence[Claim], setting: Mapping[str, Any])
     return merged
 
 
-def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
-    counted = sum(claim.verdict == "reproduced" for claim in claims)
+def changed_settings_note(setting: Mapping[str, Any]) -> str:
+    """A sentence naming the user's overrides and tuned hyperparameters, or '' for none."""
     changed = [f"`{k}={v}`" for k, v in setting["overrides"].items()]
     if setting["tuned"]:
         changed.append(f"the tuned hyperparameters of `{setting['tuned']}`")
+    if not changed:
+        return ""
+    return f"Every run trained with {', '.join(changed)}, not the scale's settings."
+
+
+def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
+    counted = sum(claim.verdict == "reproduced" for claim in claims)
+    changed = changed_settings_note(setting)
     lines = [
         f"# Claims of the paper, checked at `{setting['scale']}` scale",
         "",
@@ -187,7 +195,7 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
         "",
     ]
     if changed:
-        lines += [f"Every run trained with {', '.join(changed)}, not the scale's settings.", ""]
+        lines += [changed, ""]
     for claim in claims:
         measured = ", ".join(f"{k} = {_fmt(v)}" for k, v in claim.measured.items()) or "-"
         lines += [
@@ -392,13 +400,16 @@ def reproduce(
         "seeds": seeds,
     }
     timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
+    setting = judged_under(scale, seeds, overrides, tuned)
+    changed = changed_settings_note(setting)
     judged: list[Claim] = []
     for experiment in experiments:
         planned = experiment.plan(scale, seeds)
         timing[experiment.name] = experiment_seconds(planned, summaries)
         folder = out / experiment.name
         make_dir(folder)
-        header = f"# {experiment.title}\n\nScale `{scale}`, {seeds} seed(s).\n\n"
+        header = f"# {experiment.title}\n\nScale `{scale}`, {seeds} seed(s). {changed}".rstrip()
+        header += "\n\n"
         missing = sum(run not in summaries for run in planned)
         if missing:
             note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
@@ -408,10 +419,9 @@ def reproduce(
         report = experiment.report(scale, seeds, summaries, folder)
         timing[experiment.name]["report_seconds"] = time.perf_counter() - started
         write_text(folder / "report.md", header + report.markdown + "\n")
-        write_json(folder / "results.json", {"scale": scale, "seeds": seeds, **report.results})
+        write_json(folder / "results.json", {**setting, **report.results})
         judged += report.claims
     write_json(out / "timing.json", timing)
-    setting = judged_under(scale, seeds, overrides, tuned)
     claims = merge_claims(out, judged, setting)
     write_json(out / "claims.json", {**setting, "claims": [vars(claim) for claim in claims]})
     write_text(out / "claims.md", claims_markdown(claims, setting))
