@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce_parser = commands.add_parser(
         "reproduce",
         help="reproduce a table or figure of the paper (or all) and judge its claims",
+        usage="%(prog)s [options] EXPERIMENT|all [KEY=VALUE ...]",
         description="Train every run an experiment needs (finished runs are reused), write "
         "OUT/EXPERIMENT/report.md, results.json and PNGs, and OUT/claims.md + claims.json.",
     )
