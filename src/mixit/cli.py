@@ -37,7 +37,10 @@ def _catalogue() -> str:
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="task name (listed below)")
     parser.add_argument(
-        "--preset", default="tiny", help=f"one of {', '.join(PRESET_NAMES)} (default tiny)"
+        "--preset",
+        default="tiny",
+        help=f"one of {', '.join(PRESET_NAMES)}: tiny (one to four minutes per model on a laptop "
+        "CPU; default), small (larger models, sized for a GPU), paper (appendix C and Table 9)",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
