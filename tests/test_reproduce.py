@@ -308,3 +308,14 @@ def test_ctrl_c_stops_reproduce_and_its_workers_at_once(tmp_path, alive, childre
         time.sleep(0.1)
     assert not any(map(alive, workers))
     assert not list(out.glob("runs/*/summary.json"))  # nothing half-trained counts as finished
+
+
+def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path):
+    out = tmp_path / "rep"
+    few = {"train.steps": 2, "train.eval_every": 2, "task.n_train": 512, "task.n_test": 200}
+    reproduce(["table1"], "tiny", seeds=1, out=out, overrides=few)
+    hops = json.loads((out / "table1" / "results.json").read_text())["khop_by_hops"]
+    assert sorted(hops) == sorted(["standard", "frozen-mlp", "frozen-qk", "mixit"])
+    assert all(len(per_seed) == 1 and len(per_seed[0]) == 4 for per_seed in hops.values())
+    assert all(0 <= a <= 1 for per_seed in hops.values() for a in per_seed[0] if a is not None)
+    assert "| model | k=1 | k=2 | k=3 | k=4 |" in (out / "table1" / "report.md").read_text()

@@ -165,12 +165,16 @@ def training_loss(
 
 
 @torch.no_grad()
-def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -> dict[str, float]:
-    """Loss, exact-match accuracy (all answer tokens right) and per-token accuracy."""
+def _score_rows(
+    model: Decoder, split: Split, max_examples: int, batch_size: int
+) -> tuple[float, int, int, torch.Tensor]:
+    """Over the first ``max_examples`` rows of ``split``: the summed loss of the answer
+    tokens, their number, how many are right, and per row whether all of them are (n,)."""
+    was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     n = min(len(split), max_examples)
-    loss_sum, tokens, token_hits, row_hits = 0.0, 0, 0, 0
+    loss_sum, tokens, token_hits, rows = 0.0, 0, 0, []
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
         inputs = split.inputs[start:stop].to(device).long()  # (B, T)
@@ -182,13 +186,25 @@ def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -
         hits[scored] = logits.argmax(-1) == answers
         tokens += int(scored.sum())
         token_hits += int(hits.sum())
-        row_hits += int((hits == scored).all(-1).sum())
-    model.train()
+        rows.append((hits == scored).all(-1).cpu())  # (B,)
+    model.train(was_training)
+    return loss_sum, tokens, token_hits, torch.cat(rows)
+
+
+def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -> dict[str, float]:
+    """Loss, exact-match accuracy (all answer tokens right) and per-token accuracy."""
+    loss_sum, tokens, token_hits, rows = _score_rows(model, split, max_examples, batch_size)
     return {
         "loss": loss_sum / tokens,
-        "accuracy": row_hits / n,
+        "accuracy": int(rows.sum()) / len(rows),
         "token_accuracy": token_hits / tokens,
     }
+
+
+def correct_rows(model: Decoder, split: Split, max_examples: int, batch_size: int) -> torch.Tensor:
+    """Whether the model gets every answer token of each of the first ``max_examples`` rows of
+    ``split`` right: (n,) booleans, for accuracies by any grouping of the rows."""
+    return _score_rows(model, split, max_examples, batch_size)[3]
 
 
 def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str, float]:

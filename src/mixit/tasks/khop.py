@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from mixit.tasks.base import (
     TaskData,
@@ -97,6 +98,23 @@ def encode_khop(
     answer = np.where(answer == NO_ANSWER, alphabet_size + max_hops + 1, answer + SYMBOL0)
     hop_token = alphabet_size + hops
     return np.concatenate([hop_token[:, None], symbols + SYMBOL0, answer[:, None]], axis=1)
+
+
+def accuracy_by_hops(
+    correct: torch.Tensor, inputs: torch.Tensor, config: KHopConfig
+) -> list[float | None]:
+    """Exact-match accuracy for k = 1..max_hops (None for a k no row has), from each row's
+    correctness (N,) and its inputs (N, T), whose first token is k's (``encode_khop``).
+
+    >>> rows = torch.tensor(encode_khop([[0, 1, 0], [0, 1, 0], [1, 1, 1]], [1, 1, 2], 4, 3))
+    >>> accuracy_by_hops(torch.tensor([True, False, True]), rows[:, :-1], KHopConfig(max_hops=3))
+    [0.5, 1.0, None]
+    """
+    hops = inputs[:, 0].long() - config.alphabet_size  # (N,)
+    return [
+        correct[hops == k].float().mean().item() if bool((hops == k).any()) else None
+        for k in range(1, config.max_hops + 1)
+    ]
 
 
 def make_khop_data(config: KHopConfig, seed: int) -> TaskData:
