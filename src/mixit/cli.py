@@ -239,9 +239,11 @@ def _experiment_names() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    command = None
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
+        command = args.command
         # argparse stops filling a positional list at the first option: overrides given
         # after `--seeds 3` arrive here, and belong to `reproduce`'s list.
         if extra and (args.command != "reproduce" or any(e.startswith("-") for e in extra)):
@@ -303,7 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mixit: {error}", file=sys.stderr)
         return EXIT_DIVERGED
     except KeyboardInterrupt:
-        print("mixit: interrupted; finished runs are kept and reused", file=sys.stderr)
+        resumable = command in ("reproduce", "compare", "sweep")
+        hint = "; the same command goes on from the finished runs" if resumable else ""
+        print(f"mixit: interrupted{hint}", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
 
