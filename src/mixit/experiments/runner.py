@@ -54,7 +54,8 @@ def worker_pool(jobs: int) -> ProcessPoolExecutor:
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:
     """Drop the queued runs and end the running ones; their run directories stay unfinished,
-    so the next ``reproduce`` trains them again."""
+    so the next ``reproduce`` trains them again. The executor names no workers publicly, so
+    this ends every child process of this one, which while training are the pool's only."""
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in multiprocessing.active_children():
         worker.terminate()
