@@ -107,6 +107,8 @@ def test_compare_prints_a_table_writes_json_and_reuses_runs(tmp_path, capsys):
     assert "standard" in table and "mixit" in table and "±" in table
     result = json.loads((out / "compare.json").read_text())
     assert result["task"] == "retrieval" and result["metric"] == "test_accuracy"
+    assert result["seeds"] == [0, 1] and result["overrides"]["train.steps"] == "5"
+    assert "(preset tiny, task.vocab_size=16" in table
     assert [row["model"] for row in result["rows"]] == ["standard", "mixit"]
     assert all(len(row["values"]) == 2 for row in result["rows"])
     summary = out / "mixit" / "seed1" / "summary.json"

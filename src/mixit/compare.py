@@ -57,7 +57,14 @@ def compare(
                 "train_seconds": statistics.fmean(s["train_seconds"] for s in summaries),
             }
         )
-    result = {"task": task, "metric": spec.metric, "preset": preset, "rows": rows}
+    result = {
+        "task": task,
+        "metric": spec.metric,
+        "preset": preset,
+        "seeds": list(range(seed, seed + seeds)),
+        "overrides": dict(overrides or {}),
+        "rows": rows,
+    }
     write_json(out / "compare.json", result)
     return result
 
@@ -65,7 +72,9 @@ def compare(
 def format_table(result: Mapping[str, Any]) -> str:
     """A plain-text table: model, trainable parameters, metric mean ± std, seconds per run."""
     header = f"{'model':<12} {'trainable':>10}  {result['metric']:>22}  {'seconds':>8}"
-    lines = [f"task: {result['task']} (preset {result['preset']})", header, "-" * len(header)]
+    changed = " ".join(f"{k}={v}" for k, v in result.get("overrides", {}).items())
+    title = f"task: {result['task']} (preset {result['preset']}{', ' + changed if changed else ''})"
+    lines = [title, header, "-" * len(header)]
     for row in result["rows"]:
         score = f"{row['mean']:.4f} ± {row['std']:.4f}"
         seconds = row["train_seconds"]
