@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal a process gets when its parent dies
 
@@ -16,6 +17,11 @@ def start_worker(parent_pid: int) -> None:
     interrupt stops."""
     exit_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # tqdm would otherwise make a named multiprocessing semaphore for its bars (a worker shows
+    # none), which a worker ended by its parent leaves behind and Python then warns about.
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
 
 
 def exit_with_parent(parent_pid: int) -> None:
