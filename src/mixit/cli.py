@@ -102,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare_parser.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
     compare_parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=None,
+        help="the litmus test's margin: a model matches standard when at most this much worse "
+        "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
+    )
+    compare_parser.add_argument(
         "--out", default=None, help="output directory (default runs/compare/TASK)"
     )
 
@@ -291,10 +298,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             if args.seeds < 1:
                 raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+            if args.tolerance is not None and args.tolerance < 0:
+                raise UsageError(f"--tolerance must be >= 0, got {args.tolerance}")
             models = [m.strip() for m in args.models.split(",") if m.strip()]
             out = args.out or f"runs/compare/{args.task}"
             result = compare(
-                args.task, models, args.preset, args.seed, args.seeds, out, overrides, args.progress
+                args.task,
+                models,
+                args.preset,
+                args.seed,
+                args.seeds,
+                out,
+                overrides,
+                args.progress,
+                args.tolerance,
             )
             print(format_table(result))
             print(f"results: {out}/compare.json", file=sys.stderr)

@@ -12,6 +12,55 @@ from mixit.io import write_json
 from mixit.train import get_task, resolve_config, run
 from mixit.variants import VARIANTS
 
+# The litmus test (the paper's section 5): a variant "matches" the standard model when its
+# mean is at most this far behind (in the metric's units); `mixit compare --tolerance`.
+DEFAULT_TOLERANCE = {"test_accuracy": 0.02, "log_ppl": 0.05}
+LOWER_IS_BETTER = ("log_ppl",)
+# What each variant matching (True) or falling short of (False) the standard model says
+# about the task.
+READING = {
+    "frozen-qk": {
+        True: "learned queries and keys are not needed",
+        False: "learned queries and keys are needed",
+    },
+    "frozen-mlp": {
+        True: "the task keeps little in trained MLP weights",
+        False: "the MLPs carry what the task needs",
+    },
+    "mixit": {
+        True: "no input-dependent attention is needed: fixed mixing suffices",
+        False: "input-dependent attention is needed (a circuit such as an induction head)",
+    },
+    "random": {
+        True: "embeddings and output head alone suffice",
+        False: "trained attention or MLP blocks are needed",
+    },
+}
+
+
+def litmus(result: Mapping[str, Any], tolerance: float) -> list[dict[str, Any]]:
+    """Each variant's difference to the standard model's mean, whether it matches (at most
+    ``tolerance`` worse) and what that says about the task; [] without a standard row."""
+    means = {row["model"]: row["mean"] for row in result["rows"]}
+    if "standard" not in means:
+        return []
+    better = -1.0 if result["metric"] in LOWER_IS_BETTER else 1.0
+    readings = []
+    for model, value in means.items():
+        if model == "standard":
+            continue
+        difference = value - means["standard"]
+        matches = better * difference >= -tolerance
+        readings.append(
+            {
+                "model": model,
+                "difference": difference,
+                "matches": matches,
+                "reading": READING[model][matches],
+            }
+        )
+    return readings
+
 
 def compare(
     task: str,
@@ -22,11 +71,14 @@ def compare(
     out: str | Path = "runs/compare",
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = None,
+    tolerance: float | None = None,
 ) -> dict[str, Any]:
     """Train each model with seeds ``seed .. seed+seeds-1`` on the same data.
 
     Every run lands in ``out/MODEL/seedN``; a finished run whose resolved config is unchanged
-    is read back instead of retrained. Writes and returns ``out/compare.json``.
+    is read back instead of retrained. Writes and returns ``out/compare.json``, with the
+    litmus reading of each variant against the standard model (``litmus``; ``tolerance``
+    defaults to ``DEFAULT_TOLERANCE`` of the task's metric).
     """
     models = list(models or VARIANTS)
     spec = get_task(task)
@@ -65,6 +117,9 @@ def compare(
         "overrides": dict(overrides or {}),
         "rows": rows,
     }
+    if tolerance is None:
+        tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
+    result["litmus"] = {"tolerance": tolerance, "rows": litmus(result, tolerance)}
     write_json(out / "compare.json", result)
     return result
 
@@ -81,4 +136,18 @@ def format_table(result: Mapping[str, Any]) -> str:
         lines.append(
             f"{row['model']:<12} {row['params_trainable']:>10,}  {score:>22}  {seconds:>8.1f}"
         )
+    reading = result.get("litmus", {})
+    if reading.get("rows"):
+        lines += [
+            "",
+            f"litmus test (a model matches standard when at most {reading['tolerance']:g} "
+            f"worse in {result['metric']}):",
+        ]
+        for row in reading["rows"]:
+            verdict = "matches" if row["matches"] else "falls short"
+            lines.append(
+                f"  {row['model']:<11} {row['difference']:+.4f}  {verdict:<11}  {row['reading']}"
+            )
+        if len(result.get("seeds", [])) == 1:
+            lines.append("(one seed: a difference near the margin may be noise; use --seeds 3)")
     return "\n".join(lines)
