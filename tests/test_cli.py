@@ -50,6 +50,7 @@ BAD_INPUTS = {
     "missing --model": ["train", "--task", "retrieval"],
     "bad seed": ["train", "--task", "retrieval", "--model", "mixit", "--seed", "x"],
     "unknown model in compare": ["compare", "--task", "retrieval", "--models", "standard,gpt"],
+    "negative tolerance": ["compare", "--task", "retrieval", "--tolerance", "-0.1"],
 }
 
 
