@@ -18,7 +18,8 @@ from typing import Any
 
 from mixit.config import RunConfig
 from mixit.io import write_json
-from mixit.train import resolve_config
+from mixit.tasks import Split
+from mixit.train import get_task, resolve_config
 
 SCALES = ("tiny", "small", "paper")
 # The task preset each scale trains. `small` is the 2-core, two-hour reproduction: the tiny
@@ -180,6 +181,19 @@ def cached_measurement(path: Path, key: Mapping[str, Any], measure: Callable[[],
     value = measure()
     write_json(path, {"key": dict(key), "value": value})
     return value
+
+
+_TEST_SPLITS: dict[tuple[str, str, int], Split] = {}
+
+
+def test_split(config: RunConfig) -> Split:
+    """The test split of a run's data, built once per task config and seed: the models of one
+    seed share it, so a report that analyses every run builds each dataset once."""
+    task = json.dumps(config.to_dict()["task"], sort_keys=True, default=str)
+    key = (config.task_name, task, config.seed)
+    if key not in _TEST_SPLITS:
+        _TEST_SPLITS[key] = get_task(config.task_name).make_data(config.task, config.seed).test
+    return _TEST_SPLITS[key]
 
 
 def settings_note(scale: str, tasks: Sequence[str]) -> str:

@@ -24,6 +24,7 @@ from mixit.experiments.base import (
     Summaries,
     markdown_table,
     runs,
+    test_split,
 )
 from mixit.experiments.claims import claim
 from mixit.tasks.retrieval import value_positions
@@ -39,10 +40,10 @@ def plan(scale: str, seeds: int) -> list[Run]:
 
 
 def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, object]:
-    from mixit.train import get_task, load_run
+    from mixit.train import load_run
 
     model, config = load_run(run_dir)
-    inputs = get_task("retrieval").make_data(config.task, config.seed).test.inputs[:SEQUENCES]
+    inputs = test_split(config).inputs[:SEQUENCES]
     patterns = attention_patterns(model, inputs)  # (L, S, H, T, T), read once for both
     scores = scores_of_patterns(patterns, inputs, mask=inputs != PAD)
     # A diagnostic beside C10's rule, not part of it: retrieval needs the previous token only

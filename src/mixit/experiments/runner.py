@@ -409,8 +409,8 @@ def reproduce(
         timing[experiment.name] = experiment_seconds(planned, summaries)
         folder = out / experiment.name
         make_dir(folder)
-        header = f"# {experiment.title}\n\nScale `{scale}`, {seeds} seed(s). {changed}".rstrip()
-        header += "\n\n"
+        header = " ".join(filter(None, [f"Scale `{scale}`, {seeds} seed(s).", changed]))
+        header = f"# {experiment.title}\n\n{header}\n\n"
         missing = sum(run not in summaries for run in planned)
         if missing:
             note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"

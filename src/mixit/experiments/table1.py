@@ -17,6 +17,7 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
     settings_note,
+    test_split,
 )
 from mixit.experiments.claims import claim
 from mixit.experiments.plots import bar_plot
@@ -33,10 +34,10 @@ CLAIM_OF = {"retrieval": "C1", "khop": "C2"}
 def by_hops(run_dir: str) -> list[float | None]:
     """A k-hop run's test accuracy for k = 1..max_hops: which hops a model has learned."""
     from mixit.tasks.khop import accuracy_by_hops
-    from mixit.train import correct_rows, get_task, load_run
+    from mixit.train import correct_rows, load_run
 
     model, config = load_run(run_dir)
-    test = get_task("khop").make_data(config.task, config.seed).test
+    test = test_split(config)
     correct = correct_rows(model, test, len(test), batch_size=256)  # (N,)
     return accuracy_by_hops(correct, test.inputs, config.task)
 
