@@ -138,3 +138,17 @@ def test_compile_trains_to_the_eager_metrics():
     assert (
         "compile" not in resolve_config("addition", "mixit", "tiny", 0, {}).result_dict()["train"]
     )
+
+
+@pytest.mark.slow  # two compilations
+def test_each_compiled_run_compiles_afresh(monkeypatch):
+    """A worker trains many shapes in turn: each run compiles its own graph, even past torch's
+    limit of compiled versions per function (1 here), instead of quietly running eager."""
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+    overrides = {"train.steps": 2, "task.n_test": 64, "task.n_train": 256, "train.compile": True}
+    for width in (32, 48):
+        graphs = counters["stats"]["unique_graphs"]
+        train("addition", "standard", overrides={**overrides, "model.n_embd": width})
+        assert counters["stats"]["unique_graphs"] > graphs

@@ -303,6 +303,11 @@ def run(
     show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
     trained = model if ranks.world == 1 else DistributedDataParallel(model)
     if config.train.compile:
+        # A worker of `reproduce` or `sweep` trains many runs in turn. Forgetting the earlier
+        # runs' compiled graphs keeps each run's numbers independent of what ran before it (a
+        # second shape would otherwise get a dynamic-shape graph) and keeps a long-lived
+        # worker under torch's limit of compiled versions, past which it quietly runs eager.
+        torch.compiler.reset()
         trained = torch.compile(trained)
     out = out if ranks.is_main else None  # only rank 0 writes
     bar = tqdm(
