@@ -305,7 +305,7 @@ def run(
     if config.train.compile:
         # A worker of `reproduce` or `sweep` trains many runs in turn. Forgetting the earlier
         # runs' compiled graphs keeps each run's numbers independent of what ran before it (a
-        # second shape would otherwise get a dynamic-shape graph) and keeps a long-lived
+        # second shape could otherwise get a dynamic-shape graph) and keeps a long-lived
         # worker under torch's limit of compiled versions, past which it quietly runs eager.
         torch.compiler.reset()
         trained = torch.compile(trained)
