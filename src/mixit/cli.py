@@ -123,8 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--scale",
         default="tiny",
         help="tiny (laptop CPU, shortened budgets; default), small (the tiny models at their "
-        "presets' full budgets, k-hop at the paper's 5 layers; about 1.5 h on 2 cores) or paper "
-        "(the paper's configurations, GPUs)",
+        "presets' full budgets, k-hop at the paper's 5 layers and 5,000 steps; about 1.75 h on "
+        "2 cores) or paper (the paper's configurations, GPUs)",
     )
     reproduce_parser.add_argument("--seeds", type=int, default=3, help="seeds per run (default 3)")
     reproduce_parser.add_argument(
