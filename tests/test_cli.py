@@ -118,6 +118,26 @@ def test_compare_prints_a_table_writes_json_and_reuses_runs(tmp_path, capsys):
     assert summary.stat().st_mtime_ns == stamp
 
 
+def test_estimate_trains_and_writes_no_run_and_counts_finished_runs_free(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--task", "retrieval", "--model", "mixit", "--estimate", *MICRO]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "nothing was trained" in lines[0] and lines[3].split()[:3] == ["mixit", "1", "5"]
+    assert not (tmp_path / "runs").exists()
+    compare = ["compare", "--task", "retrieval", "--out", "cmp", *MICRO]
+    both = [*compare, "--models", "standard,mixit", "--seeds", "2", "--estimate"]
+    assert main(both) == 0
+    runs = [line.split()[1] for line in capsys.readouterr().out.splitlines()[3:5]]
+    assert runs == ["2", "2"] and not (tmp_path / "cmp").exists()
+    assert main([*compare, "--models", "mixit"]) == 0  # mixit's seed 0 is now finished
+    capsys.readouterr()
+    assert main(both) == 0
+    runs = [line.split()[1] for line in capsys.readouterr().out.splitlines()[3:5]]
+    assert runs == ["2", "1"]
+
+
 @pytest.mark.parametrize("command", ["train", "compare"])
 def test_an_output_folder_that_cannot_be_made_exits_2_with_one_line(command, tmp_path, capsys):
     in_the_way = tmp_path / "a-file"

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mixit.compare import compare, format_table
+from mixit.compare import compare, estimate, format_estimate, format_table
 from mixit.config import parse_overrides
 from mixit.errors import TrainingDiverged, UsageError
 from mixit.io import write_json
@@ -40,9 +40,16 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--preset",
         default="tiny",
         help=f"one of {', '.join(PRESET_NAMES)}: tiny (one to four minutes per model on a laptop "
-        "CPU; default), small (larger models, sized for a GPU), paper (appendix C and Table 9)",
+        "CPU; default), small (larger models, sized for a GPU: see --estimate), paper "
+        "(appendix C and Table 9)",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="time a few training steps of each model on this machine and print how long the "
+        "command would take; trains nothing and writes no run directory",
+    )
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -279,6 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"written: {export_hf(args.run_dir, args.out_dir)}")
             return 0
         overrides = parse_overrides(args.overrides)
+        if args.command == "train" and args.estimate:
+            one_run = (args.task, [args.model], args.preset, args.seed, 1, None, overrides)
+            print(format_estimate(estimate(*one_run)))
+            return 0
         if args.command == "train" and args.nproc != 1:
             return _torchrun(args.nproc, argv if argv is not None else sys.argv[1:])
         if args.command == "train":
@@ -302,6 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"--tolerance must be >= 0, got {args.tolerance}")
             models = [m.strip() for m in args.models.split(",") if m.strip()]
             out = args.out or f"runs/compare/{args.task}"
+            if args.estimate:
+                common = (args.task, models, args.preset, args.seed, args.seeds, out, overrides)
+                print(format_estimate(estimate(*common)))
+                return 0
             result = compare(
                 args.task,
                 models,

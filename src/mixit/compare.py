@@ -7,9 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from mixit.checkpoint import finished_summary
 from mixit.io import write_json
-from mixit.train import get_task, resolve_config, run
+from mixit.train import get_task, resolve_config, resolve_device, run, time_training
 from mixit.variants import VARIANTS
 
 # The litmus test (the paper's section 5): a variant "matches" the standard model when its
@@ -122,6 +124,76 @@ def compare(
     result["litmus"] = {"tolerance": tolerance, "rows": litmus(result, tolerance)}
     write_json(out / "compare.json", result)
     return result
+
+
+def estimate(
+    task: str,
+    models: Sequence[str] | None = None,
+    preset: str = "tiny",
+    seed: int = 0,
+    seeds: int = 1,
+    out: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What `compare` (or, with one model and seed, `train`) would cost on this machine,
+    without training or writing anything: each model's config is timed once (its seeds cost
+    the same, see ``time_training``); a finished run in ``out`` costs nothing."""
+    models = list(models or VARIANTS)
+    seed_range = range(seed, seed + seeds)
+    configs = {
+        (m, s): resolve_config(task, m, preset, s, overrides) for m in models for s in seed_range
+    }
+    rows = []
+    for model in models:
+        pending = [
+            s
+            for s in seed_range
+            if out is None
+            or finished_summary(Path(out) / model / f"seed{s}", configs[model, s]) is None
+        ]
+        config = configs[model, seed]
+        timing = time_training(config) if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
+        rows.append(
+            {
+                "model": model,
+                "runs": len(pending),
+                "steps": config.train.steps,
+                "step_seconds": timing["step_seconds"],
+                "run_seconds": timing["run_seconds"],
+            }
+        )
+    device = resolve_device(configs[models[0], seed].train.device)
+    return {
+        "task": task,
+        "preset": preset,
+        "device": f"{device.type}, {torch.get_num_threads()} threads",
+        "rows": rows,
+        "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
+    }
+
+
+def format_estimate(result: Mapping[str, Any]) -> str:
+    """The estimate as a plain-text table, and the total with the runs one after another."""
+    title = (
+        f"task: {result['task']} (preset {result['preset']}), timed on this machine "
+        f"({result['device']}); nothing was trained"
+    )
+    header = f"{'model':<12} {'runs':>5} {'steps':>7} {'ms/step':>9} {'per run':>10}"
+    lines = [title, header, "-" * len(header)]
+    for row in result["rows"]:
+        lines.append(
+            f"{row['model']:<12} {row['runs']:>5} {row['steps']:>7,} "
+            f"{row['step_seconds'] * 1e3:>9.1f} {duration(row['run_seconds']):>10}"
+        )
+    lines.append(f"about {duration(result['total_seconds'])} in all, one run after another")
+    return "\n".join(lines)
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``3.5 min`` or ``33.2 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
 def format_table(result: Mapping[str, Any]) -> str:

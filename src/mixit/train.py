@@ -238,6 +238,20 @@ def sample_batch(
     return inputs[index].long(), targets[index].long()
 
 
+def compiled(module: torch.nn.Module, config: RunConfig) -> torch.nn.Module:
+    """``module`` under torch.compile when ``train.compile`` asks for it, else itself.
+
+    A worker of `reproduce` or `sweep` (or `--estimate`) handles many runs in turn. Forgetting
+    the earlier runs' compiled graphs keeps each run's numbers independent of what ran before
+    it (a second shape could otherwise get a dynamic-shape graph) and keeps a long-lived
+    process under torch's limit of compiled versions, past which it quietly runs eager.
+    """
+    if not config.train.compile:
+        return module
+    torch.compiler.reset()
+    return torch.compile(module)
+
+
 def train_step(
     trained: torch.nn.Module,
     model: Decoder,
@@ -302,13 +316,7 @@ def run(
     train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
     show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
     trained = model if ranks.world == 1 else DistributedDataParallel(model)
-    if config.train.compile:
-        # A worker of `reproduce` or `sweep` trains many runs in turn. Forgetting the earlier
-        # runs' compiled graphs keeps each run's numbers independent of what ran before it (a
-        # second shape could otherwise get a dynamic-shape graph) and keeps a long-lived
-        # worker under torch's limit of compiled versions, past which it quietly runs eager.
-        torch.compiler.reset()
-        trained = torch.compile(trained)
+    trained = compiled(trained, config)
     out = out if ranks.is_main else None  # only rank 0 writes
     bar = tqdm(
         range(first_step, config.train.steps),
@@ -421,7 +429,7 @@ def time_training(
     device = resolve_device(config.train.device)
     model = build_model(config).to(device)
     optimizer = make_optimizer(model, config)
-    trained = torch.compile(model) if config.train.compile else model
+    trained = compiled(model, config)
     batches = torch.Generator().manual_seed(config.seed)
     train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
 

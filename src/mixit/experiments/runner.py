@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from mixit.checkpoint import finished_summary
+from mixit.compare import duration
 from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import NOT_RUN, SCALES, Claim, Experiment, Run, run_dir_name
@@ -274,8 +275,8 @@ def worker_threads(jobs: int) -> int:
 def list_schedule(seconds: Sequence[float], jobs: int) -> float:
     """Wall time of tasks handed, in order, to whichever of ``jobs`` workers is free first."""
     free_at = [0.0] * jobs
-    for duration in seconds:
-        heapq.heapreplace(free_at, free_at[0] + duration)
+    for task_seconds in seconds:
+        heapq.heapreplace(free_at, free_at[0] + task_seconds)
     return max(free_at)
 
 
@@ -359,14 +360,10 @@ def format_estimate(estimate: Mapping[str, Any]) -> str:
             "",
             f"{estimate['runs_to_train']} runs to train ({estimate['configs_timed']} configs "
             f"timed): {estimate['train_seconds']:,.0f} s in one job, about "
-            f"{_duration(estimate['wall_seconds'])} of wall time with --jobs {estimate['jobs']} "
+            f"{duration(estimate['wall_seconds'])} of wall time with --jobs {estimate['jobs']} "
             "(runs shared by experiments count in each row, once in the total).",
         ]
     )
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
 def reproduce(
