@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from mixit.checkpoint import finished_summary
+from mixit.config import RunConfig
 from mixit.io import write_json
 from mixit.train import get_task, resolve_config, resolve_device, run, time_training
 from mixit.variants import VARIANTS
@@ -64,6 +65,23 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[dict[str, Any]]:
     return readings
 
 
+def resolve_all(
+    task: str,
+    models: Sequence[str],
+    preset: str,
+    seeds: range,
+    overrides: Mapping[str, Any] | None,
+) -> dict[tuple[str, int], RunConfig]:
+    """Every (model, seed)'s resolved config, first, so a bad model name or key fails before
+    any training or timing."""
+    return {(m, s): resolve_config(task, m, preset, s, overrides) for m in models for s in seeds}
+
+
+def run_dir(out: str | Path, model: str, seed: int) -> Path:
+    """Where `compare` keeps a model's run for one seed: ``out/MODEL/seedN``."""
+    return Path(out) / model / f"seed{seed}"
+
+
 def compare(
     task: str,
     models: Sequence[str] | None = None,
@@ -84,21 +102,15 @@ def compare(
     """
     models = list(models or VARIANTS)
     spec = get_task(task)
-    # Resolve everything first, so a bad model name or key fails before any training.
-    configs = {
-        (m, s): resolve_config(task, m, preset, s, overrides)
-        for m in models
-        for s in range(seed, seed + seeds)
-    }
-    out = Path(out)
+    configs = resolve_all(task, models, preset, range(seed, seed + seeds), overrides)
     rows = []
     for model in models:
         summaries = []
         for s in range(seed, seed + seeds):
-            run_dir = out / model / f"seed{s}"
+            folder = run_dir(out, model, s)
             summaries.append(
-                finished_summary(run_dir, configs[model, s])
-                or run(configs[model, s], run_dir, progress)
+                finished_summary(folder, configs[model, s])
+                or run(configs[model, s], folder, progress)
             )
         values = [summary["metrics"][spec.metric] for summary in summaries]
         rows.append(
@@ -122,7 +134,7 @@ def compare(
     if tolerance is None:
         tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
     result["litmus"] = {"tolerance": tolerance, "rows": litmus(result, tolerance)}
-    write_json(out / "compare.json", result)
+    write_json(Path(out) / "compare.json", result)
     return result
 
 
@@ -140,16 +152,13 @@ def estimate(
     the same, see ``time_training``); a finished run in ``out`` costs nothing."""
     models = list(models or VARIANTS)
     seed_range = range(seed, seed + seeds)
-    configs = {
-        (m, s): resolve_config(task, m, preset, s, overrides) for m in models for s in seed_range
-    }
+    configs = resolve_all(task, models, preset, seed_range, overrides)
     rows = []
     for model in models:
         pending = [
             s
             for s in seed_range
-            if out is None
-            or finished_summary(Path(out) / model / f"seed{s}", configs[model, s]) is None
+            if out is None or finished_summary(run_dir(out, model, s), configs[model, s]) is None
         ]
         config = configs[model, seed]
         timing = time_training(config) if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
