@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mixit.config import ModelConfig
+from mixit.variants import AttentionKind
 
 
 class Tap(nn.Identity):
@@ -23,6 +24,45 @@ class Tap(nn.Identity):
     @property
     def active(self) -> bool:
         return bool(self._forward_hooks)
+
+
+class Projection(nn.Linear):
+    """A linear map whose output is multiplied by a fixed ``multiplier``: the width factor
+    sqrt(base / fan_in) of ``model.width_scaling`` (1.0 when it is off)."""
+
+    def __init__(self, fan_in: int, fan_out: int, bias: bool, multiplier: float = 1.0) -> None:
+        super().__init__(fan_in, fan_out, bias=bias)
+        self.multiplier = multiplier
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = super().forward(x)
+        return y if self.multiplier == 1.0 else y * self.multiplier
+
+
+def projection(
+    config: ModelConfig,
+    fan_in: int,
+    fan_out: int,
+    base: float | None = None,
+    bias: bool | None = None,
+) -> Projection:
+    """A projection as the config builds it: with ``config.bias`` unless ``bias`` says
+    otherwise, with the width factor sqrt(base / fan_in) under ``config.width_scaling``
+    (``base`` defaults to ``config.width_base``)."""
+    base = config.width_base if base is None else base
+    multiplier = math.sqrt(base / fan_in) if config.width_scaling else 1.0
+    return Projection(fan_in, fan_out, config.bias if bias is None else bias, multiplier)
+
+
+@dataclass(frozen=True)
+class MixerTraits:
+    """What a token mixer needs from the rest of the model, read by model, generation,
+    export and benchmarks instead of branching on the kind of attention."""
+
+    positions: str  # "rope" (rotated queries and keys) or "learned" (absolute, added at input)
+    cached: tuple[str, ...]  # what incremental decoding keeps per layer: ("k", "v") or ("v",)
+    causal: bool  # whether position t reads positions <= t only
+    exportable: bool  # whether a Hugging Face LlamaForCausalLM can hold it
 
 
 def rope_tables(block_size: int, head_size: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -72,17 +112,24 @@ class SoftmaxAttention(nn.Module):
         n = config.n_embd
         self.n_head = config.n_head
         # W_Q and W_K stay separate parameters so Frozen-QK freezes exactly them.
-        self.w_q = nn.Linear(n, n, bias=False)
-        self.w_k = nn.Linear(n, n, bias=False)
-        self.w_v = nn.Linear(n, n, bias=False)
-        self.w_o = nn.Linear(n, n, bias=False)
+        self.w_q = projection(config, n, n)
+        self.w_k = projection(config, n, n)
+        self.w_v = projection(config, n, n)
+        self.w_o = projection(config, n, n)
         cos, sin = rope_tables(config.block_size, n // config.n_head, config.rope_base)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
         self.hook_pattern = Tap()
 
+    @staticmethod
+    def traits(config: ModelConfig) -> MixerTraits:
+        return MixerTraits(positions="rope", cached=("k", "v"), causal=True, exportable=True)
+
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
-        return {"qk": [self.w_q.weight, self.w_k.weight], "vo": [self.w_v.weight, self.w_o.weight]}
+        return {
+            "qk": [*self.w_q.parameters(), *self.w_k.parameters()],
+            "vo": [*self.w_v.parameters(), *self.w_o.parameters()],
+        }
 
     def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         B, T, n = x.shape
@@ -109,27 +156,46 @@ class SoftmaxAttention(nn.Module):
         return self.w_o(y)
 
 
-def mixing_matrices(weights: torch.Tensor) -> torch.Tensor:
-    """MixiT's causal mixing A = I + W^M - mean(W^M) (eq. 2.3) for raw weights (H, T, T).
+def mixing_matrices(
+    weights: torch.Tensor,
+    causal: bool = True,
+    centering: str = "row-mean",
+    identity: bool = True,
+) -> torch.Tensor:
+    """MixiT's mixing A = I + W^M - drift(W^M) (eq. 2.3) for raw weights (H, T, T).
 
-    Under the causal mask row t sees positions 0..t, so the mean is taken over each row's visible
-    prefix: every row of A sums to exactly 1 and A is lower-triangular. Row t only depends on
-    the first t + 1 entries of row t of W^M, so the top-left (T', T') block of A is the matrix a
-    shorter sequence of length T' would get.
+    Row t sees positions 0..t under the causal mask (every position without it). The drift
+    of row t is, by ``centering``:
+
+    - ``row-mean``: the mean of its visible entries, so every row of A sums to exactly 1;
+    - ``row-sum-over-position``: its visible sum divided by t + 1. Under the causal mask that
+      is the same mean; without it the row keeps a constant offset on all T columns, a
+      uniform pooling component (the authors' non-causal classifier).
+
+    Causal: A is lower-triangular and row t only depends on the first t + 1 entries of row t
+    of W^M, so the top-left (T', T') block of A is the matrix a shorter sequence would get.
+    ``identity=False`` leaves out the I.
     """
     T = weights.shape[-1]
-    causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T)
-    w = weights.masked_fill(~causal, 0.0)  # (H, T, T)
-    visible = torch.arange(1, T + 1, dtype=weights.dtype)  # (T,) entries each row sees
-    row_mean = w.sum(-1, keepdim=True) / visible[:, None]  # (H, T, 1)
-    return torch.eye(T, dtype=weights.dtype) + (w - row_mean).masked_fill(~causal, 0.0)
+    visible = torch.ones(T, T, dtype=torch.bool)  # (T, T)
+    if causal:
+        visible = visible.tril()
+    w = weights.masked_fill(~visible, 0.0)  # (H, T, T)
+    if centering == "row-mean":
+        seen = visible.sum(-1, dtype=weights.dtype)  # (T,) entries each row sees
+    else:
+        seen = torch.arange(1, T + 1, dtype=weights.dtype)  # (T,) the row's position + 1
+    drift = w.sum(-1, keepdim=True) / seen[:, None]  # (H, T, 1)
+    centred = (w - drift).masked_fill(~visible, 0.0)  # (H, T, T)
+    return torch.eye(T, dtype=weights.dtype) + centred if identity else centred
 
 
-def attention_sink_matrix(T: int) -> torch.Tensor:
-    """Half the weight on the token itself, half on the first token (row 0: all on itself)."""
+def attention_sink_matrix(T: int, first_row_weight: float = 1.0) -> torch.Tensor:
+    """Half the weight on the token itself, half on the first token; row 0 puts
+    ``first_row_weight`` on itself (1.0: every row sums to 1; the authors' code: 0.5)."""
     sink = 0.5 * torch.eye(T)
-    sink[:, 0] += 0.5
-    sink[0, 0] = 1.0
+    sink[:, 0] = 0.5
+    sink[0, 0] = first_row_weight
     return sink  # (T, T)
 
 
@@ -154,24 +220,35 @@ class FixedMixing(nn.Module):
 
     The matrices are a registered buffer (H, T_max, T_max): saved with the weights, never
     trained, no queries, keys or RoPE. W^M entries are N(0, sigma^2), sigma from ``mixing_std``
-    with m = ``block_size``.
+    with m = ``block_size``; ``mixing_matrices`` centres them as the config says.
     """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         n, H, T = config.n_embd, config.n_head, config.block_size
         self.n_head = H
-        self.w_v = nn.Linear(n, n, bias=False)
-        self.w_o = nn.Linear(n, n, bias=False)
+        self.w_v = projection(config, n, n)
+        self.w_o = projection(config, n, n)
         sigma = mixing_std(config.mixing_scale, n, H, T)  # (H, 1, 1)
-        mixing = mixing_matrices(sigma * torch.randn(H, T, T))  # (H, T, T)
+        mixing = mixing_matrices(
+            sigma * torch.randn(H, T, T),
+            causal=config.mixing_causal,
+            centering=config.mixing_centering,
+            identity=config.mixing_identity,
+        )  # (H, T, T)
         if config.attention_sink:
-            mixing[0] = attention_sink_matrix(T)
+            mixing[0] = attention_sink_matrix(T, config.sink_first_row_weight)
         self.register_buffer("mixing", mixing)
         self.hook_pattern = Tap()
 
+    @staticmethod
+    def traits(config: ModelConfig) -> MixerTraits:
+        return MixerTraits(
+            positions="learned", cached=("v",), causal=config.mixing_causal, exportable=False
+        )
+
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
-        return {"vo": [self.w_v.weight, self.w_o.weight]}
+        return {"vo": [*self.w_v.parameters(), *self.w_o.parameters()]}
 
     def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         B, T, n = x.shape
@@ -190,3 +267,14 @@ class FixedMixing(nn.Module):
             # broadcast matmul would first copy them B times (measured 20-25 % slower).
             y = torch.einsum("hts,bhsd->bthd", mixing, v)  # (B, T, H, hs)
         return self.w_o(y.reshape(B, T, n))  # (B, T, n)
+
+
+MIXERS: dict[AttentionKind, type[SoftmaxAttention] | type[FixedMixing]] = {
+    AttentionKind.SOFTMAX: SoftmaxAttention,
+    AttentionKind.MIXING: FixedMixing,
+}
+
+
+def mixer_traits(kind: AttentionKind, config: ModelConfig) -> MixerTraits:
+    """The traits of the token mixer that ``kind`` names, built with ``config``."""
+    return MIXERS[kind].traits(config)

@@ -24,11 +24,12 @@ from mixit.analysis.throughput import (
     synchronize,
     time_interleaved,
 )
+from mixit.attention import mixer_traits
 from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.generate import cache_bytes_per_token, generate
 from mixit.tasks import TASKS
-from mixit.variants import AttentionKind, get_variant
+from mixit.variants import get_variant
 
 
 def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, size: int = 1024) -> float:
@@ -59,7 +60,7 @@ def flops_per_token(config: RunConfig, seq_len: int) -> float:
     m = config.model
     variant = get_variant(config.variant)
     n, L, T = m.n_embd, m.n_layer, seq_len
-    softmax = variant.attention is AttentionKind.SOFTMAX
+    softmax = "k" in mixer_traits(variant.attention, m).cached  # a mixer with keys has queries
     matrices = {
         "qk": 2 * n * n * L if softmax else 0,
         "vo": 2 * n * n * L,

@@ -23,6 +23,8 @@ INIT_SCHEMES = ("small-output", "fan-in", "gpt2")
 MLP_ACTIVATIONS = ("silu", "shaped-leaky-relu")
 PRECISIONS = ("fp32", "bf16")
 MIXING_SCALES = ("paper", "per-head-spread", "sequence")
+MIXING_CENTERINGS = ("row-mean", "row-sum-over-position")
+CONSTRUCTIONS = ("equations", "authors")
 
 
 @dataclass
@@ -50,6 +52,38 @@ class ModelConfig:
     # MixiT only, off by default (not in the paper; the authors' code has it): head 0 of
     # every layer puts half its weight on the token itself and half on the first token.
     attention_sink: bool = False
+    # The sink's weight of row 0 on token 0: 1.0 keeps every row summing to 1; the authors'
+    # sink has 0.5 there (column 0 is set to 0.5 after the diagonal's 0.5).
+    sink_first_row_weight: float = 1.0
+    # A named bundle of the options below (mixit.constructions): "equations" (the paper's
+    # equations, these defaults) or "authors" (what the authors' code builds). It is applied
+    # over the preset; an option the user sets still wins over it.
+    construction: str = "equations"
+    # MixiT only. Causal mixing (eq. 2.3) or a full matrix; non-causal mixing needs a task
+    # scored at one position per row (classification), where no input follows the answer.
+    mixing_causal: bool = True
+    # MixiT only. How W^M is centred: "row-mean" subtracts the mean of each row's visible
+    # entries (rows of A sum to 1); "row-sum-over-position" subtracts row i's visible sum
+    # divided by i + 1 (the authors' code: the same under the causal mask, a constant offset
+    # on every column of a non-causal row).
+    mixing_centering: str = "row-mean"
+    # MixiT only. A = I + centred W^M (eq. 2.3), or the centred W^M alone (the authors' code
+    # with a depth-scaled residual).
+    mixing_identity: bool = True
+    # Biases on every projection of the blocks (W_Q, W_K, W_V, W_O, W_G, W_U, W_D), zero at
+    # initialisation; the output head never has one.
+    bias: bool = False
+    # Multiply each projection's output by sqrt(base / fan_in): base = width_base for the
+    # projections that read the residual stream (and the output head), width_base_down for
+    # W_D, which reads the MLP's n_m features.
+    width_scaling: bool = False
+    width_base: float = 512.0
+    width_base_down: float = 1.0
+    # Multiply the shaped leaky ReLU by its variance-preserving gain sqrt(2 / (1 + slope^2)).
+    activation_gain: bool = False
+    # Depth-scaled residual h <- h + (residual_depth_base / n_layer)^alpha f(h); None: off.
+    residual_depth_alpha: float | None = None
+    residual_depth_base: float = 4.0
 
     def validate(self, uses_rope: bool = True) -> None:
         for name in ("n_layer", "n_embd", "n_head", "mlp_ratio"):
@@ -68,6 +102,20 @@ class ModelConfig:
         _check_choice("model.init", self.init, INIT_SCHEMES)
         _check_choice("model.mlp_activation", self.mlp_activation, MLP_ACTIVATIONS)
         _check_choice("model.mixing_scale", self.mixing_scale, MIXING_SCALES)
+        _check_choice("model.mixing_centering", self.mixing_centering, MIXING_CENTERINGS)
+        _check_choice("model.construction", self.construction, CONSTRUCTIONS)
+        for name in ("width_base", "width_base_down", "residual_depth_base"):
+            if not 0.0 < getattr(self, name) < float("inf"):
+                raise UsageError(f"model.{name} must be > 0, got {getattr(self, name)}")
+        if not 0.0 <= self.sink_first_row_weight < float("inf"):
+            raise UsageError(
+                f"model.sink_first_row_weight must be >= 0, got {self.sink_first_row_weight}"
+            )
+        if self.residual_lambda is not None and self.residual_depth_alpha is not None:
+            raise UsageError(
+                "model.residual_lambda and model.residual_depth_alpha are two residual rules; "
+                "set one of them to none"
+            )
         if self.residual_lambda is not None and not 0.0 < self.residual_lambda < 1.0:
             raise UsageError(
                 f"model.residual_lambda must be in (0, 1) or none, got {self.residual_lambda}"
@@ -95,6 +143,9 @@ class TrainConfig:
     # torch.compile the training forward: fuses the element-wise work; the first steps pay
     # the compilation (see the README's performance table for both).
     compile: bool = False
+    # Multiply lr by (model.residual_depth_base / n_layer) * (model.width_base / n_embd), the
+    # authors' --scale_lr (their scripts leave it off).
+    lr_scaling: bool = False
     tensorboard: bool = True  # event files in RUN_DIR/tensorboard (if tensorboard is installed)
     wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 
@@ -128,7 +179,23 @@ EXECUTION_SETTINGS = (
 
 # Result settings added after run directories existed, with the value every earlier run
 # used: at that value they are left out of a run's identity, so earlier runs stay reusable.
-ADDED_LATER = {("train", "precision"): "fp32", ("train", "compile"): False}
+ADDED_LATER = {
+    ("train", "precision"): "fp32",
+    ("train", "compile"): False,
+    ("train", "lr_scaling"): False,
+    ("model", "sink_first_row_weight"): 1.0,
+    ("model", "construction"): "equations",
+    ("model", "mixing_causal"): True,
+    ("model", "mixing_centering"): "row-mean",
+    ("model", "mixing_identity"): True,
+    ("model", "bias"): False,
+    ("model", "width_scaling"): False,
+    ("model", "width_base"): 512.0,
+    ("model", "width_base_down"): 1.0,
+    ("model", "activation_gain"): False,
+    ("model", "residual_depth_alpha"): None,
+    ("model", "residual_depth_base"): 4.0,
+}
 
 
 def without_execution_settings(config: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from pathlib import Path
 from mixit.config import ModelConfig
 from mixit.errors import UsageError
 from mixit.io import make_dir
-from mixit.variants import AttentionKind, get_variant
 
 # Our parameter names -> HF Llama's, per block.
 _BLOCK_NAMES = {
@@ -28,6 +27,13 @@ _BLOCK_NAMES = {
     "mlp.w_g.weight": "mlp.gate_proj.weight",
     "mlp.w_u.weight": "mlp.up_proj.weight",
     "mlp.w_d.weight": "mlp.down_proj.weight",
+}
+
+# With model.bias: every projection's bias (HF's attention_bias and mlp_bias).
+_BIAS_NAMES = {
+    ours.replace(".weight", ".bias"): theirs.replace(".weight", ".bias")
+    for ours, theirs in _BLOCK_NAMES.items()
+    if ours.startswith(("attn.", "mlp."))
 }
 
 
@@ -48,6 +54,8 @@ def llama_config(
         rms_norm_eps=1e-6,
         rope_parameters={"rope_type": "default", "rope_theta": model.rope_base},
         tie_word_embeddings=False,
+        attention_bias=model.bias,
+        mlp_bias=model.bias,
         bos_token_id=None,
         eos_token_id=None,
         attn_implementation=attn_implementation,
@@ -60,16 +68,22 @@ def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
 
     model, config = load_run(run_dir)
     m = config.model
-    if get_variant(config.variant).attention is not AttentionKind.SOFTMAX:
+    if not model.traits.exportable:
         raise UsageError(
             f"{config.variant} is not a Llama: its attention is a fixed mixing matrix with no "
             "queries or keys, and it learns absolute positions; only standard, frozen-qk, "
             "frozen-mlp and random export to LlamaForCausalLM"
         )
-    if m.residual_lambda is not None or m.mlp_activation != "silu":
+    stock = (
+        m.residual_lambda is None
+        and m.residual_depth_alpha is None
+        and m.mlp_activation == "silu"
+        and not m.width_scaling
+    )
+    if not stock:
         raise UsageError(
-            "this run uses the shaped residual or the shaped leaky ReLU, which a stock Llama "
-            "does not have; only plain-residual SiLU runs export"
+            "this run uses a scaled residual, the shaped leaky ReLU or width-scaled projections, "
+            "which a stock Llama does not have; only plain-residual SiLU runs export"
         )
     try:
         import transformers
@@ -82,8 +96,9 @@ def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
         "model.norm.weight": state["norm_final.weight"],
         "lm_head.weight": state["head.weight"],
     }
+    names = _BLOCK_NAMES | (_BIAS_NAMES if m.bias else {})
     for layer in range(m.n_layer):
-        for ours, theirs in _BLOCK_NAMES.items():
+        for ours, theirs in names.items():
             mapped[f"model.layers.{layer}.{theirs}"] = state[f"blocks.{layer}.{ours}"]
     hf_model = transformers.LlamaForCausalLM(hf_config)
     hf_model.load_state_dict(mapped, strict=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from mixit.errors import UsageError
 from mixit.model import Decoder
-from mixit.variants import AttentionKind
 
 
 @torch.no_grad()
@@ -21,6 +21,11 @@ def generate(
     Without the cache every step runs the whole sequence again (the reference the cached
     path is tested against).
     """
+    if not model.traits.causal:
+        raise UsageError(
+            "this model's mixing is not causal (model.mixing_causal=false): every position "
+            "reads the whole sequence, so it cannot continue a prompt token by token"
+        )
     model.eval()
     tokens = prompt
     if max_new_tokens < 1:
@@ -41,7 +46,7 @@ def generate(
 def cache_bytes_per_token(model: Decoder) -> int:
     """Bytes the decoding cache grows by per token (per sequence)."""
     itemsize = next(model.parameters()).element_size()
-    per_layer = 1 if model.variant.attention is AttentionKind.MIXING else 2  # v, or k and v
+    per_layer = len(model.traits.cached)  # v, or k and v
     return len(model.blocks) * per_layer * model.config.n_embd * itemsize
 
 

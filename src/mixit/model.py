@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mixit.attention import FixedMixing, LayerCache, SoftmaxAttention, Tap
+from mixit.attention import MIXERS, LayerCache, Tap, mixer_traits, projection
 from mixit.config import ModelConfig
 from mixit.variants import AttentionKind, Variant
 
@@ -26,37 +26,54 @@ class GatedMLP(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         n, n_m = config.n_embd, config.mlp_ratio * config.n_embd
-        self.w_g = nn.Linear(n, n_m, bias=False)
-        self.w_u = nn.Linear(n, n_m, bias=False)
-        self.w_d = nn.Linear(n_m, n, bias=False)
+        self.w_g = projection(config, n, n_m)
+        self.w_u = projection(config, n, n_m)
+        self.w_d = projection(config, n_m, n, base=config.width_base_down)
         self.activation = config.mlp_activation
         # Shaped leaky ReLU: negative slope 1 + c/sqrt(n) tends to the identity as n grows.
         self.negative_slope = 1.0 + config.leaky_relu_c / math.sqrt(n)
+        # Its variance-preserving gain sqrt(2 / (1 + slope^2)), or none.
+        slope_gain = nn.init.calculate_gain("leaky_relu", self.negative_slope)
+        self.gain = slope_gain if config.activation_gain else 1.0
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
-        return {"mlp": [self.w_g.weight, self.w_u.weight, self.w_d.weight]}
+        return {"mlp": [*self.w_g.parameters(), *self.w_u.parameters(), *self.w_d.parameters()]}
 
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         if self.activation == "silu":
             return F.silu(x)
-        return F.leaky_relu(x, self.negative_slope)
+        shaped = F.leaky_relu(x, self.negative_slope)
+        return shaped if self.gain == 1.0 else self.gain * shaped
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w_d(self.phi(self.w_g(x)) * self.w_u(x))
+
+
+def residual_scales(config: ModelConfig) -> tuple[float, float] | None:
+    """(keep, branch) of the residual update h <- keep * h + branch * f(h), or None for the
+    plain h + f(h).
+
+    - ``residual_lambda``: the shaped residual (lam, sqrt(1 - lam^2)) keeps the stream's
+      variance fixed across depth (section 2);
+    - ``residual_depth_alpha``: (1, (base / L)^alpha), the depth-scaled residual of the
+      authors' language-model script.
+    """
+    lam, alpha = config.residual_lambda, config.residual_depth_alpha
+    if lam is not None:
+        return lam, math.sqrt(1.0 - lam * lam)
+    if alpha is not None:
+        return 1.0, (config.residual_depth_base / config.n_layer) ** alpha
+    return None
 
 
 class Block(nn.Module):
     def __init__(self, config: ModelConfig, attention: AttentionKind) -> None:
         super().__init__()
         self.norm_attn = nn.RMSNorm(config.n_embd, eps=1e-6)
-        mixer = SoftmaxAttention if attention is AttentionKind.SOFTMAX else FixedMixing
-        self.attn = mixer(config)
+        self.attn = MIXERS[attention](config)
         self.norm_mlp = nn.RMSNorm(config.n_embd, eps=1e-6)
         self.mlp = GatedMLP(config)
-        lam = config.residual_lambda
-        # h <- keep * h + branch * f(h): the shaped residual (lam, sqrt(1 - lam^2)) keeps the
-        # stream's variance fixed across depth; None is the plain residual h + f(h).
-        self.shaped = None if lam is None else (lam, math.sqrt(1.0 - lam * lam))
+        self.shaped = residual_scales(config)
         self.hook_resid_pre = Tap()
         self.hook_attn_out = Tap()
         self.hook_mlp_out = Tap()
@@ -89,17 +106,16 @@ class Decoder(nn.Module):
         self.config, self.variant = config, variant
         n = config.n_embd
         self.tok_emb = nn.Embedding(config.vocab_size, n)
+        self.traits = mixer_traits(variant.attention, config)
         # MixiT has no queries and keys for RoPE, so it learns absolute positions (section 2).
         self.pos_emb = (
-            nn.Embedding(config.block_size, n)
-            if variant.attention is AttentionKind.MIXING
-            else None
+            nn.Embedding(config.block_size, n) if self.traits.positions == "learned" else None
         )
         self.blocks = nn.ModuleList(
             [Block(config, variant.attention) for _ in range(config.n_layer)]
         )
         self.norm_final = nn.RMSNorm(n, eps=1e-6)
-        self.head = nn.Linear(n, config.vocab_size, bias=False)
+        self.head = projection(config, n, config.vocab_size, bias=False)
         self.hook_embed = Tap()
         self.hook_final = Tap()
         init_weights(self, config)
@@ -184,6 +200,8 @@ def init_weights(model: Decoder, config: ModelConfig) -> None:
         if isinstance(module, nn.Linear):
             fan_in = module.weight.shape[1]
             nn.init.normal_(module.weight, std=0.02 if gpt2 else 1.0 / math.sqrt(fan_in))
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, std=0.02 if gpt2 else 1.0 / math.sqrt(config.n_embd))
     if config.init == "small-output":

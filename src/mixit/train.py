@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from mixit.attention import mixer_traits
 from mixit.checkpoint import (
     check_resumable,
     latest_checkpoint,
@@ -28,12 +29,13 @@ from mixit.checkpoint import (
     save_checkpoint,
 )
 from mixit.config import RunConfig, apply_overrides, from_dict
+from mixit.constructions import construction_overrides
 from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
 from mixit.model import Decoder
 from mixit.rundir import RunWriter
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, TASKS, Split, TaskData, TaskSpec
-from mixit.variants import AttentionKind, get_variant
+from mixit.variants import get_variant
 
 
 def get_task(name: str) -> TaskSpec:
@@ -49,7 +51,8 @@ def resolve_config(
     seed: int = 0,
     overrides: Mapping[str, Any] | None = None,
 ) -> RunConfig:
-    """defaults < the variant's model defaults < the task preset < ``overrides``."""
+    """defaults < the variant's model defaults < the task preset < the construction
+    (``model.construction``, see mixit.constructions) < ``overrides``."""
     spec, variant = get_task(task), get_variant(model)
     if preset not in PRESET_NAMES:
         raise UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESET_NAMES)}")
@@ -57,8 +60,13 @@ def resolve_config(
     config.task = spec.config_cls()
     apply_overrides(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})
     apply_overrides(config, spec.presets[preset])
+    apply_overrides(config, overrides or {})  # first for model.construction itself
+    bundle = construction_overrides(config.model.construction, variant, spec.authors_settings)
+    apply_overrides(config, bundle)
     apply_overrides(config, overrides or {})
-    config.model.validate(uses_rope=variant.attention is AttentionKind.SOFTMAX)
+    config.model.validate(
+        uses_rope=mixer_traits(variant.attention, config.model).positions == "rope"
+    )
     config.task.validate()
     config.train.validate()
     return config
@@ -81,6 +89,23 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
             f"sequences of length {seq_len} are longer than model.block_size="
             f"{config.model.block_size} (MixiT's mixing matrices and the position tables)"
         )
+    traits = mixer_traits(get_variant(config.variant).attention, config.model)
+    if not traits.causal and not scored_once_per_row(data):
+        raise UsageError(
+            f"non-causal mixing (model.mixing_causal=false) would show each answer to the "
+            f"positions before it; task {config.task_name} scores more than one token in "
+            "some rows. It fits classification: one scored token per row (sentiment, or "
+            "custom data with one-token targets)"
+        )
+
+
+def scored_once_per_row(data: TaskData) -> bool:
+    """Whether every row of both splits has exactly one scored position: a classification
+    layout, where no input token follows the answer it reveals."""
+    return all(
+        bool(((split.targets != IGNORE_INDEX).sum(-1) == 1).all())
+        for split in (data.train, data.test)
+    )
 
 
 def resolve_device(name: str) -> torch.device:
@@ -112,9 +137,18 @@ def make_optimizer(model: Decoder, config: RunConfig) -> torch.optim.AdamW:
     ]
     return torch.optim.AdamW(
         [g for g in groups if g["params"]],
-        lr=config.train.lr,
+        lr=config.train.lr * lr_multiplier(config),
         betas=(config.train.beta1, config.train.beta2),
     )
+
+
+def lr_multiplier(config: RunConfig) -> float:
+    """The factor ``train.lr_scaling`` puts on the learning rate: (base depth / L) times
+    (base width / n), the authors' --scale_lr; 1.0 when it is off."""
+    if not config.train.lr_scaling:
+        return 1.0
+    m = config.model
+    return (m.residual_depth_base / m.n_layer) * (m.width_base / m.n_embd)
 
 
 def lr_factor(step: int, config: RunConfig) -> float:

