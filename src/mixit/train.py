@@ -90,22 +90,20 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
             f"{config.model.block_size} (MixiT's mixing matrices and the position tables)"
         )
     traits = mixer_traits(get_variant(config.variant).attention, config.model)
-    if not traits.causal and not scored_once_per_row(data):
+    if not traits.causal and not all(map(classification_layout, (data.train, data.test))):
         raise UsageError(
-            f"non-causal mixing (model.mixing_causal=false) would show each answer to the "
-            f"positions before it; task {config.task_name} scores more than one token in "
-            "some rows. It fits classification: one scored token per row (sentiment, or "
-            "custom data with one-token targets)"
+            f"non-causal mixing (model.mixing_causal=false) would let positions read the "
+            f"answers of task {config.task_name}; it needs one scored position per row with "
+            "only padding (id 0) after it: sentiment, or custom data with one-token targets"
         )
 
 
-def scored_once_per_row(data: TaskData) -> bool:
-    """Whether every row of both splits has exactly one scored position: a classification
-    layout, where no input token follows the answer it reveals."""
-    return all(
-        bool(((split.targets != IGNORE_INDEX).sum(-1) == 1).all())
-        for split in (data.train, data.test)
-    )
+def classification_layout(split: Split) -> bool:
+    """Whether every row is scored at exactly one position with nothing but padding (id 0)
+    after it, so that a model reading the whole row still cannot see the answer."""
+    scored = split.targets != IGNORE_INDEX  # (N, T)
+    after = scored.int().cumsum(-1).bool() & ~scored  # (N, T): positions past the scored one
+    return bool((scored.sum(-1) == 1).all() and (split.inputs[after] == 0).all())
 
 
 def resolve_device(name: str) -> torch.device:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from mixit.errors import UsageError
 from mixit.tasks.base import Split, TaskData, TaskSpec, answer_split, check_positive, register
@@ -72,12 +73,15 @@ def encode_reviews(
 
 
 def label_split(rows: np.ndarray) -> Split:
-    """Next-token inputs and targets of encoded rows, scored on the label token only (the one
-    non-pad token at the end of each row's real tokens)."""
-    last = (rows != 0).cumsum(-1).argmax(-1)  # (N,) position of each row's label
+    """Next-token inputs and targets of encoded rows, scored on the label token only (each
+    row's last non-pad token). The label never appears among the inputs: with right padding it
+    becomes a pad there, so a non-causal model cannot read it."""
+    label_at = (rows != 0).cumsum(-1).argmax(-1)  # (N,) position of each row's label
     answer_mask = np.zeros(rows.shape, dtype=bool)  # (N, S)
-    answer_mask[np.arange(len(rows)), last] = True
-    return answer_split(rows, answer_mask)
+    answer_mask[np.arange(len(rows)), label_at] = True
+    split = answer_split(rows, answer_mask)
+    split.inputs[:, 1:][torch.as_tensor(answer_mask[:, 1:-1])] = 0  # (N, S - 1): no label
+    return split
 
 
 def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
@@ -97,8 +101,8 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     With ``task.padding=right`` the pad follows; the answer is still read at the separator:
 
     >>> rows = encode_reviews([[412, 3071, 16, 5920, 877]], [0], 6, 1, 8192, padding="right")
-    >>> label_split(rows).inputs.tolist()
-    [[412, 3071, 16, 5920, 877, 1, 8192]]
+    >>> label_split(rows).inputs.tolist()  # the label is not an input
+    [[412, 3071, 16, 5920, 877, 1, 0]]
     >>> label_split(rows).targets.tolist()
     [[-100, -100, -100, -100, -100, 8192, -100]]
     """
