@@ -1,0 +1,163 @@
+"""The authors' construction: each option does what its docs say, and the bundle sets them."""
+
+import math
+
+import pytest
+import torch
+
+from mixit.attention import attention_sink_matrix, mixing_matrices
+from mixit.config import ModelConfig
+from mixit.errors import UsageError
+from mixit.model import Decoder
+from mixit.train import lr_multiplier, resolve_config
+from mixit.variants import VARIANTS
+
+
+def build(config: ModelConfig, name: str) -> Decoder:
+    torch.manual_seed(0)
+    return Decoder(config, VARIANTS[name])
+
+
+def test_non_causal_row_sum_over_position_leaves_a_constant_offset_per_row():
+    weights = torch.randn(2, 5, 5)
+    mixing = mixing_matrices(weights, causal=False, centering="row-sum-over-position")
+    offset = weights.sum(-1, keepdim=True) / torch.arange(1, 6)[:, None]  # (2, 5, 1)
+    torch.testing.assert_close(mixing, torch.eye(5) + weights - offset)
+    # Row i sums to 1 + rowsum * (1 - T / (i + 1)): only the last row sums to 1.
+    sums = mixing.sum(-1)
+    torch.testing.assert_close(sums[:, -1], torch.ones(2))
+    assert not torch.allclose(sums[:, 0], torch.ones(2))
+
+
+def test_non_causal_row_mean_rows_sum_to_one_and_are_full():
+    mixing = mixing_matrices(torch.randn(2, 5, 5), causal=False)
+    torch.testing.assert_close(mixing.sum(-1), torch.ones(2, 5))
+    assert (mixing.triu(1) != 0).any()
+
+
+def test_under_the_causal_mask_both_centerings_agree():
+    weights = torch.randn(3, 6, 6)
+    torch.testing.assert_close(
+        mixing_matrices(weights), mixing_matrices(weights, centering="row-sum-over-position")
+    )
+
+
+def test_without_identity_the_mixing_is_the_centred_weights():
+    weights = torch.randn(2, 4, 4)
+    torch.testing.assert_close(
+        mixing_matrices(weights, identity=False), mixing_matrices(weights) - torch.eye(4)
+    )
+
+
+def test_authors_sink_puts_half_on_token_zero_in_row_zero():
+    sink = attention_sink_matrix(4, first_row_weight=0.5)
+    assert sink[0].tolist() == [0.5, 0.0, 0.0, 0.0]
+    assert sink[2].tolist() == [0.5, 0.0, 0.5, 0.0]
+
+
+def test_bias_option_adds_biases_to_every_block_projection_and_groups_them(small_config):
+    small_config.bias = True
+    model = build(small_config, "standard")
+    block = model.blocks[0]
+    projections = [block.attn.w_q, block.attn.w_k, block.attn.w_v, block.attn.w_o]
+    projections += [block.mlp.w_g, block.mlp.w_u, block.mlp.w_d]
+    assert all(p.bias is not None and not p.bias.any() for p in projections)
+    assert model.head.bias is None
+    assert any(p is block.attn.w_q.bias for p in model.param_groups()["qk"])
+    assert any(p is block.mlp.w_d.bias for p in model.param_groups()["mlp"])
+
+
+def test_width_scaling_multiplies_each_projection_by_sqrt_base_over_fan_in(small_config):
+    small_config.width_scaling, small_config.width_base = True, 512.0
+    mlp = build(small_config, "mixit").blocks[0].mlp
+    n = small_config.n_embd
+    assert mlp.w_g.multiplier == pytest.approx(math.sqrt(512 / n))
+    assert mlp.w_d.multiplier == pytest.approx(math.sqrt(1 / (4 * n)))
+    x = torch.randn(3, n)
+    torch.testing.assert_close(mlp.w_g(x), math.sqrt(512 / n) * (x @ mlp.w_g.weight.T))
+
+
+def test_activation_gain_multiplies_the_shaped_leaky_relu(small_config):
+    small_config.mlp_activation, small_config.leaky_relu_c = "shaped-leaky-relu", 1.0
+    small_config.activation_gain = True
+    mlp = build(small_config, "mixit").blocks[0].mlp
+    slope = 1 + 1 / math.sqrt(small_config.n_embd)
+    x = torch.tensor([-2.0, 3.0])
+    expected = math.sqrt(2 / (1 + slope**2)) * torch.tensor([-2.0 * slope, 3.0])
+    torch.testing.assert_close(mlp.phi(x), expected)
+
+
+def test_depth_scaled_residual_keeps_the_stream_and_scales_the_branch(small_config):
+    small_config.residual_depth_alpha, small_config.residual_depth_base = 1.0, 4.0
+    block = build(small_config, "standard").blocks[0]
+    assert block.shaped == (1.0, 4.0 / small_config.n_layer)
+
+
+def test_two_residual_rules_at_once_are_bad_input(small_config):
+    small_config.residual_lambda, small_config.residual_depth_alpha = 0.5, 1.0
+    with pytest.raises(UsageError, match="two residual rules"):
+        small_config.validate()
+
+
+def test_lr_scaling_is_base_depth_over_depth_times_base_width_over_width():
+    config = resolve_config("retrieval", "mixit", overrides={"train.lr_scaling": "true"})
+    m = config.model
+    assert lr_multiplier(config) == pytest.approx((4.0 / m.n_layer) * (512.0 / m.n_embd))
+    assert lr_multiplier(resolve_config("retrieval", "mixit")) == 1.0
+
+
+def test_equations_construction_changes_nothing():
+    plain = resolve_config("retrieval", "mixit")
+    named = resolve_config("retrieval", "mixit", overrides={"model.construction": "equations"})
+    assert plain.to_dict() == named.to_dict()
+
+
+def test_authors_construction_sets_the_mixing_parametrisation_for_mixit_only():
+    mixit = resolve_config("retrieval", "mixit", overrides={"model.construction": "authors"})
+    m = mixit.model
+    assert (m.mixing_scale, m.attention_sink, m.sink_first_row_weight) == (
+        "per-head-spread",
+        1,
+        0.5,
+    )
+    assert m.width_scaling and m.bias and m.activation_gain and m.init == "gpt2"
+    assert (m.mlp_activation, m.leaky_relu_c) == ("shaped-leaky-relu", 1.0)
+    standard = resolve_config("retrieval", "standard", overrides={"model.construction": "authors"})
+    s = standard.model
+    assert s.bias and s.init == "gpt2"
+    assert not s.width_scaling and s.mlp_activation == "silu" and s.residual_lambda is None
+
+
+def test_an_option_the_user_sets_wins_over_the_construction():
+    overrides = {"model.construction": "authors", "model.attention_sink": "false"}
+    assert not resolve_config("retrieval", "mixit", overrides=overrides).model.attention_sink
+
+
+def test_authors_sentiment_is_the_non_causal_right_padded_classifier():
+    config = resolve_config("sentiment", "mixit", overrides={"model.construction": "authors"})
+    assert not config.model.mixing_causal and config.task.padding == "right"
+
+
+def test_non_causal_mixing_reads_later_positions(small_config):
+    small_config.mixing_causal = False
+    model = build(small_config, "mixit").eval()
+    ids = torch.randint(0, small_config.vocab_size, (1, small_config.block_size))
+    changed = ids.clone()
+    changed[0, -1] = (ids[0, -1] + 1) % small_config.vocab_size
+    assert not torch.allclose(model(ids)[0, 0], model(changed)[0, 0])
+    assert not model.traits.causal
+
+
+def test_non_causal_mixing_is_refused_on_a_task_scored_at_many_positions():
+    config = resolve_config(
+        "addition", "mixit", overrides={"model.mixing_causal": "false", "train.steps": "1"}
+    )
+    from mixit.train import run
+
+    with pytest.raises(UsageError, match="non-causal mixing"):
+        run(config)
+
+
+def test_unknown_construction_is_bad_input():
+    with pytest.raises(UsageError, match="construction"):
+        resolve_config("retrieval", "mixit", overrides={"model.construction": "mine"})
