@@ -81,6 +81,10 @@ def test_claims_md_holds_one_setting_and_damaged_outputs_are_rebuilt(tmp_path, m
     assert verdicts["C11"] == NOT_RUN  # judged at tiny: not carried into small's claims
     header = (out / "claims.md").read_text().split("## C1")[0]
     assert "`small` scale" in header and "over 1 seed." in header and "`train.steps=4`" in header
+    c6 = next(c for c in stored["claims"] if c["id"] == "C6")
+    assert c6["construction"] == "equations"
+    assert "`equations` construction" in (out / "table4" / "report.md").read_text()
+    assert "- **Construction:** `equations`" in (out / "claims.md").read_text()
 
     finished = summaries_mtimes(out)
     damaged = next(iter(finished))
@@ -149,7 +153,22 @@ def test_paper_scale_matches_table9(task):
     config = Run(task, "mixit", 0).config("paper")
     model, train = config.model, config.train
     assert (model.n_layer, model.n_embd, model.n_head, train.lr, train.batch_size) == TABLE9[task]
-    assert model.mixing_scale == "paper"
+
+
+@pytest.mark.parametrize("task", list(TABLE9))
+def test_paper_scale_builds_the_authors_construction(task):
+    model = Run(task, "mixit", 0).config("paper").model
+    assert model.construction == "authors"
+    assert (model.mixing_scale, model.sink_first_row_weight) == ("per-head-spread", 0.5)
+    assert model.width_scaling and model.bias and model.activation_gain
+    standard = Run(task, "standard", 0).config("paper").model
+    assert standard.construction == "authors" and standard.bias and standard.init == "gpt2"
+
+
+def test_every_paper_scale_run_records_its_construction():
+    for experiment in EXPERIMENTS.values():
+        for run in experiment.plan("paper", 1):
+            assert run.config("paper").model.construction == "authors", run
 
 
 def paper_scale_models() -> list:

@@ -108,6 +108,8 @@ class Claim:
     rule: str
     measured: dict[str, Any] = field(default_factory=dict)
     verdict: str = NOT_RUN
+    # The model construction(s) of the runs behind the verdict (mixit.constructions).
+    construction: str = ""
 
     def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)

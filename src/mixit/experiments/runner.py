@@ -206,6 +206,7 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
             f"- **Claim:** {claim.statement}",
             f"- **Rule:** {claim.rule}",
             f"- **Measured:** {measured}",
+            *([f"- **Construction:** `{claim.construction}`"] if claim.construction else []),
             "",
         ]
     return "\n".join(lines)
@@ -406,7 +407,11 @@ def reproduce(
         timing[experiment.name] = experiment_seconds(planned, summaries)
         folder = out / experiment.name
         make_dir(folder)
-        header = " ".join(filter(None, [f"Scale `{scale}`, {seeds} seed(s).", changed]))
+        construction = ", ".join(sorted({configs[run].model.construction for run in planned}))
+        built = construction and (
+            f"Models built with the `{construction}` construction (docs/constructions.md)."
+        )
+        header = " ".join(filter(None, [f"Scale `{scale}`, {seeds} seed(s).", built, changed]))
         header = f"# {experiment.title}\n\n{header}\n\n"
         missing = sum(run not in summaries for run in planned)
         if missing:
@@ -417,7 +422,11 @@ def reproduce(
         report = experiment.report(scale, seeds, summaries, folder)
         timing[experiment.name]["report_seconds"] = time.perf_counter() - started
         write_text(folder / "report.md", header + report.markdown + "\n")
-        write_json(folder / "results.json", {**setting, **report.results})
+        write_json(
+            folder / "results.json", {**setting, "construction": construction, **report.results}
+        )
+        for judged_claim in report.claims:
+            judged_claim.construction = construction
         judged += report.claims
     write_json(out / "timing.json", timing)
     claims = merge_claims(out, judged, setting)

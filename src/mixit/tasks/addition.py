@@ -122,6 +122,7 @@ register(
             },
             # Appendix C.1 data, Table 9 hyper-parameters; the paper gives no step count.
             "paper": {
+                "model.construction": "authors",
                 "task.num_digits": 10,
                 "task.n_train": 50_000,
                 "task.n_test": 4_000,

@@ -179,6 +179,7 @@ register(
                 "train.eval_every": 500,
             },
             "paper": {
+                "model.construction": "authors",
                 "model.n_layer": 4,
                 "model.n_embd": 512,
                 "model.n_head": 8,

@@ -165,6 +165,7 @@ register(
             },
             # Appendix C.1 data, Table 9 hyper-parameters; the paper gives no step count.
             "paper": {
+                "model.construction": "authors",
                 "task.length": 40,
                 "task.n_train": 100_000,
                 "task.n_test": 4_000,

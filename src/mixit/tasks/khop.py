@@ -178,6 +178,7 @@ register(
             },
             # Appendix C.2 data and step count, Table 9 hyper-parameters.
             "paper": {
+                "model.construction": "authors",
                 "task.seq_len": 100,
                 "task.max_hops": 16,
                 "task.n_train": 100_000,

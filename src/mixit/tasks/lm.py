@@ -197,6 +197,7 @@ register(
             },
             # Appendix C.2 and Table 9 (Wikitext / Fineweb-edu rows): 40,000 steps.
             "paper": {
+                "model.construction": "authors",
                 "task.dataset": "wikitext-103",
                 "task.seq_len": 256,
                 "task.vocab_size": 32768,

@@ -111,6 +111,7 @@ register(
             # Appendix C.1 data; C.2 (Table 4): L=2, 4 heads, lr 0.005, 10,000 steps; Table 9
             # width and batch.
             "paper": {
+                "model.construction": "authors",
                 "task.num_values": 512,
                 "task.num_pairs": 512 * 512,
                 "model.n_layer": 2,

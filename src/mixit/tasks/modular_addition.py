@@ -97,6 +97,7 @@ register(
             },
             # Appendix C.1 data, Table 9 hyper-parameters; the paper gives no step count.
             "paper": {
+                "model.construction": "authors",
                 "task.p": 599,
                 "task.n_train": 40_000,
                 "task.n_test": 4_000,

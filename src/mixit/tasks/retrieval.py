@@ -140,6 +140,7 @@ register(
             # Appendix C.1 data; width 1024, 4 heads, 2 layers (C.2, Figure 2) and Table 9's
             # learning rate and batch; the paper gives no step count.
             "paper": {
+                "model.construction": "authors",
                 "task.vocab_size": 256,
                 "task.max_pairs": 30,
                 "task.n_train": 40_000,

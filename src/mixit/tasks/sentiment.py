@@ -191,6 +191,7 @@ register(
             },
             # Table 9 (Yelp row); appendix C.2: sequence length 256. No step count is given.
             "paper": {
+                "model.construction": "authors",
                 "task.dataset": "yelp-polarity",
                 "task.seq_len": 256,
                 "model.n_layer": 4,
