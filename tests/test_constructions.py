@@ -161,3 +161,14 @@ def test_non_causal_mixing_is_refused_on_a_task_scored_at_many_positions():
 def test_unknown_construction_is_bad_input():
     with pytest.raises(UsageError, match="construction"):
         resolve_config("retrieval", "mixit", overrides={"model.construction": "mine"})
+
+
+def test_authors_modular_addition_trains_on_95_percent_of_all_pairs():
+    from mixit.tasks.modular_addition import ModularAdditionConfig, make_modular_addition_data
+
+    data = make_modular_addition_data(ModularAdditionConfig(p=11, train_fraction=0.95), seed=0)
+    assert (len(data.train), len(data.test)) == (int(121 * 0.95), 121 - int(121 * 0.95))
+    config = resolve_config(
+        "modular-addition", "standard", overrides={"model.construction": "authors"}
+    )
+    assert config.task.train_fraction == 0.95

@@ -159,6 +159,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="train and write nothing; time a few steps of each run's config on this machine "
         "and print how long the training would take with --jobs",
     )
+    reproduce_parser.add_argument(
+        "--claims",
+        default=None,
+        help="ablation only: the claims to measure, e.g. C1,C5 (default C1,C2,C5,C6,C7,C8)",
+    )
+    reproduce_parser.add_argument(
+        "--differences",
+        default=None,
+        help="ablation only: the differences to flip, e.g. sink,biases (default all, then the "
+        "whole authors construction)",
+    )
     # One positional list, so that options may come before or after the overrides.
     reproduce_parser.add_argument(
         "what",
@@ -249,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _experiment_names() -> str:
     from mixit.experiments import EXPERIMENTS
 
-    return ", ".join(EXPERIMENTS)
+    return ", ".join([*EXPERIMENTS, "ablation"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -369,6 +380,10 @@ def _reproduce(args: argparse.Namespace) -> int:
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     experiment, overrides = args.what[0], parse_overrides(args.what[1:])
+    if experiment == "ablation":
+        return _ablation(args, out, progress, overrides)
+    if args.claims or args.differences:
+        raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
     common = ([experiment], args.scale, args.seeds, args.jobs, out, progress, overrides)
     if args.estimate:
         print(format_estimate(estimate(*common, tuned=args.tuned)))
@@ -378,6 +393,26 @@ def _reproduce(args: argparse.Namespace) -> int:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)
     return 0
+
+
+def _ablation(args: argparse.Namespace, out: str, progress: bool, overrides: dict[str, str]) -> int:
+    from mixit.experiments.ablation import ablate
+
+    if args.estimate or args.tuned or args.no_train:
+        raise UsageError("`reproduce ablation` takes no --tuned, --no-train or --estimate")
+    differences, claims = _names(args.differences), _names(args.claims)
+    results = ablate(
+        differences, claims, args.scale, args.seeds, args.jobs, out, progress, overrides
+    )
+    for difference, by_claim in results["differences"].items():
+        verdicts = ", ".join(f"{c} {r['verdict']}" for c, r in by_claim.items())
+        print(f"{difference:<18} {verdicts}")
+    print(f"report: {out}/ablation/report.md", file=sys.stderr)
+    return 0
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [name.strip() for name in text.split(",") if name.strip()] if text else None
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -195,6 +195,8 @@ ADDED_LATER = {
     ("model", "activation_gain"): False,
     ("model", "residual_depth_alpha"): None,
     ("model", "residual_depth_base"): 4.0,
+    ("task", "padding"): "left",
+    ("task", "train_fraction"): 0.0,
 }
 
 

@@ -49,6 +49,19 @@ _AUTHORS_MIXING = {
 }
 
 
+# Options only fixed mixing reads: a task's authors' settings give them to MixiT alone.
+_MIXING_ONLY = frozenset(
+    {
+        "model.mixing_causal",
+        "model.mixing_centering",
+        "model.mixing_scale",
+        "model.mixing_identity",
+        "model.attention_sink",
+        "model.sink_first_row_weight",
+    }
+)
+
+
 def construction_overrides(
     name: str, variant: Variant, task_settings: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -61,7 +74,6 @@ def construction_overrides(
         return {}  # the dataclass defaults are the equations' reading
     if name != "authors":
         raise UsageError(f"model.construction='{name}' is not one of: equations, authors")
-    values = dict(_AUTHORS_ALL)
-    if variant.attention is AttentionKind.MIXING:
-        values |= _AUTHORS_MIXING
-    return values | dict(task_settings)
+    mixing = variant.attention is AttentionKind.MIXING
+    values = _AUTHORS_ALL | (_AUTHORS_MIXING if mixing else {})
+    return values | {k: v for k, v in task_settings.items() if mixing or k not in _MIXING_ONLY}

@@ -228,10 +228,11 @@ def plan_reproduction(
     seeds: int,
     jobs: int,
     overrides: Mapping[str, Any] | None = None,
-    tuned: str | Path | None = None,
+    tuned: str | Path | Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> tuple[list[Experiment], dict[Run, RunConfig]]:
     """The named experiments (``["all"]``: every one) and the resolved config of each run they
-    plan; a bad name or setting fails here, before anything trains."""
+    plan; a bad name or setting fails here, before anything trains. ``tuned`` is a
+    ``best.json`` path, or its ``{(task, model): overrides}`` already loaded."""
     from mixit.experiments import EXPERIMENTS
 
     if scale not in SCALES:
@@ -246,7 +247,7 @@ def plan_reproduction(
             f"unknown experiment '{unknown[0]}'; choose 'all' or: {', '.join(EXPERIMENTS)}"
         )
     experiments = [EXPERIMENTS[name] for name in names]
-    best = load_tuned(tuned) if tuned else {}
+    best = load_tuned(tuned) if isinstance(tuned, str | Path) else dict(tuned or {})
     configs = {
         run: run.config(scale, overrides, best) for e in experiments for run in e.plan(scale, seeds)
     }

@@ -1,0 +1,72 @@
+"""`mixit reproduce ablation`: each difference flips its options for the right runs only."""
+
+import json
+
+import pytest
+
+from mixit.cli import main
+from mixit.experiments.ablation import EQUATIONS, ablate, flips, plan_ablation
+from mixit.experiments.base import run_dir_name
+
+QUICK = {"train.steps": 4, "train.eval_every": 4, "train.eval_examples": 64}
+
+
+def test_a_mixit_only_difference_leaves_the_softmax_models_alone():
+    assert flips("width-factor", "retrieval", "standard") == {}
+    assert flips("width-factor", "retrieval", "mixit") == {
+        "model.width_scaling": True,
+        "model.width_base": 512.0,
+        "model.width_base_down": 1.0,
+    }
+    assert flips("biases", "retrieval", "standard") == {"model.bias": True}
+
+
+def test_a_task_difference_applies_to_its_task_only():
+    assert flips("right-padding", "sentiment", "standard") == {"task.padding": "right"}
+    assert flips("right-padding", "retrieval", "mixit") == {}
+    assert flips("non-causal", "sentiment", "mixit") == {"model.mixing_causal": False}
+    assert flips("non-causal", "sentiment", "standard") == {}
+
+
+def test_unflipped_runs_share_the_equations_run_directories():
+    _, configs = plan_ablation(["sink"], ["C1"], "tiny", 1, 1)
+    names = {
+        d: {run: run_dir_name(c) for (e, run), c in configs.items() if e == d}
+        for d in (EQUATIONS, "sink")
+    }
+    for run, name in names["sink"].items():
+        same = names[EQUATIONS][run] == name
+        assert same == (run.model != "mixit"), run
+
+
+def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
+    out = tmp_path / "rep"
+    results = ablate(["sink"], ["C1"], "tiny", 1, 1, out, overrides=QUICK)
+    assert results["runs_trained"] == 8 + 2  # table1's runs, then the two MixiT runs again
+    assert set(results["differences"]) == {EQUATIONS, "sink"}
+    assert results["differences"]["sink"]["C1"]["shift"]["retrieval"] != "-"
+    report = (out / "ablation" / "report.md").read_text()
+    assert "| sink |" in report and "| equations |" in report
+    again = ablate(["sink"], ["C1"], "tiny", 1, 1, out, overrides=QUICK)
+    assert again["runs_trained"] == 0
+    stored = json.loads((out / "ablation" / "results.json").read_text())
+    assert stored["claims"] == ["C1"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--claims", "C4"], "does not cover claim 'C4'"),
+        (["--differences", "colour"], "unknown difference 'colour'"),
+        (["--estimate"], "takes no --tuned, --no-train or --estimate"),
+    ],
+)
+def test_bad_ablation_input_exits_2(argv, message, tmp_path, capsys):
+    assert main(["reproduce", "ablation", *argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_claims_option_belongs_to_the_ablation(tmp_path, capsys):
+    assert main(["reproduce", "table1", "--claims", "C1", "--out", str(tmp_path / "x")]) == 2
+    assert "belong to `mixit reproduce ablation`" in capsys.readouterr().err
