@@ -76,4 +76,6 @@ def construction_overrides(
         raise UsageError(f"model.construction='{name}' is not one of: equations, authors")
     mixing = variant.attention is AttentionKind.MIXING
     values = _AUTHORS_ALL | (_AUTHORS_MIXING if mixing else {})
-    return values | {k: v for k, v in task_settings.items() if mixing or k not in _MIXING_ONLY}
+    # A task's setting of an option the authors' code gives MixiT alone stays MixiT's.
+    mixing_only = _MIXING_ONLY | _AUTHORS_MIXING.keys()
+    return values | {k: v for k, v in task_settings.items() if mixing or k not in mixing_only}

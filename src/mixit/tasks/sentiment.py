@@ -158,9 +158,16 @@ register(
         config_cls=SentimentConfig,
         make_data=make_sentiment_data,
         summary="positive or negative review (offline: Rotten Tomatoes snippets); accuracy",
-        # The authors' classifier (trainer_classifier.py): non-causal mixing (~line 263) and
-        # the label read at the last real token, padding after it.
-        authors_settings={"model.mixing_causal": False, "task.padding": "right"},
+        # The authors' classifier (trainer_classifier.py): non-causal mixing (line 263), the
+        # label read at the last real token with padding after it, and a config built without
+        # the scripts' base_hidden_size (249-278), so the width factor's base is the
+        # MixingLlamaConfig default 1 (modeling_llama.py:98): every projection times
+        # 1/sqrt(fan_in).
+        authors_settings={
+            "model.mixing_causal": False,
+            "task.padding": "right",
+            "model.width_base": 1.0,
+        },
         presets={
             # Words, not BPE pieces: a snippet stays short in tokens, and both standard
             # (0.712 -> 0.738) and mixit (0.627 -> 0.671) score higher (docs/presets.md).
