@@ -51,6 +51,13 @@ def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     assert again["runs_trained"] == 0
     stored = json.loads((out / "ablation" / "results.json").read_text())
     assert stored["claims"] == ["C1"]
+    quick = [f"{k}={v}" for k, v in QUICK.items()]
+    argv = ["reproduce", "table1", "--seeds", "1", "--no-train", "--out", str(out), *quick]
+    assert main(argv) == 0
+    claims = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
+    assert "ablation/report.md" in claims["C1"]["ablation"]
+    assert claims["C3"]["ablation"] == ""  # not a claim the ablation measures
+    assert f"- **Ablation:** {claims['C1']['ablation']}" in (out / "claims.md").read_text()
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ The flips come before an experiment's own settings: where an experiment fixes an
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import time
@@ -209,6 +210,7 @@ def ablate(
     results = {
         "scale": scale,
         "seeds": seeds,
+        "overrides": dict(overrides or {}),
         "claims": claims,
         "differences": {
             d: {
@@ -223,7 +225,59 @@ def ablate(
     }
     write_text(folder / "report.md", markdown)
     write_json(folder / "results.json", results)
+    annotate_claims(out)
     return results
+
+
+def _same_setting(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    def key(s: Mapping[str, Any]) -> tuple:
+        overrides = {k: str(v) for k, v in s.get("overrides", {}).items()}  # CLI: strings
+        return s["scale"], s["seeds"], overrides
+
+    return key(a) == key(b)
+
+
+def dependence(out: Path, setting: Mapping[str, Any]) -> dict[str, str]:
+    """Per claim id, what ``OUT/ablation/results.json`` says its verdict turns on: the
+    differences that flip it against the equations' construction, or that none does. Nothing
+    when there is no ablation at this ``setting``'s scale, seeds and overrides."""
+    try:
+        results = json.loads((out / "ablation" / "results.json").read_text())
+        if not _same_setting(results, setting):
+            return {}
+        differences = results["differences"]
+        base = differences[EQUATIONS]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    where = f"(`{results['scale']}`, {results['seeds']} seeds, ablation/report.md)"
+    notes = {}
+    for claim, judged in base.items():
+        others = {d: v[claim]["verdict"] for d, v in differences.items() if d != EQUATIONS}
+        flipped = [f"`{d}` ({verdict})" for d, verdict in others.items() if verdict != judged]
+        if flipped:
+            notes[claim] = (
+                f"{judged} under the equations' construction, flipped by "
+                f"{', '.join(flipped)} {where}"
+            )
+        else:
+            notes[claim] = (
+                f"{judged} under each of {', '.join(f'`{d}`' for d in others)} as under the "
+                f"equations' construction {where}"
+            )
+    return notes
+
+
+def annotate_claims(out: Path) -> None:
+    """Rewrite ``OUT/claims.json`` and ``claims.md``, if a reproduction wrote them, with what
+    the ablation now says each verdict turns on."""
+    from mixit.experiments.runner import write_claims
+
+    try:
+        stored = json.loads((out / "claims.json").read_text())
+        claims = [Claim(**claim) for claim in stored.pop("claims")]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    write_claims(out, claims, stored)
 
 
 def ablation_markdown(

@@ -110,6 +110,10 @@ class Claim:
     verdict: str = NOT_RUN
     # The model construction(s) of the runs behind the verdict (mixit.constructions).
     construction: str = ""
+    # Which detail of the authors' code the verdict turns on, from ``mixit reproduce
+    # ablation`` at the same scale and seeds (mixit.experiments.ablation.dependence); "" when
+    # no ablation covered the claim.
+    ablation: str = ""
 
     def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)

@@ -207,6 +207,7 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
             f"- **Rule:** {claim.rule}",
             f"- **Measured:** {measured}",
             *([f"- **Construction:** `{claim.construction}`"] if claim.construction else []),
+            *([f"- **Ablation:** {claim.ablation}"] if claim.ablation else []),
             "",
         ]
     return "\n".join(lines)
@@ -431,6 +432,17 @@ def reproduce(
         judged += report.claims
     write_json(out / "timing.json", timing)
     claims = merge_claims(out, judged, setting)
+    write_claims(out, claims, setting)
+    return claims
+
+
+def write_claims(out: Path, claims: Sequence[Claim], setting: Mapping[str, Any]) -> None:
+    """``OUT/claims.json`` and ``claims.md``, each claim with what an ablation in ``OUT`` at
+    the same scale and seeds says its verdict turns on."""
+    from mixit.experiments.ablation import dependence
+
+    notes = dependence(out, setting)
+    for claim in claims:
+        claim.ablation = notes.get(claim.id, "")
     write_json(out / "claims.json", {**setting, "claims": [vars(claim) for claim in claims]})
     write_text(out / "claims.md", claims_markdown(claims, setting))
-    return claims
