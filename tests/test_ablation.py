@@ -49,6 +49,12 @@ def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     assert "| sink |" in report and "| equations |" in report
     again = ablate(["sink"], ["C1"], "tiny", 1, 1, out, overrides=QUICK)
     assert again["runs_trained"] == 0
+    partial = ablate(["sink", "biases"], ["C1"], "tiny", 1, 1, out, overrides=QUICK, train=False)
+    assert partial["unfinished"] == ["biases"] and partial["runs_trained"] == 0
+    assert set(partial["differences"]) == {EQUATIONS, "sink"}
+    assert (
+        "Not finished yet, so not in the table: biases" in (out / "ablation/report.md").read_text()
+    )
     stored = json.loads((out / "ablation" / "results.json").read_text())
     assert stored["claims"] == ["C1"]
     quick = [f"{k}={v}" for k, v in QUICK.items()]
@@ -65,7 +71,8 @@ def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     [
         (["--claims", "C4"], "does not cover claim 'C4'"),
         (["--differences", "colour"], "unknown difference 'colour'"),
-        (["--estimate"], "takes no --tuned, --no-train or --estimate"),
+        (["--estimate"], "takes no --tuned or --estimate"),
+        (["--no-train"], "equations' runs of the ablation"),
     ],
 )
 def test_bad_ablation_input_exits_2(argv, message, tmp_path, capsys):

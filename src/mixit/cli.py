@@ -151,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce_parser.add_argument(
         "--no-train",
         action="store_true",
-        help="train nothing; report the experiments whose runs are all finished",
+        help="train nothing; report the experiments (the ablation: the differences) whose "
+        "runs are all finished",
     )
     reproduce_parser.add_argument(
         "--estimate",
@@ -398,11 +399,19 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _ablation(args: argparse.Namespace, out: str, progress: bool, overrides: dict[str, str]) -> int:
     from mixit.experiments.ablation import ablate
 
-    if args.estimate or args.tuned or args.no_train:
-        raise UsageError("`reproduce ablation` takes no --tuned, --no-train or --estimate")
+    if args.estimate or args.tuned:
+        raise UsageError("`reproduce ablation` takes no --tuned or --estimate")
     differences, claims = _names(args.differences), _names(args.claims)
     results = ablate(
-        differences, claims, args.scale, args.seeds, args.jobs, out, progress, overrides
+        differences,
+        claims,
+        args.scale,
+        args.seeds,
+        args.jobs,
+        out,
+        progress,
+        overrides,
+        train=not args.no_train,
     )
     for difference, by_claim in results["differences"].items():
         verdicts = ", ".join(f"{c} {r['verdict']}" for c, r in by_claim.items())
