@@ -334,7 +334,12 @@ def ablation_markdown(
             + f"; `{WHOLE}`: all of them at once (docs/constructions.md). `row-sum-drift` "
             "alone builds the equations' matrices again under the causal mask; it acts only "
             "with non-causal mixing, inside the authors' row.",
-            f"Training took {wall / 60:.1f} minutes of wall time ({trained} runs trained; "
-            "runs already in the output directory were reused).",
+            (
+                f"Training took {wall / 60:.1f} minutes of wall time ({trained} runs trained; "
+                "runs already in the output directory were reused)."
+                if trained
+                else "This call trained nothing: every run in the table was already in the "
+                "output directory (its wall time is that of the calls that trained it)."
+            ),
         ]
     )
