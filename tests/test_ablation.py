@@ -23,7 +23,9 @@ def test_a_mixit_only_difference_leaves_the_softmax_models_alone():
 
 def test_a_task_difference_applies_to_its_task_only():
     assert flips("right-padding", "sentiment", "standard") == {"task.padding": "right"}
-    assert flips("right-padding", "retrieval", "mixit") == {}
+    assert flips("right-padding", "retrieval", "mixit") == {"task.padding": "right"}
+    assert flips("right-padding", "khop", "mixit") == {}
+    assert flips("addition-layout", "addition", "standard")["task.stop_token"] is True
     assert flips("non-causal", "sentiment", "mixit") == {"model.mixing_causal": False}
     assert flips("non-causal", "sentiment", "standard") == {}
 

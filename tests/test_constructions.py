@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -172,3 +173,68 @@ def test_authors_modular_addition_trains_on_95_percent_of_all_pairs():
         "modular-addition", "standard", overrides={"model.construction": "authors"}
     )
     assert config.task.train_fraction == 0.95
+
+
+def test_authors_construction_sets_each_tasks_layout_for_every_model():
+    expected = {
+        "retrieval": {"padding": "right", "key_pool": "max-pairs", "query_ids": "separate"},
+        "memorization": {"layout": "positional"},
+        "addition": {
+            "reverse_operands": True,
+            "answer_ids": "separate",
+            "stop_token": True,
+            "scored_tokens": "after-answer",
+        },
+    }
+    for task, options in expected.items():
+        for model in ("standard", "mixit"):
+            config = resolve_config(task, model, overrides={"model.construction": "authors"})
+            assert {k: getattr(config.task, k) for k in options} == options, (task, model)
+
+
+def test_authors_retrieval_layout_asks_for_the_value_where_the_query_sits():
+    from mixit.tasks.retrieval import RetrievalConfig, make_retrieval_data
+
+    config = RetrievalConfig(64, 8, 500, 100, "right", "max-pairs", "separate")
+    split = make_retrieval_data(config, seed=0).train
+    rows, targets = split.inputs.numpy(), split.targets.numpy()
+    at = (targets != -100).argmax(axis=1)  # (N,) the only scored position: the query
+    assert ((targets != -100).sum(axis=1) == 1).all()
+    query = rows[np.arange(len(rows)), at]
+    assert ((query >= 32 + 8) & (query < 32 + 16)).all()  # queries: their own ids
+    for row, q, t, a in zip(rows, query, targets, at, strict=True):
+        keys, values = row[:a:2], row[1:a:2]
+        assert ((keys >= 32) & (keys < 40)).all()  # keys from the first max_pairs ids
+        assert values[list(keys).index(q - 8)] == t[a]
+        assert (row[a + 1 :] == 0).all()  # padding after the query
+
+
+def test_authors_memorization_layout_gives_x_and_y_their_own_ids():
+    from mixit.tasks.memorization import MemorizationConfig, make_memorization_data
+
+    data = make_memorization_data(MemorizationConfig(64, 8, "positional"), seed=0)
+    inputs, targets = data.train.inputs, data.train.targets[:, -1]
+    assert data.vocab_size == 16 and inputs.shape[1] == 2
+    assert (inputs[:, 0] < 8).all() and (inputs[:, 1] >= 8).all() and (targets < 8).all()
+
+
+def test_authors_addition_scores_the_token_after_each_token_of_the_sum():
+    from mixit.tasks.addition import AdditionConfig, make_addition_data
+
+    config = AdditionConfig(3, 500, 100, True, True, "separate", True, "after-answer")
+    data = make_addition_data(config, seed=0)
+    rows = torch.cat([data.train.inputs, data.train.targets[:, -1:]], dim=1).numpy()  # (N, 13)
+    for row, target in zip(rows, data.train.targets.numpy(), strict=True):
+        a = int("".join(str(t - 1) for t in row[0:3][::-1]))
+        b = int("".join(str(t - 1) for t in row[4:7][::-1]))
+        answer = [t for t in row[8:] if 13 <= t < 23]
+        assert int("".join(str(t - 13) for t in answer[::-1])) == a + b  # no leading zero
+        assert row[8 + len(answer)] == 23  # the stop token
+        scored = [int(t) for t in target[8:] if t != -100]
+        assert scored == [*answer[1:], 23, *([0] if len(answer) == 3 else [])]
+    assert data.vocab_size == 24
+
+
+def test_query_ids_of_their_own_need_room_above_the_keys():
+    with pytest.raises(UsageError, match="query_ids=separate"):
+        resolve_config("retrieval", "mixit", overrides={"task.query_ids": "separate"})

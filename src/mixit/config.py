@@ -197,6 +197,13 @@ ADDED_LATER = {
     ("model", "residual_depth_base"): 4.0,
     ("task", "padding"): "left",
     ("task", "train_fraction"): 0.0,
+    ("task", "key_pool"): "upper-half",
+    ("task", "query_ids"): "key",
+    ("task", "layout"): "equals",
+    ("task", "reverse_operands"): False,
+    ("task", "answer_ids"): "digits",
+    ("task", "stop_token"): False,
+    ("task", "scored_tokens"): "answer",
 }
 
 

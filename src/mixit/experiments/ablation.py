@@ -50,7 +50,20 @@ DIFFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
         "MLP non-linearity: leaky ReLU, slope 1 + 1/sqrt(n), times its gain",
         ("model.mlp_activation", "model.leaky_relu_c", "model.activation_gain"),
     ),
-    "right-padding": ("sentiment padded after the review", ("task.padding",)),
+    "right-padding": (
+        "padding after the content: sentiment's review, retrieval's query and answer",
+        ("task.padding",),
+    ),
+    "retrieval-ids": (
+        "retrieval's keys from max_pairs ids, its query a token of its own",
+        ("task.key_pool", "task.query_ids"),
+    ),
+    "memorization-layout": ("memorization written [x, y + n, value]", ("task.layout",)),
+    "addition-layout": (
+        "addition: reversed operands, the sum's own digit ids, a stop token, the token after "
+        "each of the sum's scored",
+        ("task.reverse_operands", "task.answer_ids", "task.stop_token", "task.scored_tokens"),
+    ),
 }
 WHOLE = "authors"
 # Under the causal mask the row-sum drift is the visible mean (tests/test_constructions.py),

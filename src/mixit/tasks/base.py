@@ -17,7 +17,11 @@ import torch
 from mixit.errors import UsageError
 
 IGNORE_INDEX = -100
+PAD = 0  # the padding token of every task that pads
 PRESET_NAMES = ("tiny", "small", "paper")
+# Where a task with answers of one length puts its padding: before the content (the answer at
+# a fixed last position) or after it (the answer at each row's last real token).
+PADDINGS = ("left", "right")
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,26 @@ def disjoint_test(train_rows: np.ndarray, test_rows: np.ndarray) -> np.ndarray:
     return keep
 
 
+def move_padding_right(rows: np.ndarray, pad: int = 0) -> np.ndarray:
+    """``rows`` (N, S) whose padding leads each row, with that padding moved to the row's end
+    and the tokens kept in order (padding only ever leads: no pad inside the content)."""
+    lead = (rows != pad).argmax(axis=1)  # (N,) leading pads of each row
+    columns = (np.arange(rows.shape[1]) + lead[:, None]) % rows.shape[1]  # (N, S)
+    return np.take_along_axis(rows, columns, axis=1)
+
+
+def last_token_split(rows: np.ndarray, pad: int = 0) -> Split:
+    """Next-token inputs and targets of right-padded rows (N, S), scored on each row's last
+    non-pad token. That token never appears among the inputs (a pad takes its place), so a
+    non-causal model cannot read the answer."""
+    answer_at = (rows != pad).cumsum(-1).argmax(-1)  # (N,) position of each row's answer
+    answer_mask = np.zeros(rows.shape, dtype=bool)  # (N, S)
+    answer_mask[np.arange(len(rows)), answer_at] = True
+    split = answer_split(rows, answer_mask)
+    split.inputs[:, 1:][torch.as_tensor(answer_mask[:, 1:-1])] = pad  # (N, S - 1)
+    return split
+
+
 def suffix_split(sequences: np.ndarray, answer_len: int) -> Split:
     """``answer_split`` for tasks whose answer is the last ``answer_len`` tokens of every row."""
     answer_mask = np.zeros(sequences.shape, dtype=bool)  # (N, S)
@@ -139,6 +163,13 @@ def sample_disjoint(
             "the task's example space is too small for n_train + n_test"
         )
     return train, test[:n_test]
+
+
+def check_choice(config: Any, name: str, choices: tuple[str, ...]) -> None:
+    """Raise a UsageError if ``task.<name>`` of ``config`` is not one of ``choices``."""
+    value = getattr(config, name)
+    if value not in choices:
+        raise UsageError(f"task.{name}='{value}' is not one of: {', '.join(choices)}")
 
 
 def check_positive(config: Any, *names: str) -> None:

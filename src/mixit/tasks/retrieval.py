@@ -6,6 +6,13 @@ values from the lower half {1..V/2-1} (0 is PAD). Keys are distinct within a seq
 paper draws them iid, but a repeated key with two different values would make the answer
 ambiguous. Sequences are left-padded to 2 * max_pairs + 1 tokens, so the query is always last.
 
+The authors' streams (``task_condattendstream.py`` 22-33) lay the same task out differently,
+and three options rebuild their layout (``model.construction=authors`` sets all three):
+``task.padding=right`` (pairs, query and answer first, then padding, so the query sits at a
+different position in each row), ``task.key_pool=max-pairs`` (the keys of every sequence come
+from the same max_pairs ids, V/2..V/2+max_pairs-1) and ``task.query_ids=separate`` (the query
+is its own token, its key's id plus the number of keys, instead of a repeat of the key).
+
 Test sequences are distinct from training ones; at small vocabularies this removes most
 single-pair test sequences (there are only (V/2) * (V/2 - 1) of them), so m = 1 is then
 under-represented in the test set.
@@ -20,15 +27,21 @@ import torch
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
+    PADDINGS,
     TaskData,
     TaskSpec,
+    check_choice,
     check_positive,
+    last_token_split,
+    move_padding_right,
     register,
     sample_disjoint,
     suffix_split,
 )
 
 PAD = 0
+KEY_POOLS = ("upper-half", "max-pairs")
+QUERY_IDS = ("key", "separate")
 
 
 @dataclass
@@ -37,14 +50,33 @@ class RetrievalConfig:
     max_pairs: int = 30  # m_max: a sequence holds m ~ U{1..m_max} key-value pairs
     n_train: int = 40_000  # training sequences
     n_test: int = 4_000  # test sequences, none of them among the training sequences
+    padding: str = "left"  # left: the query is the last input | right: padding after the answer
+    key_pool: str = "upper-half"  # upper-half: keys V/2..V-1 | max-pairs: V/2..V/2+max_pairs-1
+    query_ids: str = "key"  # key: the query repeats its key | separate: key id + number of keys
+
+    @property
+    def n_keys(self) -> int:
+        """How many key ids sequences draw their keys from."""
+        if self.key_pool == "max-pairs":
+            return self.max_pairs
+        return self.vocab_size - self.vocab_size // 2
 
     def validate(self) -> None:
         check_positive(self, "vocab_size", "max_pairs", "n_train", "n_test")
-        n_keys = self.vocab_size - self.vocab_size // 2
-        if self.vocab_size < 4 or self.max_pairs > n_keys:
+        check_choice(self, "padding", PADDINGS)
+        check_choice(self, "key_pool", KEY_POOLS)
+        check_choice(self, "query_ids", QUERY_IDS)
+        upper_half = self.vocab_size - self.vocab_size // 2
+        if self.vocab_size < 4 or self.max_pairs > upper_half:
             raise UsageError(
                 f"task.max_pairs={self.max_pairs} needs that many distinct keys, but "
-                f"task.vocab_size={self.vocab_size} has {n_keys} (and needs >= 4 tokens)"
+                f"task.vocab_size={self.vocab_size} has {upper_half} (and needs >= 4 tokens)"
+            )
+        if self.query_ids == "separate" and 2 * self.n_keys > upper_half:
+            raise UsageError(
+                f"task.query_ids=separate needs {2 * self.n_keys} ids above V/2 for "
+                f"{self.n_keys} keys and their queries; task.vocab_size={self.vocab_size} has "
+                f"{upper_half} (use task.key_pool=max-pairs or a larger vocabulary)"
             )
 
 
@@ -54,11 +86,13 @@ def value_positions(inputs: torch.Tensor, vocab_size: int) -> torch.Tensor:
     return (inputs > PAD) & (inputs < vocab_size // 2)
 
 
-def encode_retrieval(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Token sequences (N, 2M + 2): k1 v1 ... kM vM, the query key, then the query's value.
+def encode_retrieval(
+    keys: np.ndarray, values: np.ndarray, query: np.ndarray, query_offset: int = 0
+) -> np.ndarray:
+    """Token sequences (N, 2M + 2): k1 v1 ... kM vM, the query, then the query's value.
 
     ``keys`` and ``values`` (N, M) hold PAD in unused (leading) slots; ``query`` (N,) must match
-    exactly one key of its row.
+    exactly one key of its row, and is written as its key's id plus ``query_offset``.
     """
     keys, values = np.asarray(keys), np.asarray(values)
     query = np.asarray(query)[:, None]  # (N, 1)
@@ -67,14 +101,14 @@ def encode_retrieval(keys: np.ndarray, values: np.ndarray, query: np.ndarray) ->
         raise ValueError("every query must match exactly one key of its sequence")
     answer = np.take_along_axis(values, match.argmax(axis=1)[:, None], axis=1)  # (N, 1)
     pairs = np.stack([keys, values], axis=2).reshape(len(keys), -1)  # (N, 2M) k1 v1 k2 v2 ...
-    return np.concatenate([pairs, query, answer], axis=1).astype(np.int64)
+    return np.concatenate([pairs, query + query_offset, answer], axis=1).astype(np.int64)
 
 
 def _sample(rng: np.random.Generator, n: int, config: RetrievalConfig) -> np.ndarray:
     """``n`` random sequences (n, 2 * max_pairs + 2), pairs in the last m of max_pairs slots."""
     first_key, slots = config.vocab_size // 2, config.max_pairs
     # Distinct keys per row: the max_pairs smallest of iid uniforms, in the order of their draws.
-    draws = rng.random((n, config.vocab_size - first_key))  # (n, number of keys)
+    draws = rng.random((n, config.n_keys))  # (n, number of keys)
     chosen = np.argpartition(draws, slots - 1, axis=1)[:, :slots]  # (n, slots), unordered
     order = np.argsort(np.take_along_axis(draws, chosen, axis=1), axis=1)
     keys = first_key + np.take_along_axis(chosen, order, axis=1)  # (n, slots)
@@ -83,7 +117,9 @@ def _sample(rng: np.random.Generator, n: int, config: RetrievalConfig) -> np.nda
     used = np.arange(slots) >= (slots - m)[:, None]  # (n, slots): left padding
     query_slot = slots - m + rng.integers(0, m)  # (n,)
     query = keys[np.arange(n), query_slot]
-    return encode_retrieval(np.where(used, keys, PAD), np.where(used, values, PAD), query)
+    offset = config.n_keys if config.query_ids == "separate" else 0
+    rows = encode_retrieval(np.where(used, keys, PAD), np.where(used, values, PAD), query, offset)
+    return move_padding_right(rows, PAD) if config.padding == "right" else rows
 
 
 def make_retrieval_data(config: RetrievalConfig, seed: int) -> TaskData:
@@ -98,11 +134,23 @@ def make_retrieval_data(config: RetrievalConfig, seed: int) -> TaskData:
     [[0, 0, 12, 5, 9, 3, 12]]
     >>> split.targets.tolist()  # predicts 5 at the query
     [[-100, -100, -100, -100, -100, -100, 5]]
+
+    The authors' layout (``task.padding=right``, ``task.key_pool=max-pairs``,
+    ``task.query_ids=separate``) with the same pairs: keys come from 8..10, so take keys 10 and
+    8; the query of key 10 is 10 + 3 = 13, and the answer is read where the query is:
+
+    >>> seqs = move_padding_right(encode_retrieval([[0, 10, 8]], [[0, 5, 3]], [10], 3))
+    >>> split = last_token_split(seqs)
+    >>> split.inputs.tolist()  # k=10 v=5 k=8 v=3 q=13 _ _
+    [[10, 5, 8, 3, 13, 0, 0]]
+    >>> split.targets.tolist()  # predicts 5 at the query
+    [[-100, -100, -100, -100, 5, -100, -100]]
     """
     config.validate()
     rng = np.random.default_rng(seed)
     train, test = sample_disjoint(lambda n: _sample(rng, n, config), config.n_train, config.n_test)
-    return TaskData(suffix_split(train, 1), suffix_split(test, 1), config.vocab_size)
+    to_split = last_token_split if config.padding == "right" else lambda rows: suffix_split(rows, 1)
+    return TaskData(to_split(train), to_split(test), config.vocab_size)
 
 
 register(
@@ -111,6 +159,11 @@ register(
         config_cls=RetrievalConfig,
         make_data=make_retrieval_data,
         summary="key-value pairs then a query key: emit the value stored with that key",
+        authors_settings={
+            "task.padding": "right",
+            "task.key_pool": "max-pairs",
+            "task.query_ids": "separate",
+        },
         presets={
             # Measured (docs/presets.md): standard 1.0, frozen-qk/-mlp 0.98, mixit about 0.2-0.3.
             "tiny": {

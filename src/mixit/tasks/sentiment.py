@@ -22,12 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from mixit.errors import UsageError
-from mixit.tasks.base import Split, TaskData, TaskSpec, answer_split, check_positive, register
-
-PADDINGS = ("left", "right")
+from mixit.tasks.base import (
+    PADDINGS,
+    TaskData,
+    TaskSpec,
+    check_choice,
+    check_positive,
+    last_token_split,
+    register,
+)
 
 
 @dataclass
@@ -44,8 +49,7 @@ class SentimentConfig:
         from mixit.data import SENTIMENT_SOURCES
 
         check_positive(self, "seq_len", "vocab_size")
-        if self.padding not in PADDINGS:
-            raise UsageError(f"task.padding='{self.padding}' is not one of: left, right")
+        check_choice(self, "padding", PADDINGS)
         if self.dataset not in SENTIMENT_SOURCES:
             raise UsageError(
                 f"task.dataset='{self.dataset}' is not one of: {', '.join(SENTIMENT_SOURCES)}"
@@ -72,18 +76,6 @@ def encode_reviews(
     return rows
 
 
-def label_split(rows: np.ndarray) -> Split:
-    """Next-token inputs and targets of encoded rows, scored on the label token only (each
-    row's last non-pad token). The label never appears among the inputs: with right padding it
-    becomes a pad there, so a non-causal model cannot read it."""
-    label_at = (rows != 0).cumsum(-1).argmax(-1)  # (N,) position of each row's label
-    answer_mask = np.zeros(rows.shape, dtype=bool)  # (N, S)
-    answer_mask[np.arange(len(rows)), label_at] = True
-    split = answer_split(rows, answer_mask)
-    split.inputs[:, 1:][torch.as_tensor(answer_mask[:, 1:-1])] = 0  # (N, S - 1): no label
-    return split
-
-
 def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     """Reviews then a separator; scored on the label token predicted at the separator.
 
@@ -92,7 +84,7 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     with label negative:
 
     >>> rows = encode_reviews([[412, 3071, 16, 5920, 877]], [0], seq_len=6, sep=1, label0=8192)
-    >>> split = label_split(rows)
+    >>> split = last_token_split(rows)
     >>> split.inputs.tolist()  # pad, the review, the separator
     [[0, 412, 3071, 16, 5920, 877, 1]]
     >>> split.targets.tolist()  # predicts "negative" (8192) at the separator
@@ -101,9 +93,9 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     With ``task.padding=right`` the pad follows; the answer is still read at the separator:
 
     >>> rows = encode_reviews([[412, 3071, 16, 5920, 877]], [0], 6, 1, 8192, padding="right")
-    >>> label_split(rows).inputs.tolist()  # the label is not an input
+    >>> last_token_split(rows).inputs.tolist()  # the label is not an input
     [[412, 3071, 16, 5920, 877, 1, 0]]
-    >>> label_split(rows).targets.tolist()
+    >>> last_token_split(rows).targets.tolist()
     [[-100, -100, -100, -100, -100, 8192, -100]]
     """
     from mixit.data import (
@@ -149,7 +141,7 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
 
     train = np.array(cached_array(cache / f"sentiment-{key}-train.npy", lambda: rows(0)))
     test = np.array(cached_array(cache / f"sentiment-{key}-test.npy", lambda: rows(1)))
-    return TaskData(label_split(train), label_split(test), label0 + 2)
+    return TaskData(last_token_split(train), last_token_split(test), label0 + 2)
 
 
 register(
