@@ -1,5 +1,6 @@
 """The authors' construction: each option does what its docs say, and the bundle sets them."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -238,3 +239,30 @@ def test_authors_addition_scores_the_token_after_each_token_of_the_sum():
 def test_query_ids_of_their_own_need_room_above_the_keys():
     with pytest.raises(UsageError, match="query_ids=separate"):
         resolve_config("retrieval", "mixit", overrides={"task.query_ids": "separate"})
+
+
+@pytest.mark.parametrize("model_name", ["standard", "mixit"])
+def test_pad_masking_leaves_every_real_row_reading_no_pad(small_config, model_name):
+    from mixit.analysis.taps import run_with_taps
+
+    small_config.pad_masking = True
+    model = build(small_config, model_name).eval()
+    ids = torch.randint(1, small_config.vocab_size, (2, 10))
+    ids[0, :3] = 0  # left padding
+    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(small_config.n_layer)]
+    logits, taps = run_with_taps(model, ids, names)
+    for pattern in taps.values():  # (B, H, T, T)
+        rows = pattern[0, :, 3:]  # (H, 7, T): the real rows of the padded example
+        assert rows[..., :3].abs().max() == 0  # no weight on a pad
+        assert torch.allclose(rows.sum(-1), torch.ones(()))
+    plain = build(dataclasses.replace(small_config, pad_masking=False), model_name).eval()
+    assert torch.allclose(logits[1], plain(ids)[1], atol=1e-5)  # no pad: nothing changes
+
+
+def test_masked_mixing_without_pads_is_the_mixing_itself():
+    from mixit.attention import mask_pads
+
+    for causal in (True, False):
+        mixing = mixing_matrices(torch.randn(2, 6, 6), causal=causal)
+        masked = mask_pads(mixing, torch.ones(3, 6, dtype=torch.bool), causal)  # (3, 2, 6, 6)
+        assert torch.allclose(masked, mixing.expand(3, 2, 6, 6), atol=1e-6)

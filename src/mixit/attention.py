@@ -131,7 +131,11 @@ class SoftmaxAttention(nn.Module):
             "vo": [*self.w_v.parameters(), *self.w_o.parameters()],
         }
 
-    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: LayerCache | None = None, real: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """``real`` (B, T): the positions that are not pads, which alone may be read (with
+        ``model.pad_masking``); every position still reads itself."""
         B, T, n = x.shape
         H, hs = self.n_head, n // self.n_head
         start = 0 if cache is None else cache.length  # position of x's first token
@@ -142,16 +146,19 @@ class SoftmaxAttention(nn.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if cache is not None:
             k, v = cache.extend("k", k), cache.extend("v", v)  # (B, H, start + T, hs)
-        if start > 0:
-            mask = _offset_causal_mask(T, start, x.device)  # (T, start + T)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, hs)
-        elif self.hook_pattern.active:
-            scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, H, T, T)
-            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-            pattern = self.hook_pattern(scores.masked_fill(~causal, float("-inf")).softmax(-1))
-            y = pattern @ v  # (B, H, T, hs)
-        else:
+        if start == 0 and real is None and not self.hook_pattern.active:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, hs)
+        else:
+            mask = _offset_causal_mask(T, start, x.device)  # (T, start + T)
+            if real is not None:
+                itself = torch.eye(T, dtype=torch.bool, device=x.device)  # (T, T)
+                mask = mask & (real[:, None, None, :] | itself)  # (B, 1, T, T)
+            if self.hook_pattern.active:
+                scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, H, T, start + T)
+                pattern = self.hook_pattern(scores.masked_fill(~mask, float("-inf")).softmax(-1))
+                y = pattern @ v  # (B, H, T, hs)
+            else:
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, hs)
         y = y.transpose(1, 2).reshape(B, T, n)  # (B, T, n)
         return self.w_o(y)
 
@@ -188,6 +195,25 @@ def mixing_matrices(
     drift = w.sum(-1, keepdim=True) / seen[:, None]  # (H, T, 1)
     centred = (w - drift).masked_fill(~visible, 0.0)  # (H, T, T)
     return torch.eye(T, dtype=weights.dtype) + centred if identity else centred
+
+
+def mask_pads(
+    mixing: torch.Tensor, real: torch.Tensor, causal: bool = True, identity: bool = True
+) -> torch.Tensor:
+    """Per-example mixing matrices (B, H, T, T) that read no pad: ``mixing`` (H, T, T) with the
+    columns of pads (``real`` (B, T) False) removed and each row's off-identity part
+    re-centred over the real positions it sees, so its real entries again sum to 1 (0 without
+    the identity). Any per-row drift of the original centring cancels in the re-centring."""
+    T = mixing.shape[-1]
+    eye = torch.eye(T, dtype=mixing.dtype, device=mixing.device)  # (T, T)
+    seen = torch.ones(T, T, dtype=torch.bool, device=mixing.device)  # (T, T)
+    if causal:
+        seen = seen.tril()
+    keep = seen & (real[:, None, None, :] | eye.bool())  # (B, 1, T, T): itself, real tokens
+    centred = (mixing - eye if identity else mixing).masked_fill(~keep, 0.0)  # (B, H, T, T)
+    drift = centred.sum(-1, keepdim=True) / keep.sum(-1, keepdim=True)  # (B, H, T, 1)
+    recentred = (centred - drift).masked_fill(~keep, 0.0)  # (B, H, T, T)
+    return recentred + eye if identity else recentred
 
 
 def attention_sink_matrix(T: int, first_row_weight: float = 1.0) -> torch.Tensor:
@@ -239,6 +265,7 @@ class FixedMixing(nn.Module):
         if config.attention_sink:
             mixing[0] = attention_sink_matrix(T, config.sink_first_row_weight)
         self.register_buffer("mixing", mixing)
+        self.causal, self.identity = config.mixing_causal, config.mixing_identity
         self.hook_pattern = Tap()
 
     @staticmethod
@@ -250,7 +277,11 @@ class FixedMixing(nn.Module):
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         return {"vo": [*self.w_v.parameters(), *self.w_o.parameters()]}
 
-    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: LayerCache | None = None, real: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """``real`` (B, T): the positions that are not pads, which alone may be read (with
+        ``model.pad_masking``; see ``mask_pads``)."""
         B, T, n = x.shape
         H, hs = self.n_head, n // self.n_head
         start = 0 if cache is None else cache.length  # position of x's first token
@@ -259,7 +290,10 @@ class FixedMixing(nn.Module):
             v = cache.extend("v", v)  # (B, H, start + T, hs)
         # Rows start .. start + T of the fixed matrix (the top-left block for short inputs).
         mixing = self.mixing[:, start : start + T, : start + T]  # (H, T, start + T)
-        if self.hook_pattern.active:
+        if real is not None:
+            pattern = self.hook_pattern(mask_pads(mixing, real, self.causal, self.identity))
+            y = (pattern @ v).transpose(1, 2)  # (B, T, H, hs)
+        elif self.hook_pattern.active:
             pattern = self.hook_pattern(mixing.expand(B, *mixing.shape))  # (B, H, T, start + T)
             y = (pattern @ v).transpose(1, 2)  # (B, T, H, hs)
         else:

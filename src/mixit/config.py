@@ -62,6 +62,11 @@ class ModelConfig:
     # MixiT only. Causal mixing (eq. 2.3) or a full matrix; non-causal mixing needs a task
     # scored at one position per row (classification), where no input follows the answer.
     mixing_causal: bool = True
+    # No position reads a pad token (id 0): softmax attention masks pad keys (each position
+    # still sees itself), MixiT re-centres each row over the real tokens it sees. Off in both
+    # readings: the paper is silent, the authors' MixiT mixes pads and their softmax models
+    # never reach one (right padding, causal). Not with incremental decoding.
+    pad_masking: bool = False
     # MixiT only. How W^M is centred: "row-mean" subtracts the mean of each row's visible
     # entries (rows of A sum to 1); "row-sum-over-position" subtracts row i's visible sum
     # divided by i + 1 (the authors' code: the same under the causal mask, a constant offset
@@ -186,6 +191,7 @@ ADDED_LATER = {
     ("model", "sink_first_row_weight"): 1.0,
     ("model", "construction"): "equations",
     ("model", "mixing_causal"): True,
+    ("model", "pad_masking"): False,
     ("model", "mixing_centering"): "row-mean",
     ("model", "mixing_identity"): True,
     ("model", "bias"): False,

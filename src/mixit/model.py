@@ -17,6 +17,8 @@ from mixit.attention import MIXERS, LayerCache, Tap, mixer_traits, projection
 from mixit.config import ModelConfig
 from mixit.variants import AttentionKind, Variant
 
+PAD = 0  # the token every task pads with (mixit.tasks.base.PAD)
+
 PARAM_GROUPS = ("qk", "vo", "mlp", "norm", "embed", "pos", "unembed")
 
 
@@ -84,9 +86,11 @@ class Block(nn.Module):
         groups["norm"] = [self.norm_attn.weight, self.norm_mlp.weight]
         return groups
 
-    def forward(self, h: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
+    def forward(
+        self, h: torch.Tensor, cache: LayerCache | None = None, real: torch.Tensor | None = None
+    ) -> torch.Tensor:
         h = self.hook_resid_pre(h)
-        h = self.residual(h, self.hook_attn_out(self.attn(self.norm_attn(h), cache)))
+        h = self.residual(h, self.hook_attn_out(self.attn(self.norm_attn(h), cache, real)))
         h = self.residual(h, self.hook_mlp_out(self.mlp(self.norm_mlp(h))))
         return self.hook_resid_post(h)
 
@@ -169,9 +173,21 @@ class Decoder(nn.Module):
         if self.pos_emb is not None:
             h = h + self.pos_emb.weight[start : start + T]  # (B, T, n)
         h = self.hook_embed(h)
+        real = self.real_positions(input_ids, caches)  # (B, T) or None
         for layer, block in enumerate(self.blocks):
-            h = block(h, None if caches is None else caches[layer])
+            h = block(h, None if caches is None else caches[layer], real)
         return self.hook_final(self.norm_final(h))  # (B, T, n)
+
+    def real_positions(
+        self, input_ids: torch.Tensor, caches: list[LayerCache] | None
+    ) -> torch.Tensor | None:
+        """(B, T) True where a token is not a pad, with ``model.pad_masking``; else None."""
+        if not self.config.pad_masking:
+            return None
+        real = input_ids != PAD  # (B, T)
+        if caches is not None and not bool(real.all()):
+            raise ValueError("model.pad_masking cannot decode incrementally over pad tokens")
+        return None if caches is not None else real
 
 
 def init_weights(model: Decoder, config: ModelConfig) -> None:
