@@ -86,3 +86,22 @@ def test_bad_ablation_input_exits_2(argv, message, tmp_path, capsys):
 def test_claims_option_belongs_to_the_ablation(tmp_path, capsys):
     assert main(["reproduce", "table1", "--claims", "C1", "--out", str(tmp_path / "x")]) == 2
     assert "belong to `mixit reproduce ablation`" in capsys.readouterr().err
+
+
+def test_every_option_the_authors_construction_changes_has_a_difference():
+    from mixit.constructions import construction_overrides
+    from mixit.experiments.ablation import DIFFERENCES
+    from mixit.train import get_task, resolve_config
+    from mixit.variants import VARIANTS, get_variant
+
+    ablated = {key for _, keys in DIFFERENCES.values() for key in keys}
+    for task in ("retrieval", "khop", "addition", "dyck", "memorization", "sentiment"):
+        for model in VARIANTS:
+            equations = resolve_config(task, model, preset="tiny").to_dict()
+            bundle = construction_overrides(
+                "authors", get_variant(model), get_task(task).authors_settings
+            )
+            for key, value in bundle.items():
+                section, name = key.split(".")
+                changed = equations[section][name] != value
+                assert key in ablated or not changed, (task, model, key)

@@ -138,6 +138,14 @@ def test_an_option_the_user_sets_wins_over_the_construction():
 def test_authors_sentiment_is_the_non_causal_right_padded_classifier():
     config = resolve_config("sentiment", "mixit", overrides={"model.construction": "authors"})
     assert not config.model.mixing_causal and config.task.padding == "right"
+    assert config.task.bos_token
+
+
+def test_bos_token_goes_right_before_the_review_with_either_padding():
+    from mixit.tasks.sentiment import with_bos
+
+    rows = np.array([[0, 0, 5, 6, 1, 9], [5, 6, 7, 1, 9, 0]])
+    assert with_bos(rows, bos=11).tolist() == [[0, 0, 11, 5, 6, 1, 9], [11, 5, 6, 7, 1, 9, 0]]
 
 
 def test_non_causal_mixing_reads_later_positions(small_config):

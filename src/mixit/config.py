@@ -210,6 +210,7 @@ ADDED_LATER = {
     ("task", "answer_ids"): "digits",
     ("task", "stop_token"): False,
     ("task", "scored_tokens"): "answer",
+    ("task", "bos_token"): False,
 }
 
 

@@ -54,6 +54,7 @@ DIFFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
         "padding after the content: sentiment's review, retrieval's query and answer",
         ("task.padding",),
     ),
+    "bos-token": ("sentiment's review starts with a BOS token", ("task.bos_token",)),
     "retrieval-ids": (
         "retrieval's keys from max_pairs ids, its query a token of its own",
         ("task.key_pool", "task.query_ids"),

@@ -25,6 +25,7 @@ import numpy as np
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
+    PAD,
     PADDINGS,
     TaskData,
     TaskSpec,
@@ -44,6 +45,7 @@ class SentimentConfig:
     vocab_size: int = 8192  # vocabulary size of a trained tokenizer (bpe or words)
     cache_dir: str = ""  # empty: $MIXIT_CACHE or ~/.cache/mixit
     padding: str = "left"  # left (before the review) | right (after the separator)
+    bos_token: bool = False  # a begin-of-sequence token of its own right before the review
 
     def validate(self) -> None:
         from mixit.data import SENTIMENT_SOURCES
@@ -76,6 +78,15 @@ def encode_reviews(
     return rows
 
 
+def with_bos(rows: np.ndarray, bos: int) -> np.ndarray:
+    """``rows`` (N, S) with a ``bos`` token right before each row's first real token: (N, S + 1),
+    at position 0 with right padding, after the pads with left padding."""
+    lead = (rows != PAD).argmax(axis=1)  # (N,) leading pads of each row
+    out = np.concatenate([np.full((len(rows), 1), PAD, dtype=rows.dtype), rows], axis=1)
+    out[np.arange(len(rows)), lead] = bos  # the pad column just before the review
+    return out
+
+
 def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     """Reviews then a separator; scored on the label token predicted at the separator.
 
@@ -97,6 +108,12 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     [[412, 3071, 16, 5920, 877, 1, 0]]
     >>> last_token_split(rows).targets.tolist()
     [[-100, -100, -100, -100, -100, 8192, -100]]
+
+    With ``task.bos_token`` (the authors' Llama tokenizer puts BOS first) a token of its own,
+    here 8194 after the two labels, starts the review:
+
+    >>> with_bos(rows, bos=8194).tolist()
+    [[8194, 412, 3071, 16, 5920, 877, 1, 8192, 0]]
     """
     from mixit.data import (
         SEP,
@@ -141,7 +158,9 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
 
     train = np.array(cached_array(cache / f"sentiment-{key}-train.npy", lambda: rows(0)))
     test = np.array(cached_array(cache / f"sentiment-{key}-test.npy", lambda: rows(1)))
-    return TaskData(last_token_split(train), last_token_split(test), label0 + 2)
+    if config.bos_token:
+        train, test = (with_bos(rows, bos=label0 + 2) for rows in (train, test))
+    return TaskData(last_token_split(train), last_token_split(test), label0 + 2 + config.bos_token)
 
 
 register(
@@ -154,11 +173,13 @@ register(
         # label read at the last real token with padding after it, and a config built without
         # the scripts' base_hidden_size (249-278), so the width factor's base is the
         # MixingLlamaConfig default 1 (modeling_llama.py:98): every projection times
-        # 1/sqrt(fan_in).
+        # 1/sqrt(fan_in). Their Llama tokenizer starts every review with BOS, the token their
+        # sink head copies.
         authors_settings={
             "model.mixing_causal": False,
             "task.padding": "right",
             "model.width_base": 1.0,
+            "task.bos_token": True,
         },
         presets={
             # Words, not BPE pieces: a snippet stays short in tokens, and both standard
