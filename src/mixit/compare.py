@@ -121,6 +121,9 @@ def compare(
                 "values": values,
                 "params_trainable": summaries[0]["params_trainable"],
                 "train_seconds": statistics.fmean(s["train_seconds"] for s in summaries),
+                # Runs from before early stopping used their whole budget.
+                "steps_run": [s.get("steps_run", s["steps"]) for s in summaries],
+                "stopped": [s.get("stopped", "budget") for s in summaries],
             }
         )
     result = {
@@ -205,17 +208,29 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
+def _stops(reasons: Sequence[str]) -> str:
+    """``target 2, budget 1``: how many of a model's runs stopped for each reason."""
+    counts = {reason: reasons.count(reason) for reason in dict.fromkeys(reasons)}
+    return ", ".join(f"{reason} {count}" for reason, count in counts.items())
+
+
 def format_table(result: Mapping[str, Any]) -> str:
-    """A plain-text table: model, trainable parameters, metric mean ± std, seconds per run."""
-    header = f"{'model':<12} {'trainable':>10}  {result['metric']:>22}  {'seconds':>8}"
+    """A plain-text table: model, trainable parameters, metric mean ± std, seconds per run,
+    the mean steps each run trained and why the runs stopped (solved, plateau or budget)."""
+    header = (
+        f"{'model':<12} {'trainable':>10}  {result['metric']:>22}  {'seconds':>8}  "
+        f"{'steps':>7}  stopped"
+    )
     changed = " ".join(f"{k}={v}" for k, v in result.get("overrides", {}).items())
     title = f"task: {result['task']} (preset {result['preset']}{', ' + changed if changed else ''})"
     lines = [title, header, "-" * len(header)]
     for row in result["rows"]:
         score = f"{row['mean']:.4f} ± {row['std']:.4f}"
         seconds = row["train_seconds"]
+        steps = statistics.fmean(row.get("steps_run", [0]))
         lines.append(
-            f"{row['model']:<12} {row['params_trainable']:>10,}  {score:>22}  {seconds:>8.1f}"
+            f"{row['model']:<12} {row['params_trainable']:>10,}  {score:>22}  {seconds:>8.1f}  "
+            f"{steps:>7,.0f}  {_stops(row.get('stopped', []))}"
         )
     reading = result.get("litmus", {})
     if reading.get("rows"):

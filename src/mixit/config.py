@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -151,6 +152,11 @@ class TrainConfig:
     # Multiply lr by (model.residual_depth_base / n_layer) * (model.width_base / n_embd), the
     # authors' --scale_lr (their scripts leave it off).
     lr_scaling: bool = False
+    # Stop at the first evaluation whose headline metric (the task's) reaches this value; None:
+    # never. train.steps stays the ceiling.
+    stop_at: float | None = None
+    # Stop after this many evaluations in a row without a better headline metric; 0: never.
+    patience: int = 0
     tensorboard: bool = True  # event files in RUN_DIR/tensorboard (if tensorboard is installed)
     wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 
@@ -171,6 +177,10 @@ class TrainConfig:
             ) from None
         if self.warmup_steps < 0:
             raise UsageError(f"train.warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.patience < 0:
+            raise UsageError(f"train.patience must be >= 0, got {self.patience}")
+        if self.stop_at is not None and not math.isfinite(self.stop_at):
+            raise UsageError(f"train.stop_at must be a finite number or none, got {self.stop_at}")
 
 
 # Where to run, checkpoints and logging change no result (on one device type).
@@ -188,6 +198,8 @@ ADDED_LATER = {
     ("train", "precision"): "fp32",
     ("train", "compile"): False,
     ("train", "lr_scaling"): False,
+    ("train", "stop_at"): None,
+    ("train", "patience"): 0,
     ("model", "sink_first_row_weight"): 1.0,
     ("model", "construction"): "equations",
     ("model", "mixing_causal"): True,

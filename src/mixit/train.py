@@ -12,6 +12,7 @@ import math
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +310,45 @@ def train_step(
     return loss_value, grad_norm.item()
 
 
+@dataclass
+class StopRule:
+    """When a run ends before ``train.steps``: at the first evaluation whose headline metric
+    reaches ``train.stop_at`` ("target"), or after ``train.patience`` evaluations in a row
+    without a better one ("plateau"). Its state travels in the checkpoint, so a resumed run
+    stops at the same step as an uninterrupted one."""
+
+    target: float | None
+    patience: int
+    higher_is_better: bool
+    best: float | None = None
+    stale: int = 0  # evaluations since the best
+
+    @classmethod
+    def of(cls, config: RunConfig, spec: TaskSpec, state: Mapping[str, Any]) -> StopRule:
+        rule = cls(config.train.stop_at, config.train.patience, spec.higher_is_better)
+        rule.best, rule.stale = state.get("best"), state.get("stale", 0)
+        return rule
+
+    def _beats(self, value: float, other: float) -> bool:
+        return value > other if self.higher_is_better else value < other
+
+    def update(self, value: float) -> str | None:
+        """Record one evaluation's headline metric; the reason to stop now, if any."""
+        if math.isfinite(value) and (self.best is None or self._beats(value, self.best)):
+            self.best, self.stale = value, 0
+        else:
+            self.stale += 1
+        target = self.target
+        if target is not None and math.isfinite(value) and not self._beats(target, value):
+            return "target"
+        if self.patience and self.stale >= self.patience:
+            return "plateau"
+        return None
+
+    def state(self) -> dict[str, Any]:
+        return {"best": self.best, "stale": self.stale}
+
+
 def run(
     config: RunConfig,
     out: Path | None = None,
@@ -345,13 +385,17 @@ def run(
     first_step = progress_state["step"]
     running_loss, metrics = progress_state["running_loss"], progress_state["metrics"]
     train_seconds = progress_state["train_seconds"]
+    rule = StopRule.of(config, spec, progress_state)
+    # A checkpoint written at an early stop, before the summary, resumes to that stop.
+    stopped = progress_state.get("stopped")
+    last_step = steps_run = first_step if stopped else config.train.steps
     train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
     show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
     trained = model if ranks.world == 1 else DistributedDataParallel(model)
     trained = compiled(trained, config)
     out = out if ranks.is_main else None  # only rank 0 writes
     bar = tqdm(
-        range(first_step, config.train.steps),
+        range(first_step, last_step),
         initial=first_step,
         total=config.train.steps,
         desc=f"{config.task_name}/{config.variant}",
@@ -383,13 +427,16 @@ def run(
             record["tokens_per_second"] = seen / max(train_seconds, 1e-9)
             writer.log(record)
             bar.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
+            stopped = rule.update(metrics[spec.metric])
             start = time.perf_counter()
-        if out is not None and (last or (every and (step + 1) % every == 0)):
+        if out is not None and (last or stopped or (every and (step + 1) % every == 0)):
             seconds = train_seconds + time.perf_counter() - start
             state = {"step": step + 1, "running_loss": running_loss, "metrics": metrics}
-            save_checkpoint(
-                out, model, optimizer, schedule, batches, state | {"train_seconds": seconds}
-            )
+            state |= rule.state() | {"stopped": stopped, "train_seconds": seconds}
+            save_checkpoint(out, model, optimizer, schedule, batches, state)
+        if stopped:
+            steps_run = step + 1
+            break
     bar.close()
     params_trainable = sum(p.numel() for p in model.trainable_parameters())
     summary = {
@@ -398,10 +445,12 @@ def run(
         "seed": config.seed,
         "preset": config.preset,
         "steps": config.train.steps,
+        "steps_run": steps_run,
+        "stopped": stopped or "budget",
         "params_total": sum(p.numel() for p in model.parameters()),
         "params_trainable": params_trainable,
         "train_seconds": train_seconds,
-        "tokens_per_second": config.train.steps * config.train.batch_size * seq_len / train_seconds,
+        "tokens_per_second": steps_run * config.train.batch_size * seq_len / train_seconds,
         "metrics": metrics,
     }
     writer.finish(model, summary)

@@ -117,7 +117,27 @@ def experiment_seconds(
     counts in both)."""
     dirs = {summaries[run]["run_dir"]: summaries[run] for run in planned if run in summaries}
     seconds = sum(summary.get("train_seconds", 0.0) for summary in dirs.values())
-    return {"runs": len(dirs), "train_seconds": seconds}
+    stopped = [summary.get("stopped", "budget") for summary in dirs.values()]
+    return {
+        "runs": len(dirs),
+        "train_seconds": seconds,
+        "steps_run": sum(summary.get("steps_run", summary["steps"]) for summary in dirs.values()),
+        "steps_budget": sum(summary["steps"] for summary in dirs.values()),
+        "stopped": {reason: stopped.count(reason) for reason in sorted(set(stopped))},
+    }
+
+
+def stops_note(seconds: Mapping[str, Any]) -> str:
+    """How the experiment's runs ended: ``24 runs: target 14, budget 10; 61 % of the steps
+    budget trained.``"""
+    if not seconds["runs"]:
+        return ""
+    reasons = ", ".join(f"{reason} {count}" for reason, count in seconds["stopped"].items())
+    share = seconds["steps_run"] / max(seconds["steps_budget"], 1)
+    return (
+        f"{seconds['runs']} runs, stopped by {reasons} (train.stop_at, train.patience, or the "
+        f"budget); {share:.0%} of the steps budget trained."
+    )
 
 
 def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -413,7 +433,10 @@ def reproduce(
         built = construction and (
             f"Models built with the `{construction}` construction (docs/constructions.md)."
         )
-        header = " ".join(filter(None, [f"Scale `{scale}`, {seeds} seed(s).", built, changed]))
+        stops = stops_note(timing[experiment.name])
+        header = " ".join(
+            filter(None, [f"Scale `{scale}`, {seeds} seed(s).", built, changed, stops])
+        )
         header = f"# {experiment.title}\n\n{header}\n\n"
         missing = sum(run not in summaries for run in planned)
         if missing:

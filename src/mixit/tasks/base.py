@@ -60,6 +60,9 @@ class TaskSpec:
     summary: str
     # The headline metric `mixit compare` reports (a key of summary["metrics"]).
     metric: str = "test_accuracy"
+    # The headline metric's direction (accuracy rises, log perplexity falls): what "reached
+    # train.stop_at" and "improved" mean.
+    higher_is_better: bool = True
     # Whether "all answer tokens right" is meaningful (not for a 256-token language-model
     # window); without it only the loss and per-token accuracy are reported.
     exact_match: bool = True

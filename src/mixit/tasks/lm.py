@@ -166,6 +166,7 @@ register(
         make_data=make_lm_data,
         summary="next-token prediction on prose (offline: State of the Union); log perplexity",
         metric="log_ppl",
+        higher_is_better=False,
         exact_match=False,
         extra_metrics=lm_metrics,
         presets={
