@@ -1,9 +1,12 @@
 """End to end: the spectrum separates a task that needs an induction circuit (retrieval)."""
 
+import math
+import statistics
+
 import pytest
 
 from mixit import compare
-from mixit.compare import format_table, litmus
+from mixit.compare import format_table, litmus, reading, reference_problems
 
 RETRIEVAL = {
     "task.vocab_size": 24,
@@ -46,3 +49,60 @@ def test_litmus_reads_each_variant_against_standard_in_the_metrics_direction(met
     table = {"task": "t", "preset": "tiny", "metric": metric, "rows": []}
     shown = format_table({**table, "litmus": {"tolerance": 0.02, "rows": list(readings.values())}})
     assert "mixit" in shown and "falls short" in shown and "at most 0.02 worse" in shown
+
+
+def _result(metric="test_accuracy", chance=0.25, **values):
+    rows = [{"model": m, "mean": sum(v) / len(v), "values": v} for m, v in values.items()]
+    return {"metric": metric, "seeds": list(range(len(values["standard"]))), "chance": chance,
+            "rows": rows}  # fmt: skip
+
+
+def test_verdicts_use_every_seed_and_give_the_interval():
+    result = _result(
+        standard=[0.90, 0.91, 0.92],
+        **{"frozen-qk": [0.90, 0.90, 0.91], "mixit": [0.50, 0.92, 0.50], "random": [0.3] * 3},
+    )
+    assert reference_problems(result, 0.02) == []
+    readings = {r["model"]: r for r in litmus(result, 0.02)}
+    assert readings["frozen-qk"]["matches"] is True
+    assert readings["random"]["matches"] is False
+    assert readings["mixit"]["matches"] is None  # one seed matches, two fall short
+    low, high = readings["frozen-qk"]["interval"]  # paired differences 0, -0.01, -0.01
+    half = 4.303 * statistics.stdev([0.0, -0.01, -0.01]) / math.sqrt(3)
+    assert (low, high) == pytest.approx((-0.02 / 3 - half, -0.02 / 3 + half))
+    shown = format_table(
+        {"task": "t", "preset": "tiny", **result, "rows": [], "litmus": reading(result, 0.02, 100)}
+    )
+    assert "unsure" in shown and f"[{low:+.3f}, {high:+.3f}]" in shown and "chance" in shown
+
+
+@pytest.mark.parametrize(
+    "standard, others, problem",
+    [
+        ([0.30, 0.31], {}, "not clearly beyond chance"),  # the retrieval seed without a circuit
+        ([1.00, 0.32], {}, "seeds disagree by 0.680"),
+        ([0.80, 0.80], {"frozen-qk": [0.90, 0.90]}, "frozen-qk beats standard by 0.100"),
+    ],
+)
+def test_a_reference_that_did_not_learn_gives_no_verdict(standard, others, problem):
+    result = _result(standard=standard, mixit=[0.29, 0.29], **others)
+    given = reading(result, 0.02, steps=1200)
+    assert given["rows"] == [] and any(problem in p for p in given["no_reference"])
+    assert given["next"].startswith("train.steps=2400")
+
+
+def test_log_perplexity_must_fall_clearly_below_its_unigram_chance():
+    result = _result(metric="log_ppl", chance=6.0, standard=[5.9, 5.9], mixit=[5.95, 5.95])
+    assert "not clearly beyond chance" in reference_problems(result, 0.05)[0]
+    result = _result(metric="log_ppl", chance=6.0, standard=[4.0, 4.01], mixit=[4.02, 4.03])
+    assert reference_problems(result, 0.05) == []
+
+
+def test_compare_gives_no_verdict_when_the_reference_did_not_learn(tmp_path):
+    untrained = RETRIEVAL | {"train.steps": 5, "train.eval_every": 5}
+    result = compare("retrieval", ["standard", "mixit"], out=tmp_path, overrides=untrained)
+    # A guess among the context's values: between 1/4 (four pairs) and H(4)/4 (m ~ U{1..4}).
+    assert 1 / 4 < result["chance"] < (1 + 1 / 2 + 1 / 3 + 1 / 4) / 4
+    assert result["litmus"]["rows"] == [] and result["litmus"]["next"].startswith("train.steps=10")
+    shown = format_table(result)
+    assert "no verdict" in shown and "try next: train.steps=10" in shown

@@ -452,6 +452,7 @@ def run(
         "train_seconds": train_seconds,
         "tokens_per_second": steps_run * config.train.batch_size * seq_len / train_seconds,
         "metrics": metrics,
+        "chance": spec.chance(data, config.task),
     }
     writer.finish(model, summary)
     ranks.close()

@@ -7,6 +7,7 @@ and contribute neither to the loss nor to the accuracy (the loss mask).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,38 @@ class TaskData:
     test_is_train: bool = False
 
 
+def scored_answers(split: Split) -> torch.Tensor:
+    """Each row's answer, its scored target tokens moved to the front in order, IGNORE_INDEX
+    after them: (N, T), equal rows for equal answers wherever the layout puts them."""
+    unscored = split.targets == IGNORE_INDEX  # (N, T)
+    order = torch.sort(unscored.to(torch.uint8), dim=1, stable=True).indices  # scored first
+    return torch.gather(split.targets, 1, order)  # (N, T)
+
+
+def constant_answer_accuracy(data: TaskData, config: Any = None) -> float:
+    """Chance for an exact-match task: the test accuracy of always giving the training split's
+    most frequent answer, the best a model that ignores its input can do."""
+    if not len(data.train) or not len(data.test):
+        return 0.0
+    answers, counts = torch.unique(scored_answers(data.train), dim=0, return_counts=True)
+    best = answers[counts.argmax()]  # (T,)
+    test = scored_answers(data.test)  # (N, T)
+    width = min(test.shape[1], best.shape[0])
+    same = (test[:, :width] == best[:width]).all(1)
+    same &= (test[:, width:] == IGNORE_INDEX).all(1) & (best[width:] == IGNORE_INDEX).all()
+    return float(same.double().mean())
+
+
+def unigram_log_ppl(data: TaskData, config: Any = None) -> float:
+    """Chance for a language model: the test tokens' mean negative log-likelihood in nats
+    under the training tokens' frequencies (add-one smoothed), a model that ignores context."""
+    train = data.train.targets[data.train.targets != IGNORE_INDEX]
+    test = data.test.targets[data.test.targets != IGNORE_INDEX]
+    counts = torch.bincount(train, minlength=data.vocab_size).double() + 1.0  # (V,)
+    log_p = counts.log() - counts.sum().log()  # (V,)
+    return float(-log_p[test].mean()) if len(test) else math.inf
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """A registered task: its typed config, its generator and its presets.
@@ -68,6 +101,9 @@ class TaskSpec:
     exact_match: bool = True
     extra_metrics: Callable[[dict[str, float], int, Any], dict[str, float]] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The metric a model that ignores its input reaches, from the run's data and task config:
+    # the litmus test needs the reference clearly beyond it.
+    chance: Callable[[TaskData, Any], float] = constant_answer_accuracy
     # The dotted settings ``model.construction=authors`` adds for this task: its data layout
     # and set-up where the authors' scripts differ from the paper's text (mixit.constructions).
     authors_settings: Mapping[str, Any] = field(default_factory=dict)

@@ -18,7 +18,14 @@ import numpy as np
 import torch
 
 from mixit.errors import UsageError
-from mixit.tasks.base import Split, TaskData, TaskSpec, check_positive, register
+from mixit.tasks.base import (
+    Split,
+    TaskData,
+    TaskSpec,
+    check_positive,
+    register,
+    unigram_log_ppl,
+)
 
 OFFLINE_DEFAULT = "sotu"
 _told_default = False
@@ -167,6 +174,7 @@ register(
         summary="next-token prediction on prose (offline: State of the Union); log perplexity",
         metric="log_ppl",
         higher_is_better=False,
+        chance=unigram_log_ppl,
         exact_match=False,
         extra_metrics=lm_metrics,
         presets={

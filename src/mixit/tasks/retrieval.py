@@ -32,6 +32,7 @@ from mixit.tasks.base import (
     TaskSpec,
     check_choice,
     check_positive,
+    constant_answer_accuracy,
     last_token_split,
     move_padding_right,
     register,
@@ -84,6 +85,18 @@ def value_positions(inputs: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """(N, T) True where ``inputs`` holds a value token (1..V/2-1): the positions whose previous
     token is their key, where an induction circuit needs a previous-token head."""
     return (inputs > PAD) & (inputs < vocab_size // 2)
+
+
+def context_value_guess(data: TaskData, config: RetrievalConfig) -> float:
+    """Chance for retrieval: the test accuracy of answering a value drawn at random from the
+    sequence's own values, what a model without an induction circuit can still learn (about
+    H(m_max) / m_max with m ~ U{1..m_max}), or the most frequent answer where that is higher."""
+    inputs, targets = data.test.inputs, data.test.targets  # (N, T)
+    answer = targets.max(dim=1).values  # (N,): the one scored token of each row
+    values = value_positions(inputs, config.vocab_size)  # (N, T)
+    hits = (values & (inputs == answer[:, None])).sum(1)  # (N,)
+    guess = float((hits / values.sum(1).clamp(min=1)).mean())
+    return max(guess, constant_answer_accuracy(data))
 
 
 def encode_retrieval(
@@ -159,6 +172,7 @@ register(
         config_cls=RetrievalConfig,
         make_data=make_retrieval_data,
         summary="key-value pairs then a query key: emit the value stored with that key",
+        chance=context_value_guess,
         authors_settings={
             "task.padding": "right",
             "task.key_pool": "max-pairs",
