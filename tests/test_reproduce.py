@@ -167,7 +167,7 @@ def test_paper_scale_builds_the_authors_construction(task):
 
 def test_every_paper_scale_run_records_its_construction():
     for experiment in EXPERIMENTS.values():
-        for run in experiment.plan("paper", 1):
+        for run in experiment.plan("paper", range(1)):
             assert run.config("paper").model.construction == "authors", run
 
 
@@ -175,7 +175,7 @@ def paper_scale_models() -> list:
     """Each distinct (variant, model config) of `reproduce all --scale paper`."""
     distinct = {}
     for experiment in EXPERIMENTS.values():
-        for run in experiment.plan("paper", 1):
+        for run in experiment.plan("paper", range(1)):
             config = run.config("paper")
             config.model.vocab_size = config.model.vocab_size or 512
             config.model.block_size = config.model.block_size or 64
@@ -266,13 +266,13 @@ def test_runs_go_to_whichever_worker_is_free_first():
 
 @pytest.mark.parametrize("scale", SCALES)
 def test_every_experiment_plans_valid_runs_at_every_scale(scale):
-    experiments, configs = plan_reproduction(["all"], scale, seeds=1, jobs=1)
+    experiments, configs = plan_reproduction(["all"], scale, seeds=range(1), jobs=1)
     assert len(experiments) == len(EXPERIMENTS) and len(configs) > 50
 
 
 def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
-    _, tiny = plan_reproduction(["all"], "tiny", seeds=1, jobs=1)
-    _, small = plan_reproduction(["all"], "small", seeds=1, jobs=1)
+    _, tiny = plan_reproduction(["all"], "tiny", seeds=range(1), jobs=1)
+    _, small = plan_reproduction(["all"], "small", seeds=range(1), jobs=1)
     tiny_names = {run_dir_name(c) for c in tiny.values()}
     small_configs = {run_dir_name(c): c for c in small.values()}
     # Runs tiny trains at their presets' budgets are the very same runs at small ...
@@ -341,3 +341,24 @@ def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path):
     assert all(len(per_seed) == 1 and len(per_seed[0]) == 4 for per_seed in hops.values())
     assert all(0 <= a <= 1 for per_seed in hops.values() for a in per_seed[0] if a is not None)
     assert "| model | k=1 | k=2 | k=3 | k=4 |" in (out / "table1" / "report.md").read_text()
+
+
+def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):
+    out = tmp_path / "rep"
+    reproduce(["table4"], "tiny", seeds=2, out=out, overrides=QUICK, first_seed=100)
+    seeds = {json.loads(p.read_text())["seed"] for p in (out / "runs").glob("*/summary.json")}
+    assert seeds == {100, 101}
+    stored = json.loads((out / "claims.json").read_text())
+    assert stored["tuned_on_seeds"] == [0, 1, 2] and stored["confirmed_on_seeds"] == [100, 101]
+    assert "confirmation on seeds [100, 101]" in (out / "claims.md").read_text()
+    assert "2 seeds (100-101)" in (out / "table4" / "report.md").read_text()
+    reproduce(["table4"], "tiny", seeds=2, out=out, overrides=QUICK)  # the tuning seeds again
+    stored = json.loads((out / "claims.json").read_text())
+    assert (
+        stored["confirmed_on_seeds"] == [] and "confirm nothing" in (out / "claims.md").read_text()
+    )
+
+
+def test_a_negative_first_seed_is_a_usage_error(tmp_path, capsys):
+    assert main(["reproduce", "table4", "--seed", "-1", "--out", str(tmp_path / "r")]) == 2
+    assert "--seed must be in [0" in capsys.readouterr().err

@@ -148,7 +148,7 @@ def plan_ablation(
             + ", ".join(CLAIM_EXPERIMENT)
         )
     names = sorted({CLAIM_EXPERIMENT[c] for c in claims}, key=list(EXPERIMENTS).index)
-    tasks = {run.task for name in names for run in EXPERIMENTS[name].plan(scale, seeds)}
+    tasks = {run.task for name in names for run in EXPERIMENTS[name].plan(scale, range(seeds))}
     configs: dict[tuple[str, Run], Any] = {}
     for difference in (EQUATIONS, *differences):
         tuned = {
@@ -156,7 +156,7 @@ def plan_ablation(
             for task in tasks
             for model in VARIANTS
         }
-        _, planned = plan_reproduction(names, scale, seeds, jobs, overrides, tuned)
+        _, planned = plan_reproduction(names, scale, range(seeds), jobs, overrides, tuned)
         configs |= {(difference, run): config for run, config in planned.items()}
     return names, configs
 
@@ -224,9 +224,8 @@ def ablate(
     for difference in (EQUATIONS, *differences):
         mine = {run: s for (d, run), s in summaries.items() if d == difference}
         plots = make_dir(folder / re.sub(r"[^a-z0-9]+", "-", difference.lower()).strip("-"))
-        judged = [
-            c for name in names for c in EXPERIMENTS[name].report(scale, seeds, mine, plots).claims
-        ]
+        reports = [EXPERIMENTS[name].report(scale, range(seeds), mine, plots) for name in names]
+        judged = [c for report in reports for c in report.claims]
         verdicts[difference] = {c.id: c for c in judged if c.id in claims}
         base = {run: s for (d, run), s in summaries.items() if d == EQUATIONS}
         shifts[difference] = {

@@ -25,15 +25,15 @@ MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 PAIRS = {"tiny": (2, 4, 8), "small": (2, 4, 8), "paper": (5, 10, 20, 30)}
 
 
-def _runs(scale: str, pairs: int, seeds: int) -> list[Run]:
+def _runs(scale: str, pairs: int, seeds: range) -> list[Run]:
     return runs("retrieval", MODELS, seeds, scale, {"task.max_pairs": pairs})
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return [run for pairs in PAIRS[scale] for run in _runs(scale, pairs, seeds)]
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     pairs = PAIRS[scale]
     accuracy = {p: by_model(summaries, _runs(scale, p, seeds), "test_accuracy") for p in pairs}
     series = {m: [accuracy[p][m] for p in pairs] for m in MODELS}

@@ -35,7 +35,7 @@ SEQUENCES = 256
 THRESHOLD = 0.5  # the rule of C10
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return runs("retrieval", MODELS, seeds, scale)
 
 
@@ -62,7 +62,7 @@ def has_circuit(scores: dict[str, list[list[float]]]) -> bool:
     return any(p and any(induction[later + 1 :]) for later, p in enumerate(previous))
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     results: dict[str, list] = {}
     rows = []
     for model_name in MODELS:

@@ -24,7 +24,17 @@ from mixit.checkpoint import finished_summary
 from mixit.compare import duration
 from mixit.config import RunConfig
 from mixit.errors import UsageError
-from mixit.experiments.base import NOT_RUN, SCALES, Claim, Experiment, Run, run_dir_name
+from mixit.experiments.base import (
+    MAX_SEED,
+    NOT_RUN,
+    SCALES,
+    TUNED_ON_SEEDS,
+    Claim,
+    Experiment,
+    Run,
+    run_dir_name,
+    seeds_text,
+)
 from mixit.io import make_dir, write_json, write_text
 from mixit.processes import start_worker
 from mixit.train import resolve_device
@@ -152,14 +162,18 @@ def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def judged_under(
-    scale: str, seeds: int, overrides: Mapping[str, Any] | None, tuned: str | Path | None
+    scale: str, seeds: range, overrides: Mapping[str, Any] | None, tuned: str | Path | None
 ) -> dict[str, Any]:
-    """What a verdict depends on beyond the rule: recorded in claims.json and claims.md."""
+    """What a verdict depends on beyond the rule: recorded in claims.json and claims.md, with
+    the seeds the settings were chosen on and those of this call that nothing was tuned on."""
     return {
         "scale": scale,
-        "seeds": seeds,
+        "seeds": len(seeds),
+        "first_seed": seeds.start,
         "overrides": dict(overrides or {}),
         "tuned": None if tuned is None else str(tuned),
+        "tuned_on_seeds": list(TUNED_ON_SEEDS),
+        "confirmed_on_seeds": [seed for seed in seeds if seed not in TUNED_ON_SEEDS],
     }
 
 
@@ -208,12 +222,20 @@ def changed_settings_note(setting: Mapping[str, Any]) -> str:
 def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
     counted = sum(claim.verdict == "reproduced" for claim in claims)
     changed = changed_settings_note(setting)
+    first = setting.get("first_seed", 0)
+    confirmed = setting.get("confirmed_on_seeds", [])
+    confirmation = (
+        f"a confirmation on seeds {_fmt(confirmed)}, which nothing was tuned on"
+        if confirmed
+        else "on those seeds, so they confirm nothing"
+    )
     lines = [
         f"# Claims of the paper, checked at `{setting['scale']}` scale",
         "",
         f"{counted} of {len(claims)} claims reproduced, each judged on means over "
-        f"{setting['seeds']} seed{'s' * (setting['seeds'] != 1)}. Each rule was fixed in "
-        "`mixit/experiments/claims.py` before any result was seen.",
+        f"{seeds_text(range(first, first + setting['seeds']))}. Settings and rules were "
+        f"chosen on seeds {_fmt(setting.get('tuned_on_seeds', list(TUNED_ON_SEEDS)))}; these "
+        f"verdicts are {confirmation} (docs/reproduce.md says which rules came after results).",
         "",
     ]
     if changed:
@@ -246,7 +268,7 @@ def _fmt(value: Any) -> str:
 def plan_reproduction(
     names: Sequence[str],
     scale: str,
-    seeds: int,
+    seeds: range,
     jobs: int,
     overrides: Mapping[str, Any] | None = None,
     tuned: str | Path | Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
@@ -258,8 +280,10 @@ def plan_reproduction(
 
     if scale not in SCALES:
         raise UsageError(f"--scale '{scale}' is not one of: {', '.join(SCALES)}")
-    if seeds < 1 or jobs < 1:
-        raise UsageError(f"--seeds and --jobs must be >= 1, got {seeds} and {jobs}")
+    if len(seeds) < 1 or jobs < 1:
+        raise UsageError(f"--seeds and --jobs must be >= 1, got {len(seeds)} and {jobs}")
+    if not 0 <= seeds.start < MAX_SEED:
+        raise UsageError(f"--seed must be in [0, {MAX_SEED}), got {seeds.start}")
     if list(names) == ["all"]:
         names = list(EXPERIMENTS)
     unknown = [name for name in names if name not in EXPERIMENTS]
@@ -312,6 +336,7 @@ def estimate(
     progress: bool = False,
     overrides: Mapping[str, Any] | None = None,
     tuned: str | Path | None = None,
+    first_seed: int = 0,
 ) -> dict[str, Any]:
     """What ``reproduce`` with these arguments would train, and for how long, without
     training: each distinct config (seeds share one) is timed for a few steps on this machine
@@ -323,7 +348,8 @@ def estimate(
 
     from mixit.train import time_training
 
-    experiments, configs = plan_reproduction(names, scale, seeds, jobs, overrides, tuned)
+    seed_range = range(first_seed, first_seed + seeds)
+    experiments, configs = plan_reproduction(names, scale, seed_range, jobs, overrides, tuned)
     runs_dir = Path(out) / "runs"
     dir_names = {run: run_dir_name(config) for run, config in configs.items()}
     pending = {
@@ -345,7 +371,7 @@ def estimate(
         torch.set_num_threads(threads)
     per_experiment = {}
     for experiment in experiments:
-        planned = {dir_names[run] for run in experiment.plan(scale, seeds)}
+        planned = {dir_names[run] for run in experiment.plan(scale, seed_range)}
         todo = planned & seconds.keys()
         per_experiment[experiment.name] = {
             "runs": len(planned),
@@ -399,6 +425,7 @@ def reproduce(
     overrides: Mapping[str, Any] | None = None,
     train: bool = True,
     tuned: str | Path | None = None,
+    first_seed: int = 0,
 ) -> list[Claim]:
     """Run the named experiments (or ``["all"]``) and write their reports and the claims.
 
@@ -407,8 +434,10 @@ def reproduce(
     ``train=False`` trains nothing and reports the experiments whose runs are all finished
     (a look at a reproduction still running elsewhere). ``tuned`` is a ``best.json`` from
     ``mixit sweep --best``: each task and model then trains with its best hyperparameters.
+    ``first_seed`` starts the seeds there: seeds 100-102 confirm settings chosen on 0-2.
     """
-    experiments, configs = plan_reproduction(names, scale, seeds, jobs, overrides, tuned)
+    seed_range = range(first_seed, first_seed + seeds)
+    experiments, configs = plan_reproduction(names, scale, seed_range, jobs, overrides, tuned)
     out = Path(out)
     start = time.perf_counter()
     summaries, trained = train_missing(configs, out / "runs", jobs, progress, train)
@@ -421,11 +450,11 @@ def reproduce(
         "seeds": seeds,
     }
     timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
-    setting = judged_under(scale, seeds, overrides, tuned)
+    setting = judged_under(scale, seed_range, overrides, tuned)
     changed = changed_settings_note(setting)
     judged: list[Claim] = []
     for experiment in experiments:
-        planned = experiment.plan(scale, seeds)
+        planned = experiment.plan(scale, seed_range)
         timing[experiment.name] = experiment_seconds(planned, summaries)
         folder = out / experiment.name
         make_dir(folder)
@@ -435,7 +464,7 @@ def reproduce(
         )
         stops = stops_note(timing[experiment.name])
         header = " ".join(
-            filter(None, [f"Scale `{scale}`, {seeds} seed(s).", built, changed, stops])
+            filter(None, [f"Scale `{scale}`, {seeds_text(seed_range)}.", built, changed, stops])
         )
         header = f"# {experiment.title}\n\n{header}\n\n"
         missing = sum(run not in summaries for run in planned)
@@ -444,7 +473,7 @@ def reproduce(
             write_text(folder / "report.md", header + note)
             continue
         started = time.perf_counter()
-        report = experiment.report(scale, seeds, summaries, folder)
+        report = experiment.report(scale, seed_range, summaries, folder)
         timing[experiment.name]["report_seconds"] = time.perf_counter() - started
         write_text(folder / "report.md", header + report.markdown + "\n")
         write_json(

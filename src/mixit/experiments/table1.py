@@ -55,11 +55,11 @@ def hops_table(accuracy: dict[str, list[list[float | None]]]) -> str:
     return markdown_table(["model", *(f"k={k}" for k in range(1, hops + 1))], rows)
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return runs("khop", MODELS, seeds, scale) + runs("retrieval", MODELS, seeds, scale)
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     results, rows, claims = {}, [], []
     for task in ("khop", "retrieval"):
         accuracy = by_model(summaries, runs(task, MODELS, seeds, scale), "test_accuracy")

@@ -32,15 +32,15 @@ PAPER = {  # Table 2, log perplexity
 DATASETS = {"tiny": ("sotu",), "small": ("sotu",), "paper": ("wikitext-103", "fineweb-edu")}
 
 
-def _runs(scale: str, dataset: str, seeds: int) -> list[Run]:
+def _runs(scale: str, dataset: str, seeds: range) -> list[Run]:
     return runs("lm", MODELS, seeds, scale, {"task.dataset": dataset})
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return [run for dataset in DATASETS[scale] for run in _runs(scale, dataset, seeds)]
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     results, rows = {}, []
     for dataset in DATASETS[scale]:
         log_ppl = by_model(summaries, _runs(scale, dataset, seeds), "log_ppl")

@@ -33,11 +33,11 @@ PAPER = {  # Table 3, test accuracy (memorization: on the memorized set; sentime
 }
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return [run for task in TASKS for run in runs(task, MODELS, seeds, scale)]
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     accuracy = {
         task: by_model(summaries, runs(task, MODELS, seeds, scale), "test_accuracy")
         for task in TASKS

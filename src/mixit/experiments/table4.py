@@ -29,11 +29,11 @@ PAPER = {  # Table 4: accuracy, bits per parameter, trainable parameters
 CLOSE = 0.25  # |frozen-qk - mixit| <= CLOSE x standard counts as "similar" (rule of C6)
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return runs("memorization", MODELS, seeds, scale)
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     selected = runs("memorization", MODELS, seeds, scale)
     accuracy = by_model(summaries, selected, "test_accuracy")
     bits = by_model(summaries, selected, "bits_per_param")

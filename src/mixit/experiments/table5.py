@@ -53,16 +53,16 @@ SETTINGS = {
 C7_TASKS, C7_MARGIN = ("addition", "dyck"), 0.02
 
 
-def _runs(scale: str, task: str, heads: int, seeds: int) -> list[Run]:
+def _runs(scale: str, task: str, heads: int, seeds: range) -> list[Run]:
     overrides = {"model.n_head": heads, **SETTINGS[scale][task]}
     return runs(task, ["mixit"], seeds, scale, overrides)
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return [run for t in TASKS for h in HEADS[scale] for run in _runs(scale, t, h, seeds)]
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     heads = HEADS[scale]
     accuracy = {
         t: [metric_values(summaries, _runs(scale, t, h, seeds), "test_accuracy") for h in heads]

@@ -53,16 +53,16 @@ SETTINGS = {
 KEEP, COLLAPSE = 0.10, 0.20  # the rule of C8
 
 
-def _runs(scale: str, model: str, depth: int, seeds: int) -> list[Run]:
+def _runs(scale: str, model: str, depth: int, seeds: range) -> list[Run]:
     overrides = {"model.n_layer": depth, **SETTINGS[scale][model]}
     return runs("addition", [model], seeds, scale, overrides)
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return [run for m in MODELS for d in DEPTHS for run in _runs(scale, m, d, seeds)]
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     accuracy = {
         m: [metric_values(summaries, _runs(scale, m, d, seeds), "test_accuracy") for d in DEPTHS]
         for m in MODELS

@@ -23,6 +23,7 @@ from mixit.experiments.base import (
     mean,
     mean_std,
     runs,
+    seeds_key,
     seeds_note,
 )
 from mixit.experiments.claims import claim
@@ -46,14 +47,14 @@ RISE, FLAT = 0.10, 0.05  # the rule of C9
 
 
 def _trained_runs(scale: str, depth: int) -> list[Run]:
-    return runs("lm", MODELS, 1, scale, {"model.n_layer": depth, **TRAINING[scale]})
+    return runs("lm", MODELS, range(1), scale, {"model.n_layer": depth, **TRAINING[scale]})
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return [run for depth in TRAINED_DEPTHS for run in _trained_runs(scale, depth)]
 
 
-def _at_initialisation(scale: str, seeds: int) -> dict[str, list[list[dict[str, float]]]]:
+def _at_initialisation(scale: str, seeds: range) -> dict[str, list[list[dict[str, float]]]]:
     """{model: [[{covariance, correlation} per seed] per depth]} on test text windows."""
     from mixit.train import fit_model_to_data, get_task
 
@@ -65,7 +66,7 @@ def _at_initialisation(scale: str, seeds: int) -> dict[str, list[list[dict[str, 
         table[model] = []
         for depth in DEPTHS:
             per_seed = []
-            for seed in range(seeds):
+            for seed in seeds:
                 config = Run("lm", model, seed, (*INIT.items(), ("model.n_layer", depth)))
                 config = config.config(scale)
                 fit_model_to_data(config, data)
@@ -74,10 +75,11 @@ def _at_initialisation(scale: str, seeds: int) -> dict[str, list[list[dict[str, 
     return table
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     from mixit.train import get_task, load_run
 
-    key = {"scale": scale, "seeds": seeds, "depths": list(DEPTHS), "sequences": SEQUENCES}
+    key = {"scale": scale, "seeds": seeds_key(seeds), "depths": list(DEPTHS)}
+    key["sequences"] = SEQUENCES
     init = cached_measurement(
         out / "measurements.json", key, lambda: _at_initialisation(scale, seeds)
     )

@@ -29,6 +29,7 @@ from mixit.experiments.base import (
     cached_measurement,
     markdown_table,
     mean_std,
+    seeds_key,
 )
 from mixit.experiments.claims import claim
 from mixit.experiments.plots import line_plot
@@ -47,7 +48,7 @@ MODEL_SHAPE = {"model.n_embd": 128, "model.n_head": 4, "model.init": "gpt2"}
 SEQ_LEN, SEQUENCES, VOCAB = 64, 16, 1024
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return []
 
 
@@ -100,7 +101,7 @@ def _sample_path(step) -> list[list[float]]:
     return traces
 
 
-def _model_correlation(seeds: int) -> dict[str, list[list[float]]]:
+def _model_correlation(seeds: range) -> dict[str, list[list[float]]]:
     from mixit.train import resolve_config
 
     tokens = torch.randint(
@@ -111,7 +112,7 @@ def _model_correlation(seeds: int) -> dict[str, list[list[float]]]:
         table[variant] = []
         for depth in DEPTHS:
             values = []
-            for seed in range(seeds):
+            for seed in seeds:
                 overrides = {
                     **MODEL_SHAPE,
                     "model.n_layer": depth,
@@ -124,8 +125,9 @@ def _model_correlation(seeds: int) -> dict[str, list[list[float]]]:
     return table
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
-    key = {"scale": scale, "paths": PATHS[scale], "tau": TAU, "tokens": TOKENS, "seeds": seeds}
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
+    key = {"scale": scale, "paths": PATHS[scale], "tau": TAU, "tokens": TOKENS}
+    key["seeds"] = seeds_key(seeds)
     theory = cached_measurement(out / "theory.json", key, lambda: _theory(scale))
     models = cached_measurement(out / "models.json", key, lambda: _model_correlation(seeds))
     widths = theory["widths"]
@@ -189,7 +191,7 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
             + ". See docs/theorem21.md for each convention.",
             "The real blocks at initialisation (every weight N(0, 0.02^2), MixiT with the "
             "paper's W^M scale and shaped residual), mean correlation between tokens. "
-            + f"Mean ± std over {seeds} seeds:",
+            + f"Mean ± std over {len(seeds)} seeds:",
             markdown_table(
                 ["model", *(f"depth {d}" for d in DEPTHS)],
                 [[m, *(mean_std(v) for v in models[m])] for m in models],

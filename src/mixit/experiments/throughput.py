@@ -22,6 +22,7 @@ from mixit.experiments.base import (
     cached_measurement,
     markdown_table,
     mean_std,
+    seeds_key,
 )
 from mixit.experiments.claims import claim
 from mixit.experiments.plots import bar_plot
@@ -32,11 +33,11 @@ ROUNDS = 15
 CPU_BATCH = 8
 
 
-def plan(scale: str, seeds: int) -> list[Run]:
+def plan(scale: str, seeds: range) -> list[Run]:
     return []
 
 
-def _measure(scale: str, seeds: int) -> dict[str, Any]:
+def _measure(scale: str, seeds: range) -> dict[str, Any]:
     import torch
 
     from mixit.train import resolve_config
@@ -47,19 +48,17 @@ def _measure(scale: str, seeds: int) -> dict[str, Any]:
     seq_len, batch = configs["standard"].task.seq_len, configs["standard"].train.batch_size
     if device == "cpu" and preset != "tiny":
         batch = min(batch, CPU_BATCH)
-    repeats = [
-        training_throughput(configs, seq_len, batch, ROUNDS, device=device) for _ in range(seeds)
-    ]
+    repeats = [training_throughput(configs, seq_len, batch, ROUNDS, device=device) for _ in seeds]
     return {
         "shape": {"seq_len": seq_len, "batch": batch, "device": device},
         "samples_per_s": {m: [r[m]["samples_per_s"] for r in repeats] for m in MODELS},
     }
 
 
-def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
+def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     measured = cached_measurement(
         out / "measurements.json",
-        {"scale": scale, "seeds": seeds, "rounds": ROUNDS},
+        {"scale": scale, "seeds": seeds_key(seeds), "rounds": ROUNDS},
         lambda: _measure(scale, seeds),
     )
     speed = measured["samples_per_s"]
@@ -79,7 +78,8 @@ def report(scale: str, seeds: int, summaries: Summaries, out: Path) -> Report:
     holds = median["mixit"] > median["frozen-qk"] > median["standard"]
     markdown = "\n\n".join(
         [
-            f"Training samples/s, median of {ROUNDS} interleaved steps, repeated {seeds} times; "
+            f"Training samples/s, median of {ROUNDS} interleaved steps, "
+            f"repeated {len(seeds)} times; "
             f"shape: {measured['shape']}.",
             markdown_table(["model", "paper (H100)", "ours"], rows),
             "![throughput](throughput.png)",
