@@ -116,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
         "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
     )
     compare_parser.add_argument(
+        "--tune",
+        choices=["lr"],
+        default=None,
+        help="first pick each model's learning rate among 1/3, 1 and 3 times its preset's, by "
+        "its score on 10%% of the training data held out (never the test split), on the first "
+        "seed; then train every seed at it",
+    )
+    compare_parser.add_argument(
         "--out", default=None, help="output directory (default runs/compare/TASK)"
     )
 
@@ -346,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 overrides,
                 args.progress,
                 args.tolerance,
+                [args.tune] if args.tune else [],
             )
             print(format_table(result))
             print(f"results: {out}/compare.json", file=sys.stderr)

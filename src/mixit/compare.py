@@ -12,6 +12,7 @@ import torch
 
 from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
+from mixit.errors import UsageError
 from mixit.io import write_json
 from mixit.train import get_task, resolve_config, resolve_device, run, time_training
 from mixit.variants import VARIANTS
@@ -149,10 +150,56 @@ def resolve_all(
     preset: str,
     seeds: range,
     overrides: Mapping[str, Any] | None,
+    per_model: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[tuple[str, int], RunConfig]:
     """Every (model, seed)'s resolved config, first, so a bad model name or key fails before
-    any training or timing."""
-    return {(m, s): resolve_config(task, m, preset, s, overrides) for m in models for s in seeds}
+    any training or timing; ``per_model`` adds a model's own overrides (its tuned values)."""
+    return {
+        (m, s): resolve_config(
+            task, m, preset, s, {**(overrides or {}), **(per_model or {}).get(m, {})}
+        )
+        for m in models
+        for s in seeds
+    }
+
+
+TUNABLE = ("lr",)
+# `compare --tune lr`: each model's learning rate among these multiples of its preset's.
+LR_FACTORS = (1 / 3, 1.0, 3.0)
+# The share of the training split held out to choose on (train.validation_fraction).
+VALIDATION_FRACTION = 0.1
+
+
+def tune_lr(
+    task: str,
+    models: Sequence[str],
+    preset: str,
+    seed: int,
+    out: str | Path,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+    factors: Sequence[float] = LR_FACTORS,
+) -> dict[str, dict[str, Any]]:
+    """Each model's learning rate: the value of the grid (``factors`` times the model's
+    resolved ``train.lr``) whose run on ``seed`` scores best on a validation split carved from
+    the training data, never on the test split. Runs land in ``out/tune/MODEL/lrVALUE``.
+    Returns ``{model: {"train.lr": chosen, "validation": {lr: metric}}}``."""
+    spec = get_task(task)
+    better = -1.0 if not spec.higher_is_better else 1.0
+    chosen = {}
+    for model in models:
+        preset_lr = resolve_config(task, model, preset, seed, overrides).train.lr
+        scores = {}
+        for lr in (preset_lr * factor for factor in factors):
+            tuning = {**(overrides or {}), "train.lr": lr}
+            tuning["train.validation_fraction"] = VALIDATION_FRACTION
+            config = resolve_config(task, model, preset, seed, tuning)
+            folder = Path(out) / "tune" / model / f"lr{lr:.4g}"
+            summary = finished_summary(folder, config) or run(config, folder, progress)
+            scores[lr] = summary["metrics"][spec.metric]
+        best = max(scores, key=lambda lr: better * scores[lr])
+        chosen[model] = {"train.lr": best, "validation": scores}
+    return chosen
 
 
 def task_chance(config: RunConfig) -> float:
@@ -176,8 +223,13 @@ def compare(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = None,
     tolerance: float | None = None,
+    tune: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Train each model with seeds ``seed .. seed+seeds-1`` on the same data.
+
+    ``tune=["lr"]`` first picks each model's learning rate (``tune_lr``, on a validation
+    split of the training data) and trains every seed at it; ``compare.json`` records the
+    choice under ``tuned``.
 
     Every run lands in ``out/MODEL/seedN``; a finished run whose resolved config is unchanged
     is read back instead of retrained. Writes and returns ``out/compare.json``, with the
@@ -186,7 +238,14 @@ def compare(
     """
     models = list(models or VARIANTS)
     spec = get_task(task)
-    configs = resolve_all(task, models, preset, range(seed, seed + seeds), overrides)
+    unknown = [name for name in tune if name not in TUNABLE]
+    if unknown:
+        raise UsageError(f"--tune '{unknown[0]}' is not tunable; choose from: {', '.join(TUNABLE)}")
+    seed_range = range(seed, seed + seeds)
+    resolve_all(task, models, preset, seed_range, overrides)  # bad input fails before tuning
+    tuned = tune_lr(task, models, preset, seed, out, overrides, progress) if tune else {}
+    chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
+    configs = resolve_all(task, models, preset, seed_range, overrides, chosen)
     rows, chances = [], []
     for model in models:
         summaries = []
@@ -220,6 +279,10 @@ def compare(
         "chance": statistics.fmean(chances) if chances else task_chance(configs[models[0], seed]),
         "rows": rows,
     }
+    if tuned:
+        result["tuned"] = {
+            model: {**t, "validation": list(t["validation"].items())} for model, t in tuned.items()
+        }
     if tolerance is None:
         tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
     steps = configs.get(("standard", seed), configs[models[0], seed]).train.steps
@@ -351,5 +414,8 @@ def format_table(result: Mapping[str, Any]) -> str:
         )
     if result.get("chance") is not None:
         lines.append(f"{'chance':<12} {'':>10}  {result['chance']:>22.4f}")
+    if result.get("tuned"):
+        chosen = ", ".join(f"{m} {t['train.lr']:.3g}" for m, t in result["tuned"].items())
+        lines += ["", f"learning rates chosen on held-out training data: {chosen}"]
     lines += _litmus_lines(result)
     return "\n".join(lines)

@@ -157,6 +157,9 @@ class TrainConfig:
     stop_at: float | None = None
     # Stop after this many evaluations in a row without a better headline metric; 0: never.
     patience: int = 0
+    # When > 0: train on the rest of the training split and evaluate on this fraction of it
+    # (the "test_" metrics are then the validation split's); the test split stays unseen.
+    validation_fraction: float = 0.0
     tensorboard: bool = True  # event files in RUN_DIR/tensorboard (if tensorboard is installed)
     wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 
@@ -177,6 +180,10 @@ class TrainConfig:
             ) from None
         if self.warmup_steps < 0:
             raise UsageError(f"train.warmup_steps must be >= 0, got {self.warmup_steps}")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise UsageError(
+                f"train.validation_fraction must be in [0, 1), got {self.validation_fraction}"
+            )
         if self.patience < 0:
             raise UsageError(f"train.patience must be >= 0, got {self.patience}")
         if self.stop_at is not None and not math.isfinite(self.stop_at):
@@ -200,6 +207,7 @@ ADDED_LATER = {
     ("train", "lr_scaling"): False,
     ("train", "stop_at"): None,
     ("train", "patience"): 0,
+    ("train", "validation_fraction"): 0.0,
     ("model", "sink_first_row_weight"): 1.0,
     ("model", "construction"): "equations",
     ("model", "mixing_causal"): True,

@@ -36,6 +36,7 @@ from mixit.errors import TrainingDiverged, UsageError
 from mixit.model import Decoder
 from mixit.rundir import RunWriter
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, TASKS, Split, TaskData, TaskSpec
+from mixit.tasks.base import hold_out_validation
 from mixit.variants import get_variant
 
 
@@ -365,7 +366,10 @@ def run(
         finished = check_resumable(out, config)
         if finished is not None:
             return finished
-    data = spec.make_data(config.task, config.seed)
+    data = hold_out_validation(
+        spec.make_data(config.task, config.seed), config.train.validation_fraction
+    )
+    held_out = bool(config.train.validation_fraction) and not data.test_is_train
     fit_model_to_data(config, data)
     model = build_model(config)
     ranks = Ranks.from_environment(resolve_device(config.train.device))
@@ -453,6 +457,7 @@ def run(
         "tokens_per_second": steps_run * config.train.batch_size * seq_len / train_seconds,
         "metrics": metrics,
         "chance": spec.chance(data, config.task),
+        "evaluated_on": "validation" if held_out else "test",
     }
     writer.finish(model, summary)
     ranks.close()

@@ -7,6 +7,7 @@ and contribute neither to the loss nor to the accuracy (the loss mask).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,21 @@ class TaskData:
     vocab_size: int
     # Memorization is scored on the training set itself; every other task on held-out data.
     test_is_train: bool = False
+
+
+def hold_out_validation(data: TaskData, fraction: float) -> TaskData:
+    """``fraction`` of the training rows (a fixed random choice) become the split the run is
+    evaluated on, the rest is trained on; the test split is set aside. Memorization, scored on
+    its training set by design, is returned as it is."""
+    if not fraction or data.test_is_train:
+        return data
+    order = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(0))
+    held = max(1, int(len(data.train) * fraction))
+    rows = {"train": order[held:], "validation": order[:held]}
+    train, validation = (
+        Split(data.train.inputs[rows[k]], data.train.targets[rows[k]]) for k in rows
+    )
+    return dataclasses.replace(data, train=train, test=validation)
 
 
 def scored_answers(split: Split) -> torch.Tensor:
