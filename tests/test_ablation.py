@@ -73,7 +73,7 @@ def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     [
         (["--claims", "C4"], "does not cover claim 'C4'"),
         (["--differences", "colour"], "unknown difference 'colour'"),
-        (["--estimate"], "takes no --tuned or --estimate"),
+        (["--estimate"], "takes no --tuned, --estimate or --seed"),
         (["--no-train"], "equations' runs of the ablation"),
     ],
 )
@@ -105,3 +105,21 @@ def test_every_option_the_authors_construction_changes_has_a_difference():
                 section, name = key.split(".")
                 changed = equations[section][name] != value
                 assert key in ablated or not changed, (task, model, key)
+
+
+def test_a_claims_shift_reads_only_its_own_experiments_runs():
+    from mixit.experiments import EXPERIMENTS
+    from mixit.experiments.ablation import HEADLINES, per_seed
+
+    seeds = range(2)
+    every = {run for e in EXPERIMENTS.values() for run in e.plan("tiny", seeds)}
+    summaries = {run: {"metrics": {"test_accuracy": float(i)}} for i, run in enumerate(every)}
+    for claim, name in (("C5", "table3"), ("C7", "table5"), ("C8", "table6")):
+        planned = set(EXPERIMENTS[name].plan("tiny", seeds))
+        for headline in HEADLINES[claim]:
+            values = per_seed(summaries, headline, planned)
+            assert sorted(values) == [0, 1]  # one run per seed, from the claim's experiment
+            chosen = {run for run in planned if headline.selects(run)}
+            assert {summaries[run]["metrics"]["test_accuracy"] for run in chosen} == set(
+                values.values()
+            )

@@ -19,7 +19,7 @@ import json
 import re
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,13 +93,17 @@ class Headline:
     metric: str = "test_accuracy"
 
 
-def _mixit(task: str, **settings: Any) -> Callable[[Run], bool]:
+def _mixit(task: str, without: tuple[str, ...] = (), **settings: Any) -> Callable[[Run], bool]:
+    """Selects the MixiT runs of ``task`` whose overrides hold ``settings`` and none of the keys
+    ``without``."""
+
     def selects(run: Run) -> bool:
         own = dict(run.overrides)
         return (
             run.task == task
             and run.model == "mixit"
             and all(own.get(k) == v for k, v in settings.items())
+            and not any(k in own for k in without)
         )
 
     return selects
@@ -114,7 +118,12 @@ HEADLINES: dict[str, list[Headline]] = {
     ],
     "C6": [Headline("memorization bits/param", _mixit("memorization"), "bits_per_param")],
     "C7": [Headline(f"{t}, 64 heads", _mixit(t, **{"model.n_head": 64})) for t in ("addition",)],
-    "C8": [Headline("addition, depth 16", _mixit("addition", **{"model.n_layer": 16}))],
+    "C8": [
+        Headline(
+            "addition, depth 16",
+            _mixit("addition", without=("model.residual_lambda",), **{"model.n_layer": 16}),
+        )
+    ],
 }
 
 
@@ -161,12 +170,18 @@ def plan_ablation(
     return names, configs
 
 
-def per_seed(summaries: Mapping[Run, Mapping[str, Any]], headline: Headline) -> dict[int, float]:
-    return {
-        run.seed: float(summary["metrics"][headline.metric])
-        for run, summary in summaries.items()
-        if headline.selects(run)
-    }
+def per_seed(
+    summaries: Mapping[Run, Mapping[str, Any]], headline: Headline, planned: Collection[Run]
+) -> dict[int, float]:
+    """The headline's value per seed, over the runs of the claim's own experiment
+    (``planned``): another experiment's MixiT runs on the same task are not the claim's."""
+    values: dict[int, float] = {}
+    for run, summary in summaries.items():
+        if run in planned and headline.selects(run):
+            if run.seed in values:
+                raise ValueError(f"headline '{headline.label}' selects two runs of seed {run.seed}")
+            values[run.seed] = float(summary["metrics"][headline.metric])
+    return values
 
 
 def _shift(base: dict[int, float], flipped: dict[int, float]) -> str:
@@ -218,6 +233,7 @@ def ablate(
             "run it without --no-train"
         )
     differences = [d for d in differences if d not in unfinished]
+    planned = {c: set(EXPERIMENTS[CLAIM_EXPERIMENT[c]].plan(scale, range(seeds))) for c in claims}
     folder = make_dir(out / "ablation")
     verdicts: dict[str, dict[str, Claim]] = {}
     shifts: dict[str, dict[str, dict[str, str]]] = {}
@@ -229,7 +245,10 @@ def ablate(
         verdicts[difference] = {c.id: c for c in judged if c.id in claims}
         base = {run: s for (d, run), s in summaries.items() if d == EQUATIONS}
         shifts[difference] = {
-            c: {h.label: _shift(per_seed(base, h), per_seed(mine, h)) for h in HEADLINES[c]}
+            c: {
+                h.label: _shift(per_seed(base, h, planned[c]), per_seed(mine, h, planned[c]))
+                for h in HEADLINES[c]
+            }
             for c in claims
         }
     markdown = ablation_markdown(verdicts, shifts, claims, scale, seeds, wall, trained)

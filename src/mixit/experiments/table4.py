@@ -26,7 +26,10 @@ PAPER = {  # Table 4: accuracy, bits per parameter, trainable parameters
     "frozen-qk": (0.69, 2.25, 724352),
     "mixit": (0.67, 2.18, 724736),
 }
-CLOSE = 0.25  # |frozen-qk - mixit| <= CLOSE x standard counts as "similar" (rule of C6)
+# |frozen-qk - mixit| <= CLOSE x standard counts as "similar" (rule of C6): the paper's gap is
+# 0.07 bits against standard's 2.98 (0.02 x); 0.25 until issue #18, changed before the runs
+# that judge it.
+CLOSE = 0.1
 
 
 def plan(scale: str, seeds: range) -> list[Run]:
