@@ -352,11 +352,15 @@ def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):
     assert stored["tuned_on_seeds"] == [0, 1, 2] and stored["confirmed_on_seeds"] == [100, 101]
     assert "confirmation on seeds [100, 101]" in (out / "claims.md").read_text()
     assert "2 seeds (100-101)" in (out / "table4" / "report.md").read_text()
+    c6_fresh = {c["id"]: c for c in stored["claims"]}["C6"]["verdict"]
     reproduce(["table4"], "tiny", seeds=2, out=out, overrides=QUICK)  # the tuning seeds again
     stored = json.loads((out / "claims.json").read_text())
-    assert (
-        stored["confirmed_on_seeds"] == [] and "confirm nothing" in (out / "claims.md").read_text()
-    )
+    claims_md = (out / "claims.md").read_text()
+    assert stored["confirmed_on_seeds"] == [] and "confirm nothing" in claims_md
+    c6 = {c["id"]: c for c in stored["claims"]}["C6"]
+    assert c6["by_seeds"] == {"100-101": c6_fresh, "0-1": c6["verdict"]}  # both kept
+    confirmed = "confirmed" if c6_fresh == "reproduced" else "not confirmed"
+    assert f"0-1 {c6['verdict']}; {confirmed}" in claims_md
 
 
 def test_a_negative_first_seed_is_a_usage_error(tmp_path, capsys):

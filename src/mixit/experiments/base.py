@@ -119,11 +119,22 @@ class Claim:
     # ablation`` at the same scale and seeds (mixit.experiments.ablation.dependence); "" when
     # no ablation covered the claim.
     ablation: str = ""
+    # The verdict on each set of seeds this output was reproduced on, e.g. {"0-2":
+    # "reproduced", "100-102": "not reproduced"}: settings chosen on the first are confirmed
+    # only by the others (``confirmed``).
+    by_seeds: dict[str, str] = field(default_factory=dict)
 
     def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)
         self.verdict = REPRODUCED if holds else NOT_REPRODUCED
         return self
+
+    def confirmed(self) -> bool | None:
+        """Reproduced on a set of seeds that nothing was tuned on (``TUNED_ON_SEEDS``); None
+        when no such set has judged it."""
+        fresh = [v for label, v in self.by_seeds.items() if not _tuned_on(label)]
+        fresh = [v for v in fresh if v != NOT_RUN]
+        return None if not fresh else all(v == REPRODUCED for v in fresh)
 
 
 @dataclass
@@ -215,6 +226,16 @@ def settings_note(scale: str, tasks: Sequence[str]) -> str:
     if not parts:
         return ""
     return f"Settings beyond the `{SCALE_PRESET[scale]}` task presets: {'; '.join(parts)}. "
+
+
+def seeds_label(seeds: range) -> str:
+    """``0-2``: a set of seeds as ``Claim.by_seeds`` names it."""
+    return f"{seeds.start}-{seeds.stop - 1}"
+
+
+def _tuned_on(label: str) -> bool:
+    first, last = (int(part) for part in label.split("-"))
+    return any(seed in TUNED_ON_SEEDS for seed in range(first, last + 1))
 
 
 def seeds_text(seeds: range) -> str:

@@ -33,6 +33,7 @@ from mixit.experiments.base import (
     Experiment,
     Run,
     run_dir_name,
+    seeds_label,
     seeds_text,
 )
 from mixit.io import make_dir, write_json, write_text
@@ -191,6 +192,27 @@ def earlier_claims(out: Path, setting: Mapping[str, Any]) -> dict[str, dict[str,
         return {}
 
 
+# The settings that name the seeds: a verdict on other seeds under otherwise the same setting
+# is the same claim judged again, and is kept in ``Claim.by_seeds``.
+SEED_SETTINGS = ("seeds", "first_seed", "confirmed_on_seeds")
+
+
+def verdicts_by_seeds(out: Path, setting: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """``{claim id: {seeds label: verdict}}`` from ``OUT/claims.json`` when it was judged under
+    ``setting`` up to the seeds; {} otherwise."""
+    try:
+        stored = json.loads((out / "claims.json").read_text())
+        if any(
+            stored.get(key, value) != value
+            for key, value in setting.items()
+            if key not in SEED_SETTINGS
+        ):
+            return {}
+        return {c["id"]: dict(c.get("by_seeds", {})) for c in stored["claims"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def merge_claims(out: Path, judged: Sequence[Claim], setting: Mapping[str, Any]) -> list[Claim]:
     """The claims of this reproduction, with verdicts from earlier ones under the same
     setting kept for the others."""
@@ -221,12 +243,13 @@ def changed_settings_note(setting: Mapping[str, Any]) -> str:
 
 def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
     counted = sum(claim.verdict == "reproduced" for claim in claims)
+    confirmed = sum(claim.confirmed() is True for claim in claims)
     changed = changed_settings_note(setting)
     first = setting.get("first_seed", 0)
-    confirmed = setting.get("confirmed_on_seeds", [])
+    fresh = setting.get("confirmed_on_seeds", [])
     confirmation = (
-        f"a confirmation on seeds {_fmt(confirmed)}, which nothing was tuned on"
-        if confirmed
+        f"a confirmation on seeds {_fmt(fresh)}, which nothing was tuned on"
+        if fresh
         else "on those seeds, so they confirm nothing"
     )
     lines = [
@@ -235,7 +258,9 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
         f"{counted} of {len(claims)} claims reproduced, each judged on means over "
         f"{seeds_text(range(first, first + setting['seeds']))}. Settings and rules were "
         f"chosen on seeds {_fmt(setting.get('tuned_on_seeds', list(TUNED_ON_SEEDS)))}; these "
-        f"verdicts are {confirmation} (docs/reproduce.md says which rules came after results).",
+        f"verdicts are {confirmation} (docs/reproduce.md says which rules came after results). "
+        f"Over every set of seeds this output was reproduced on, {confirmed} claim(s) are "
+        "confirmed: reproduced on seeds nothing was tuned on.",
         "",
     ]
     if changed:
@@ -250,9 +275,18 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
             f"- **Measured:** {measured}",
             *([f"- **Construction:** `{claim.construction}`"] if claim.construction else []),
             *([f"- **Ablation:** {claim.ablation}"] if claim.ablation else []),
+            *([f"- **By seeds:** {_by_seeds(claim)}"] if claim.by_seeds else []),
             "",
         ]
     return "\n".join(lines)
+
+
+def _by_seeds(claim: Claim) -> str:
+    """``0-2 reproduced; 100-102 not reproduced; not confirmed``."""
+    verdicts = "; ".join(f"{label} {verdict}" for label, verdict in claim.by_seeds.items())
+    confirmed = claim.confirmed()
+    state = {None: "not judged on fresh seeds yet", True: "confirmed", False: "not confirmed"}
+    return f"{verdicts}; {state[confirmed]}"
 
 
 def _fmt(value: Any) -> str:
@@ -484,6 +518,11 @@ def reproduce(
         judged += report.claims
     write_json(out / "timing.json", timing)
     claims = merge_claims(out, judged, setting)
+    history = verdicts_by_seeds(out, setting)
+    for merged_claim in claims:
+        merged_claim.by_seeds = history.get(merged_claim.id, {})
+        if merged_claim.verdict != NOT_RUN:
+            merged_claim.by_seeds[seeds_label(seed_range)] = merged_claim.verdict
     write_claims(out, claims, setting)
     return claims
 
