@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from mixit.config import RunConfig, without_execution_settings
 from mixit.errors import UsageError
-from mixit.io import write_atomic
+from mixit.io import follow_umask, write_atomic
 from mixit.model import Decoder
 
 CHECKPOINT, PREVIOUS = "checkpoint", "checkpoint.old"
@@ -79,6 +79,7 @@ def save_checkpoint(
         {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()},
         str(tmp / "model.safetensors"),
     )
+    follow_umask(tmp / "model.safetensors")
     state = {
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),

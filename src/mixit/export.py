@@ -10,6 +10,7 @@ shaped leaky ReLU: those are refused.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from mixit.config import ModelConfig
@@ -62,10 +63,28 @@ def llama_config(
     )
 
 
+def is_run_dir(folder: Path) -> bool:
+    """Whether ``folder`` holds a mixit run (which an export must not overwrite); an earlier
+    export's Hugging Face ``config.json`` does not count."""
+    if (folder / "summary.json").exists() or (folder / "metrics.jsonl").exists():
+        return True
+    try:
+        stored = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stored, dict) and "train" in stored
+
+
 def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
     """Write ``out_dir`` so that ``LlamaForCausalLM.from_pretrained(out_dir)`` loads the run."""
     from mixit.train import load_run
 
+    target = Path(out_dir)
+    if target.resolve() == Path(run_dir).resolve() or is_run_dir(target):
+        raise UsageError(
+            f"{target} is a mixit run directory; export into a new folder so that the run "
+            "stays loadable"
+        )
     model, config = load_run(run_dir)
     m = config.model
     if not model.traits.exportable:

@@ -24,17 +24,68 @@ def make_dir(path: str | Path) -> Path:
     return path
 
 
+def follow_umask(path: Path) -> None:
+    """Give ``path`` the mode the umask gives a new file: mkstemp and safetensors make 0600
+    files, which teammates sharing a run could not read."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``."""
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``.
+
+    The file gets the permissions the umask gives a new file (``follow_umask``). A ``path``
+    that is a device or a pipe (``--json /dev/stdout``) is written into, never replaced; a
+    folder in the way is a UsageError.
+    """
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; name a file to write")
+    if path.exists() and not path.is_file():
+        write(path)
+        return
     make_dir(path.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        write(tmp)  # some writers (safetensors) make the file anew: set its mode after
+        follow_umask(tmp)
+        os.replace(tmp, path)  # replaces a symlink itself, never the file it points to
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` to ``path``, refusing to follow a symlink planted in its place."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as error:
+        raise UsageError(f"cannot append to {path}: {error.strerror}") from None
+    with os.fdopen(fd, "a") as handle:
+        handle.write(line + "\n")
+
+
+class DirLock:
+    """An exclusive lock on a run directory for as long as one process writes it: a second
+    writer is refused at once. The kernel drops the lock when the holder exits, crash or not."""
+
+    def __init__(self, folder: Path) -> None:
+        import fcntl
+
+        self._handle = (make_dir(folder) / ".lock").open("a")
+        try:
+            fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._handle.close()
+            raise UsageError(
+                f"{folder} is being written by another mixit process; wait for it or use "
+                "another --out"
+            ) from None
+
+    def release(self) -> None:
+        self._handle.close()
 
 
 def write_json(path: Path, data: Any) -> None:

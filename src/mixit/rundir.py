@@ -15,7 +15,7 @@ from typing import Any
 from mixit.checkpoint import save_weights
 from mixit.config import RunConfig
 from mixit.errors import UsageError
-from mixit.io import make_dir, write_json
+from mixit.io import DirLock, append_line, write_json, write_text
 from mixit.model import Decoder
 
 _told_no_tensorboard = False
@@ -53,18 +53,18 @@ class RunWriter:
     """
 
     def __init__(self, out: Path | None, config: RunConfig, resume_step: int = 0) -> None:
-        self.out, self.tensorboard, self.wandb = out, None, None
+        self.out, self.tensorboard, self.wandb, self.lock = out, None, None, None
         if out is None:
             return
-        make_dir(out)
+        self.lock = DirLock(out)
         (out / "summary.json").unlink(missing_ok=True)
         write_json(out / "config.json", config.to_dict())
         metrics = out / "metrics.jsonl"
         kept = []
-        if resume_step and metrics.is_file():
+        if resume_step and metrics.is_file() and not metrics.is_symlink():
             lines = metrics.read_text().splitlines()
             kept = [line for line in lines if line and json.loads(line)["step"] <= resume_step]
-        metrics.write_text("".join(line + "\n" for line in kept))
+        write_text(metrics, "".join(line + "\n" for line in kept))
         if config.train.tensorboard:
             self.tensorboard = _tensorboard(out / "tensorboard", resume_step)
         if config.train.wandb:
@@ -73,8 +73,7 @@ class RunWriter:
     def log(self, record: dict[str, Any]) -> None:
         if self.out is None:
             return
-        with (self.out / "metrics.jsonl").open("a") as metrics_file:
-            metrics_file.write(json.dumps(record) + "\n")
+        append_line(self.out / "metrics.jsonl", json.dumps(record))
         numbers = {k: v for k, v in record.items() if k != "step" and isinstance(v, int | float)}
         if self.tensorboard is not None:
             for key, value in numbers.items():
@@ -93,3 +92,4 @@ class RunWriter:
             self.wandb.finish()
         save_weights(model, self.out / "model.safetensors")
         write_json(self.out / "summary.json", summary)
+        self.lock.release()

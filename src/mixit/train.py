@@ -28,6 +28,7 @@ from mixit.checkpoint import (
     load_checkpoint,
     load_weights,
     save_checkpoint,
+    stored_config_matches,
 )
 from mixit.config import RunConfig, apply_overrides, from_dict
 from mixit.constructions import construction_overrides
@@ -479,7 +480,13 @@ def train(
     ``resume=True`` continues ``out`` from its last checkpoint (``train.checkpoint_every``).
     """
     config = resolve_config(task, model, preset, seed, overrides)
-    return run(config, Path(out) if out is not None else None, progress, resume)
+    folder = Path(out) if out is not None else None
+    if folder is not None and not resume and stored_config_matches(folder, config) is False:
+        raise UsageError(
+            f"{folder} holds a run of another config; use another --out (or delete it) rather "
+            "than overwrite it"
+        )
+    return run(config, folder, progress, resume)
 
 
 def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:

@@ -1,0 +1,92 @@
+"""Nothing lost: a command never overwrites a run it did not start, two writers never share a
+run directory, and writes neither follow planted symlinks nor replace special files."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from mixit.cli import main
+from mixit.errors import UsageError
+from mixit.io import DirLock, write_json
+from mixit.train import load_run, train
+
+SHORT = {"train.steps": 2, "train.eval_every": 2, "model.n_embd": 16, "task.n_test": 100}
+ARGS = ["train", "--task", "addition", "--model", "standard"]
+
+
+@pytest.fixture
+def finished(tmp_path):
+    run_dir = tmp_path / "run"
+    train("addition", "standard", out=run_dir, overrides=SHORT, progress=False)
+    return run_dir, {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+
+
+def _overrides(**extra):
+    return [f"{k}={v}" for k, v in {**SHORT, **extra}.items()]
+
+
+def test_export_into_a_run_directory_is_refused(finished, tmp_path, capsys):
+    run_dir, files = finished
+    other = tmp_path / "other"
+    train("addition", "standard", out=other, overrides=SHORT, progress=False)
+    for target in (run_dir, other):
+        assert main(["export-hf", str(run_dir), str(target)]) == 2
+        assert "is a mixit run directory" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == files
+    load_run(run_dir)
+
+
+def test_train_without_resume_never_overwrites_a_run_of_another_config(finished, capsys):
+    run_dir, files = finished
+    argv = [*ARGS, "--out", str(run_dir), *_overrides(**{"model.n_layer": 1})]
+    assert main(argv) == 2
+    assert "holds a run of another config" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == files
+
+
+def test_a_second_writer_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    lock = DirLock(run_dir)  # another process training into it
+    with pytest.raises(UsageError, match="being written by another mixit process"):
+        train("addition", "standard", out=run_dir, overrides=SHORT, progress=False)
+    assert not (run_dir / "config.json").exists()
+    lock.release()
+    train("addition", "standard", out=run_dir, overrides=SHORT, progress=False)
+
+
+def test_a_symlink_planted_in_a_run_directory_is_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "metrics.jsonl").symlink_to(victim)
+    train("addition", "standard", out=run_dir, overrides=SHORT, progress=False)
+    assert victim.read_text() == "keep me\n"
+    assert not (run_dir / "metrics.jsonl").is_symlink()
+    assert json.loads((run_dir / "metrics.jsonl").read_text())["step"] == 2
+
+
+def test_a_special_file_is_written_into_not_replaced(tmp_path):
+    link = tmp_path / "out.json"
+    link.symlink_to(os.devnull)
+    write_json(link, {"a": 1})
+    assert link.is_symlink() and stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    with pytest.raises(UsageError, match="is a folder"):
+        write_json(tmp_path, {"a": 1})
+
+
+def test_run_files_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        overrides = {**SHORT, "train.checkpoint_every": 1}
+        train("addition", "standard", out=tmp_path / "run", overrides=overrides, progress=False)
+    finally:
+        os.umask(old)
+    files = [
+        p for p in (tmp_path / "run").rglob("*") if p.is_file() and "tensorboard" not in str(p)
+    ]
+    assert {p.name for p in files} >= {"config.json", "summary.json", "state.pt"}
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
