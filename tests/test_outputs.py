@@ -38,12 +38,39 @@ def test_export_into_a_run_directory_is_refused(finished, tmp_path, capsys):
     load_run(run_dir)
 
 
-def test_train_without_resume_never_overwrites_a_run_of_another_config(finished, capsys):
+def test_export_into_a_folder_that_is_not_empty_needs_overwrite(finished, tmp_path, capsys):
+    pytest.importorskip("transformers")
+    run_dir, _ = finished
+    target = tmp_path / "hf"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine\n")
+    assert main(["export-hf", str(run_dir), str(target)]) == 2
+    assert "is not empty" in capsys.readouterr().err
+    assert main(["export-hf", str(run_dir), str(target), "--overwrite"]) == 0
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"model.n_layer": 1}, "holds a finished run"),  # another config, finished
+        ({}, "holds a finished run"),  # the same config, finished
+    ],
+)
+def test_train_never_overwrites_a_finished_run_without_overwrite(finished, capsys, extra, message):
     run_dir, files = finished
-    argv = [*ARGS, "--out", str(run_dir), *_overrides(**{"model.n_layer": 1})]
+    argv = [*ARGS, "--out", str(run_dir), *_overrides(**extra)]
     assert main(argv) == 2
-    assert "holds a run of another config" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == files
+    assert main([*argv, "--resume"]) == (0 if not extra else 2)  # resume returns it as it is
+    assert main([*argv, "--overwrite"]) == 0
+
+
+def test_train_never_overwrites_an_unfinished_run_of_another_config(finished, capsys):
+    run_dir, _ = finished
+    (run_dir / "summary.json").unlink()  # as if killed before the end
+    assert main([*ARGS, "--out", str(run_dir), *_overrides(**{"model.n_layer": 1})]) == 2
+    assert "holds a run of another config" in capsys.readouterr().err
 
 
 def test_a_second_writer_is_refused(tmp_path):

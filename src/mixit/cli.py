@@ -94,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the run directory from its last checkpoint (train.checkpoint_every)",
     )
+    train_parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="train anew into a folder that holds a finished run or a run of another config",
+    )
 
     compare_parser = commands.add_parser(
         "compare",
@@ -258,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export_parser.add_argument("run_dir", help="a finished run directory")
     export_parser.add_argument("out_dir", help="where to write the Hugging Face model")
+    export_parser.add_argument(
+        "--overwrite", action="store_true", help="write into a folder that is not empty"
+    )
 
     analyze_parser = commands.add_parser(
         "analyze", help="analyse a finished run directory (attention heads, covariance)"
@@ -310,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "export-hf":
             from mixit.export import export_hf
 
-            print(f"written: {export_hf(args.run_dir, args.out_dir)}")
+            print(f"written: {export_hf(args.run_dir, args.out_dir, args.overwrite)}")
             return 0
         overrides = parse_overrides(args.overrides)
         if args.command == "train" and args.estimate:
@@ -330,6 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 overrides,
                 args.progress,
                 args.resume,
+                args.overwrite,
             )
             print(json.dumps(summary["metrics"], indent=2))
             print(f"run directory: {out}", file=sys.stderr)

@@ -75,8 +75,10 @@ def is_run_dir(folder: Path) -> bool:
     return isinstance(stored, dict) and "train" in stored
 
 
-def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
-    """Write ``out_dir`` so that ``LlamaForCausalLM.from_pretrained(out_dir)`` loads the run."""
+def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False) -> Path:
+    """Write ``out_dir`` so that ``LlamaForCausalLM.from_pretrained(out_dir)`` loads the run.
+    A mixit run directory is never written into; another folder that is not empty only with
+    ``overwrite``."""
     from mixit.train import load_run
 
     target = Path(out_dir)
@@ -85,6 +87,8 @@ def export_hf(run_dir: str | Path, out_dir: str | Path) -> Path:
             f"{target} is a mixit run directory; export into a new folder so that the run "
             "stays loadable"
         )
+    if target.is_dir() and any(target.iterdir()) and not overwrite:
+        raise UsageError(f"{target} is not empty; name a new folder, or add --overwrite")
     model, config = load_run(run_dir)
     m = config.model
     if not model.traits.exportable:

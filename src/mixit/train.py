@@ -474,19 +474,31 @@ def train(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = None,
     resume: bool = False,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Train one model on one task; returns the summary (also written to ``out/summary.json``).
 
-    ``resume=True`` continues ``out`` from its last checkpoint (``train.checkpoint_every``).
+    ``resume=True`` continues ``out`` from its last checkpoint (``train.checkpoint_every``) and
+    returns a finished run as it is. Without it, a folder holding a finished run, or a run of
+    another config, is refused unless ``overwrite=True``.
     """
     config = resolve_config(task, model, preset, seed, overrides)
     folder = Path(out) if out is not None else None
-    if folder is not None and not resume and stored_config_matches(folder, config) is False:
-        raise UsageError(
-            f"{folder} holds a run of another config; use another --out (or delete it) rather "
-            "than overwrite it"
-        )
+    if folder is not None and not (resume or overwrite):
+        check_not_a_run(folder, config)
     return run(config, folder, progress, resume)
+
+
+def check_not_a_run(folder: Path, config: RunConfig) -> None:
+    """Refuse to train anew over a finished run, or over a run of another config."""
+    if (folder / "summary.json").exists():
+        raise UsageError(
+            f"{folder} holds a finished run; --resume returns it, --overwrite trains it again"
+        )
+    if stored_config_matches(folder, config) is False:
+        raise UsageError(
+            f"{folder} holds a run of another config; use another --out, or --overwrite"
+        )
 
 
 def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
