@@ -26,6 +26,23 @@ PRECISIONS = ("fp32", "bf16")
 MIXING_SCALES = ("paper", "per-head-spread", "sequence")
 MIXING_CENTERINGS = ("row-mean", "row-sum-over-position")
 CONSTRUCTIONS = ("equations", "authors")
+# torch.manual_seed takes seeds below 2^64; a run's seed plus the offsets tasks add stays below.
+MAX_SEED = 2**62
+
+
+def _check_finite(section: str, config: Any) -> None:
+    """Every float option of ``config`` is a finite number (or None where None is allowed)."""
+    for option in dataclasses.fields(config):
+        value = getattr(config, option.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"{section}.{option.name} must be a finite number, got {value}")
+
+
+def _check_range(key: str, value: float, low: float, high: float, closed_high: bool) -> None:
+    inside = low <= value <= high if closed_high else low <= value < high
+    if not inside:
+        bracket = "]" if closed_high else ")"
+        raise UsageError(f"{key} must be in [{low:g}, {high:g}{bracket}, got {value}")
 
 
 @dataclass
@@ -92,6 +109,9 @@ class ModelConfig:
     residual_depth_base: float = 4.0
 
     def validate(self, uses_rope: bool = True) -> None:
+        _check_finite("model", self)
+        if self.rope_base <= 0:
+            raise UsageError(f"model.rope_base must be > 0, got {self.rope_base}")
         for name in ("n_layer", "n_embd", "n_head", "mlp_ratio"):
             if getattr(self, name) < 1:
                 raise UsageError(f"model.{name} must be >= 1, got {getattr(self, name)}")
@@ -164,7 +184,15 @@ class TrainConfig:
     wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 
     def validate(self) -> None:
+        _check_finite("train", self)
         _check_choice("train.precision", self.precision, PRECISIONS)
+        _check_range("train.beta1", self.beta1, 0.0, 1.0, closed_high=False)
+        _check_range("train.beta2", self.beta2, 0.0, 1.0, closed_high=False)
+        _check_range("train.min_lr_ratio", self.min_lr_ratio, 0.0, 1.0, closed_high=True)
+        if self.weight_decay < 0:
+            raise UsageError(f"train.weight_decay must be >= 0, got {self.weight_decay}")
+        if self.grad_clip <= 0:
+            raise UsageError(f"train.grad_clip must be > 0, got {self.grad_clip}")
         if self.checkpoint_every < 0:
             raise UsageError(f"train.checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for name in ("steps", "batch_size", "eval_every", "eval_examples"):
@@ -186,8 +214,6 @@ class TrainConfig:
             )
         if self.patience < 0:
             raise UsageError(f"train.patience must be >= 0, got {self.patience}")
-        if self.stop_at is not None and not math.isfinite(self.stop_at):
-            raise UsageError(f"train.stop_at must be a finite number or none, got {self.stop_at}")
 
 
 # Where to run, checkpoints and logging change no result (on one device type).

@@ -30,7 +30,7 @@ from mixit.checkpoint import (
     save_checkpoint,
     stored_config_matches,
 )
-from mixit.config import RunConfig, apply_overrides, from_dict
+from mixit.config import MAX_SEED, RunConfig, apply_overrides, from_dict
 from mixit.constructions import construction_overrides
 from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
@@ -59,6 +59,8 @@ def resolve_config(
     spec, variant = get_task(task), get_variant(model)
     if preset not in PRESET_NAMES:
         raise UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESET_NAMES)}")
+    if not 0 <= seed < MAX_SEED:
+        raise UsageError(f"--seed must be in [0, 2^62), got {seed}")
     config = RunConfig(task_name=task, variant=model, preset=preset, seed=seed)
     config.task = spec.config_cls()
     apply_overrides(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})

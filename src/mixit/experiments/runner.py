@@ -22,10 +22,9 @@ import torch
 
 from mixit.checkpoint import finished_summary
 from mixit.compare import duration
-from mixit.config import RunConfig
+from mixit.config import MAX_SEED, RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import (
-    MAX_SEED,
     NOT_RUN,
     SCALES,
     TUNED_ON_SEEDS,
@@ -317,7 +316,7 @@ def plan_reproduction(
     if len(seeds) < 1 or jobs < 1:
         raise UsageError(f"--seeds and --jobs must be >= 1, got {len(seeds)} and {jobs}")
     if not 0 <= seeds.start < MAX_SEED:
-        raise UsageError(f"--seed must be in [0, {MAX_SEED}), got {seeds.start}")
+        raise UsageError(f"--seed must be in [0, 2^62), got {seeds.start}")
     if list(names) == ["all"]:
         names = list(EXPERIMENTS)
     unknown = [name for name in names if name not in EXPERIMENTS]

@@ -1,0 +1,125 @@
+"""Bad input, table-driven: every case exits 2 with one line on stderr that names what was
+wrong, prints no traceback, and writes nothing."""
+
+import pytest
+
+from mixit.cli import main
+
+TRAIN = ["train", "--task", "addition", "--model", "standard"]
+RETRIEVAL = ["train", "--task", "retrieval", "--model", "mixit"]
+
+# (arguments after the command's own, a fragment the one line must hold)
+TRAIN_VALUES = [
+    ("train.lr=nan", "train.lr must be a finite number"),
+    ("train.lr=inf", "train.lr must be a finite number"),
+    ("train.lr=0", "train.lr must be > 0"),
+    ("train.lr=-1", "train.lr must be > 0"),
+    ("train.lr=fast", "train.lr"),
+    ("train.beta1=2", "train.beta1 must be in [0, 1)"),
+    ("train.beta1=-0.1", "train.beta1 must be in [0, 1)"),
+    ("train.beta2=1", "train.beta2 must be in [0, 1)"),
+    ("train.beta2=nan", "train.beta2 must be a finite number"),
+    ("train.grad_clip=-1", "train.grad_clip must be > 0"),
+    ("train.grad_clip=0", "train.grad_clip must be > 0"),
+    ("train.grad_clip=inf", "train.grad_clip must be a finite number"),
+    ("train.weight_decay=-0.1", "train.weight_decay must be >= 0"),
+    ("train.weight_decay=nan", "train.weight_decay must be a finite number"),
+    ("train.min_lr_ratio=2", "train.min_lr_ratio must be in [0, 1]"),
+    ("train.min_lr_ratio=-1", "train.min_lr_ratio must be in [0, 1]"),
+    ("train.warmup_steps=-1", "train.warmup_steps must be >= 0"),
+    ("train.steps=0", "train.steps must be >= 1"),
+    ("train.steps=1.5", "train.steps"),
+    ("train.batch_size=0", "train.batch_size must be >= 1"),
+    ("train.eval_every=0", "train.eval_every must be >= 1"),
+    ("train.eval_examples=0", "train.eval_examples must be >= 1"),
+    ("train.checkpoint_every=-1", "train.checkpoint_every must be >= 0"),
+    ("train.precision=fp16", "train.precision"),
+    ("train.device=tpu9", "train.device"),
+    ("train.patience=-1", "train.patience must be >= 0"),
+    ("train.stop_at=nan", "train.stop_at must be a finite number"),
+    ("train.stop_at=inf", "train.stop_at must be a finite number"),
+    ("train.validation_fraction=1", "train.validation_fraction must be in [0, 1)"),
+    ("train.validation_fraction=-0.5", "train.validation_fraction must be in [0, 1)"),
+    ("train.compile=maybe", "train.compile"),
+    ("train.nonsense=1", "nonsense"),
+]
+MODEL_VALUES = [
+    ("model.rope_base=0", "model.rope_base must be > 0"),
+    ("model.rope_base=-5", "model.rope_base must be > 0"),
+    ("model.rope_base=nan", "model.rope_base must be a finite number"),
+    ("model.n_layer=0", "model.n_layer must be >= 1"),
+    ("model.n_embd=0", "model.n_embd must be >= 1"),
+    ("model.n_head=0", "model.n_head must be >= 1"),
+    ("model.n_head=3", "not divisible"),
+    ("model.mlp_ratio=0", "model.mlp_ratio must be >= 1"),
+    ("model.n_embd=12", "must be even"),
+    ("model.init=xavier", "model.init"),
+    ("model.mlp_activation=gelu", "model.mlp_activation"),
+    ("model.mixing_scale=huge", "model.mixing_scale"),
+    ("model.mixing_centering=none", "model.mixing_centering"),
+    ("model.construction=mine", "model.construction"),
+    ("model.residual_lambda=1.5", "model.residual_lambda must be in (0, 1)"),
+    ("model.residual_lambda=0", "model.residual_lambda must be in (0, 1)"),
+    ("model.residual_lambda=nan", "model.residual_lambda must be a finite number"),
+    ("model.width_base=0", "model.width_base must be > 0"),
+    ("model.width_base_down=-1", "model.width_base_down must be > 0"),
+    ("model.output_init_std=-1", "model.output_init_std must be >= 0"),
+    ("model.output_init_std=inf", "model.output_init_std must be a finite number"),
+    ("model.sink_first_row_weight=-1", "model.sink_first_row_weight must be >= 0"),
+    ("model.leaky_relu_c=nan", "model.leaky_relu_c must be a finite number"),
+    ("model.residual_depth_alpha=inf", "model.residual_depth_alpha must be a finite number"),
+    ("model.bias=perhaps", "model.bias"),
+    ("model.wings=2", "wings"),
+]
+TASK_VALUES = [
+    (TRAIN, "task.num_digits=0", "task.num_digits"),
+    (TRAIN, "task.n_train=0", "task.n_train"),
+    (TRAIN, "task.n_test=0", "task.n_test"),
+    (TRAIN, "task.answer_ids=hex", "task.answer_ids"),
+    (TRAIN, "task.scored_tokens=all", "task.scored_tokens"),
+    (RETRIEVAL, "task.vocab_size=2", "task.vocab_size"),
+    (RETRIEVAL, "task.max_pairs=1000", "task.max_pairs"),
+    (RETRIEVAL, "task.padding=middle", "task.padding"),
+    (RETRIEVAL, "task.key_pool=all", "task.key_pool"),
+    (RETRIEVAL, "task.query_ids=both", "task.query_ids"),
+]
+COMMANDS = [
+    (["train", "--task", "nope", "--model", "standard"], "unknown task 'nope'"),
+    (["train", "--task", "addition", "--model", "nope"], "nope"),
+    ([*TRAIN, "--preset", "huge"], "huge"),
+    ([*TRAIN, "--seed", "-1"], "--seed must be in [0, 2^62)"),
+    ([*TRAIN, "--seed", str(2**64)], "--seed must be in [0, 2^62)"),
+    ([*TRAIN, "steps"], "steps"),
+    (["compare", "--task", "addition", "--seeds", "0"], "--seeds must be >= 1"),
+    (["compare", "--task", "addition", "--tolerance", "-1"], "--tolerance must be >= 0"),
+    (["compare", "--task", "addition", "--models", "standard,nope"], "nope"),
+    (["compare", "--task", "addition", "--tune", "wd"], "--tune"),
+    (["reproduce", "nothing"], "unknown experiment 'nothing'"),
+    (["reproduce", "table4", "--scale", "huge"], "--scale 'huge'"),
+    (["reproduce", "table4", "--seeds", "0"], "--seeds and --jobs must be >= 1"),
+    (["reproduce", "table4", "--jobs", "0"], "--seeds and --jobs must be >= 1"),
+    (["reproduce", "table4", "--seed", "-3"], "--seed must be in [0, 2^62)"),
+    (["reproduce", "ablation", "--seed", "5"], "takes no --tuned, --estimate or --seed"),
+    (["reproduce", "ablation", "--differences", "magic"], "unknown difference 'magic'"),
+]
+
+CASES = (
+    [pytest.param([*TRAIN, value], fragment, id=value) for value, fragment in TRAIN_VALUES]
+    + [pytest.param([*TRAIN, value], fragment, id=value) for value, fragment in MODEL_VALUES]
+    + [
+        pytest.param([*command, value], fragment, id=f"{command[2]}-{value}")
+        for command, value, fragment in TASK_VALUES
+    ]
+    + [pytest.param(argv, fragment, id=" ".join(argv)) for argv, fragment in COMMANDS]
+)
+
+
+@pytest.mark.parametrize("argv, fragment", CASES)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, fragment, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert fragment in lines[0], lines[0]
+    assert not out.exists() or not any(out.rglob("*")), sorted(out.rglob("*"))
