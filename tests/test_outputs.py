@@ -117,3 +117,64 @@ def test_run_files_follow_the_umask(tmp_path):
     assert {p.name for p in files} >= {"config.json", "summary.json", "state.pt"}
     for path in files:
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+
+
+def _edit_json(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _damage_progress(run_dir):
+    import torch
+
+    path = run_dir / "checkpoint" / "state.pt"
+    state = torch.load(path, weights_only=True)
+    progress = json.loads(state["progress"])
+    progress["step"] = "ten"
+    state["progress"] = json.dumps(progress)
+    torch.save(state, path)
+
+
+CHECKPOINTED = {**SHORT, "train.checkpoint_every": 1}
+DAMAGES = {
+    # a crash or a full disk while appending: the torn line is dropped, the run resumes
+    "torn metrics line": (
+        lambda d: d.joinpath("metrics.jsonl").write_text(
+            d.joinpath("metrics.jsonl").read_text()[:-7]
+        ),
+        0,
+    ),
+    "summary.json a list": (lambda d: d.joinpath("summary.json").write_text("[]"), 0),
+    "summary.json empty": (lambda d: d.joinpath("summary.json").write_text(""), 0),
+    "checkpoint step 'ten'": (_damage_progress, 2),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_run_directory_resumes_or_is_refused_in_one_line(damage, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    train("addition", "standard", out=run_dir, overrides=CHECKPOINTED, progress=False)
+    whole = json.loads((run_dir / "summary.json").read_text())
+    change, code = DAMAGES[damage]
+    change(run_dir)
+    if damage != "summary.json a list" and damage != "summary.json empty":
+        (run_dir / "summary.json").unlink()
+    argv = [*ARGS, "--out", str(run_dir), "--resume", *_overrides(**{"train.checkpoint_every": 1})]
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len([x for x in err.splitlines() if x.strip()]) == 1
+    if code == 0:
+        assert json.loads((run_dir / "summary.json").read_text())["metrics"] == whole["metrics"]
+
+
+@pytest.mark.parametrize("command", ["generate", "export-hf"])
+def test_a_stored_config_that_does_not_validate_is_refused(finished, command, tmp_path, capsys):
+    run_dir, _ = finished
+    _edit_json(run_dir / "config.json", lambda c: c["model"].update(n_head=0))
+    argv = {
+        "generate": ["generate", str(run_dir), "--prompt-ids", "1,2"],
+        "export-hf": ["export-hf", str(run_dir), str(tmp_path / "hf")],
+    }[command]
+    assert main(argv) == 2
+    assert "config.json: model.n_head must be >= 1" in capsys.readouterr().err

@@ -114,10 +114,26 @@ def load_checkpoint(
         schedule.load_state_dict(state["schedule"])
         batches.set_state(state["batches"])
         torch.set_rng_state(state["torch_rng"])
-        return json.loads(state["progress"])
+        progress = json.loads(state["progress"])
+        _check_progress(progress)
+        return progress
     except Exception as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"cannot resume from {folder / 'state.pt'}: {first[:200]}") from None
+
+
+def _check_progress(progress: Any) -> None:
+    """A checkpoint's progress holds a step count, seconds and metrics of the right types."""
+    if not isinstance(progress, dict):
+        raise ValueError("its progress record is damaged")
+    numbers = (progress.get("running_loss", 0.0), progress.get("train_seconds"))
+    if not (
+        isinstance(progress.get("step"), int)
+        and progress["step"] >= 0
+        and all(v is None or isinstance(v, int | float) for v in numbers)
+        and isinstance(progress.get("metrics"), dict)
+    ):
+        raise ValueError("its progress record is damaged")
 
 
 def stored_config_matches(run_dir: Path, config: RunConfig) -> bool | None:
@@ -138,9 +154,11 @@ def finished_summary(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
     summary = run_dir / "summary.json"
     if summary.is_file() and stored_config_matches(run_dir, config):
         try:
-            return json.loads(summary.read_text())
+            stored = json.loads(summary.read_text())
         except ValueError:  # damaged (it is written last, by a rename): train the run again
             return None
+        if isinstance(stored, dict) and isinstance(stored.get("metrics"), dict):
+            return stored
     return None
 
 

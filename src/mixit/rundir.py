@@ -45,6 +45,20 @@ def _wandb(project: str, config: RunConfig, out: Path) -> Any:
     return wandb.init(project=project, name=name, config=config.to_dict(), dir=str(out))
 
 
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The evaluations in ``metrics.jsonl``, skipping a line a crash or a full disk left torn
+    (it is appended line by line) and any line that is not an object with a step."""
+    records = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            records.append(record)
+    return records
+
+
 class RunWriter:
     """Writes a run directory as training goes; with ``out=None`` it writes nothing.
 
@@ -62,8 +76,7 @@ class RunWriter:
         metrics = out / "metrics.jsonl"
         kept = []
         if resume_step and metrics.is_file() and not metrics.is_symlink():
-            lines = metrics.read_text().splitlines()
-            kept = [line for line in lines if line and json.loads(line)["step"] <= resume_step]
+            kept = [json.dumps(r) for r in read_records(metrics) if r["step"] <= resume_step]
         write_text(metrics, "".join(line + "\n" for line in kept))
         if config.train.tensorboard:
             self.tensorboard = _tensorboard(out / "tensorboard", resume_step)

@@ -69,12 +69,18 @@ def resolve_config(
     bundle = construction_overrides(config.model.construction, variant, spec.authors_settings)
     apply_overrides(config, bundle)
     apply_overrides(config, overrides or {})
+    validate(config)
+    return config
+
+
+def validate(config: RunConfig) -> None:
+    """Check every section of a resolved or stored config (a UsageError names the value)."""
+    variant = get_variant(config.variant)
     config.model.validate(
         uses_rope=mixer_traits(variant.attention, config.model).positions == "rope"
     )
     config.task.validate()
     config.train.validate()
-    return config
 
 
 def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
@@ -515,6 +521,12 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
         config = from_dict(data, get_task(data["task_name"]).config_cls)
     except (ValueError, KeyError, TypeError) as error:  # not JSON, or not a run's config
         raise UsageError(f"{config_path} is not a run config that mixit wrote ({error})") from None
+    try:
+        validate(config)
+        if min(config.model.vocab_size, config.model.block_size) < 1:
+            raise UsageError("model.vocab_size and model.block_size must be >= 1")
+    except UsageError as error:
+        raise UsageError(f"{config_path}: {error}") from None
     model = Decoder(config.model, get_variant(config.variant))
     load_weights(model, weights_path)
     return model.eval(), config
