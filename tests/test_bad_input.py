@@ -70,6 +70,11 @@ MODEL_VALUES = [
     ("model.residual_depth_alpha=inf", "model.residual_depth_alpha must be a finite number"),
     ("model.bias=perhaps", "model.bias"),
     ("model.wings=2", "wings"),
+    # sizes that would reach the allocator: refused with the figure, before anything is built
+    ("model.block_size=100000000000", "needs at least"),
+    ("model.n_layer=1000000000", "needs at least"),
+    ("model.n_embd=2000000", "needs at least"),
+    ("train.batch_size=1000000000", "needs at least"),
 ]
 TASK_VALUES = [
     (TRAIN, "task.num_digits=0", "task.num_digits"),

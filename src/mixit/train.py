@@ -34,6 +34,7 @@ from mixit.config import MAX_SEED, RunConfig, apply_overrides, from_dict
 from mixit.constructions import construction_overrides
 from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
+from mixit.memory import check_fits
 from mixit.model import Decoder
 from mixit.rundir import RunWriter
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, TASKS, Split, TaskData, TaskSpec
@@ -107,6 +108,8 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
             f"answers of task {config.task_name}; it needs one scored position per row with "
             "only padding (id 0) after it: sentiment, or custom data with one-token targets"
         )
+    mixing = traits.positions == "learned"  # MixiT: fixed (H, T, T) matrices, no RoPE tables
+    check_fits(config, seq_len, mixing, resolve_device(config.train.device))
 
 
 def classification_layout(split: Split) -> bool:

@@ -1,0 +1,63 @@
+"""What a run needs in memory at the least, from its config, before anything is allocated:
+a config that cannot fit is refused in one line instead of stalling the machine.
+
+The figure is a lower bound, so that no run that fits is ever refused: the fp32 parameters
+with their gradients and AdamW's two moments, the buffers sized by ``block_size`` (RoPE
+tables; MixiT's fixed (H, T, T) mixing matrices), the residual stream each layer keeps for
+the backward pass, and the logits, at ``batch_size`` x ``seq_len`` tokens. A real step needs
+several times the activation part (issue #21 models that for GPU estimates).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from mixit.config import RunConfig
+from mixit.errors import UsageError
+
+FLOAT = 4  # bytes per fp32 value
+
+
+def training_bytes(config: RunConfig, seq_len: int, mixing: bool) -> int:
+    """At least the bytes one training step of ``config`` needs at ``seq_len`` tokens per
+    sequence; ``mixing``: the model holds MixiT's fixed (H, T, T) matrices, not RoPE tables."""
+    m = config.model
+    n, layers, heads, block = m.n_embd, m.n_layer, m.n_head, m.block_size
+    params = layers * (4 * n * n + 3 * n * m.mlp_ratio * n) + 2 * m.vocab_size * n + block * n
+    buffers = layers * (heads * block * block if mixing else block * (n // max(heads, 1)))
+    tokens = config.train.batch_size * seq_len
+    activations = (layers + 1) * tokens * n + tokens * m.vocab_size  # the stream; the logits
+    activation_bytes = 2 if config.train.precision == "bf16" else FLOAT
+    return FLOAT * (4 * params + buffers) + activation_bytes * activations
+
+
+def available_bytes(device: torch.device) -> int:
+    """Free memory of ``device``: the GPU's free memory, or the host's available memory."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_fits(config: RunConfig, seq_len: int, mixing: bool, device: torch.device) -> None:
+    """Refuse, in one line with both figures, a run whose estimate exceeds free memory."""
+    needed, free = training_bytes(config, seq_len, mixing), available_bytes(device)
+    if needed > free:
+        raise UsageError(
+            f"this config needs at least {_gib(needed)} of memory on {device.type} "
+            f"(model.n_layer={config.model.n_layer}, model.n_embd={config.model.n_embd}, "
+            f"model.block_size={config.model.block_size}, "
+            f"train.batch_size={config.train.batch_size}); {_gib(free)} is free"
+        )
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:,.1f} GiB"
