@@ -128,3 +128,44 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, fragment, tmp_
     assert len(lines) == 1 and "Traceback" not in err, err
     assert fragment in lines[0], lines[0]
     assert not out.exists() or not any(out.rglob("*")), sorted(out.rglob("*"))
+
+
+CUSTOM = ["train", "--task", "custom", "--model", "standard", "train.steps=2"]
+GOOD = '{"input": "abc", "target": "cba"}\n'
+DATA_FILES = {
+    "binary": (b"\x00\xa9\xff" * 50, "not UTF-8 text"),
+    "latin-1": ('{"input": "caf\xe9", "target": "x"}\n'.encode("latin-1"), "not UTF-8 text"),
+    "huge token id": (b'{"input": [1, 1000000000000], "target": [2]}\n', "token ids must be below"),
+    "not JSON": (b"input -> target\n", "not a JSON object"),
+    "no target": (b'{"input": "abc"}\n', "expected"),
+    "mixed types": (b'{"input": "abc", "target": [1]}\n', "must both be strings or both lists"),
+    "empty": (b"\n\n", "holds no examples"),
+}
+
+
+@pytest.mark.parametrize("case", DATA_FILES)
+def test_a_bad_data_file_exits_2_naming_it(case, tmp_path, capsys):
+    content, fragment = DATA_FILES[case]
+    bad, good = tmp_path / "bad.jsonl", tmp_path / "good.jsonl"
+    bad.write_bytes(content)
+    good.write_text(GOOD)
+    out = tmp_path / "out"
+    argv = [*CUSTOM, f"task.data_files={bad},{good}", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and fragment in err and "bad.jsonl" in err, err
+    assert not out.exists() or not any(out.rglob("*"))
+
+
+def test_a_byte_order_mark_is_not_data(tmp_path):
+    train_file, test_file = tmp_path / "train.csv", tmp_path / "test.csv"
+    for path in (train_file, test_file):  # as a spreadsheet saves "CSV UTF-8"
+        path.write_bytes("\ufefftext,label\ngood film,1\nbad film,0\n".encode())
+    argv = ["train", "--task", "sentiment", "--model", "standard", "task.dataset=files"]
+    argv += [f"task.data_files={train_file},{test_file}", "train.steps=2", "train.eval_every=2"]
+    assert main([*argv, f"task.cache_dir={tmp_path / 'cache'}", "--out", str(tmp_path / "o")]) == 0
+
+
+def test_an_override_may_stand_before_an_option(tmp_path):
+    argv = ["train", "--task", "addition", "train.steps=2", "--model", "standard"]
+    assert main([*argv, "train.eval_every=2", "--out", str(tmp_path / "o")]) == 0

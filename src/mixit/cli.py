@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -287,10 +288,21 @@ def _experiment_names() -> str:
     return ", ".join([*EXPERIMENTS, "ablation"])
 
 
+# A dotted override, which may stand anywhere on the command line.
+OVERRIDE = re.compile(r"^(model|task|train)\.[A-Za-z0-9_]+=")
+
+
+def overrides_last(argv: Sequence[str]) -> list[str]:
+    """``argv`` with every ``section.key=value`` moved to the end, in order: argparse fills a
+    positional list only from one place, and an override is as valid before an option."""
+    return [a for a in argv if not OVERRIDE.match(a)] + [a for a in argv if OVERRIDE.match(a)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     command = None
     try:
         parser = build_parser()
+        argv = overrides_last(sys.argv[1:] if argv is None else argv)
         args, extra = parser.parse_known_args(argv)
         command = args.command
         # argparse stops filling a positional list at the first option: overrides given

@@ -111,13 +111,15 @@ def _read_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
         raise UsageError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except csv.Error as e:
         raise UsageError(f"{path}: malformed CSV ({_first_line(e)})") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
 
 
 def _read_columns_unchecked(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
     ext = path.suffix.lower()
     out: dict[str, list[Any]] = {c: [] for c in columns}
     if ext == ".jsonl":
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not data
             for number, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
@@ -134,7 +136,7 @@ def _read_columns_unchecked(path: Path, columns: tuple[str, ...]) -> dict[str, l
                     out[c].append(record[c])
     elif ext == ".csv":
         csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # documents can be long
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8-sig", newline="") as f:  # as spreadsheets save it
             reader = csv.DictReader(f)
             found = reader.fieldnames or []
             missing = [c for c in columns if c not in found]

@@ -38,12 +38,25 @@ class CustomConfig:
             )
 
 
+# Integer-token data: every id up to the largest gets an embedding row, so ids past this many
+# could not fit any machine's memory.
+MAX_TOKEN_ID = 2**24
+
+
 def read_pairs(path: Path) -> list[tuple[object, object]]:
     """(input, target) of every line of a JSONL file; one-line UsageErrors name file and line."""
     if not path.is_file():
         raise UsageError(f"{path} does not exist")
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not data
+    except UnicodeDecodeError as error:
+        raise UsageError(
+            f"{path}: not UTF-8 text (byte {error.start}); custom data files are JSON lines"
+        ) from None
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror}") from None
     pairs = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -58,6 +71,11 @@ def read_pairs(path: Path) -> list[tuple[object, object]]:
         ):
             raise UsageError(
                 f"{path}:{number}: input and target must both be strings or both lists of ints"
+            )
+        if not _is_text(pair[0]) and max(max(pair[0]), max(pair[1])) >= MAX_TOKEN_ID:
+            raise UsageError(
+                f"{path}:{number}: token ids must be below {MAX_TOKEN_ID:,} (one embedding row "
+                f"each), got {max(max(pair[0]), max(pair[1])):,}"
             )
         pairs.append(pair)
     if not pairs:
