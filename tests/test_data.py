@@ -218,14 +218,17 @@ def test_cached_array_reused_and_rebuilt(tmp_path: Path, monkeypatch: pytest.Mon
 
     path = tmp_path / "c" / f"{cache_key(corpus='x', vocab=300)}.npy"
     assert cache_key(vocab=300, corpus="x") == cache_key(corpus="x", vocab=300)
-    first = cached_array(path, build)
-    second = cached_array(path, build)
+    first = cached_array(path, build, ndim=1)
+    second = cached_array(path, build, ndim=1)
     assert len(calls) == 1 and isinstance(second, np.memmap)
     assert np.array_equal(first, second)
     with open(path, "r+b") as f:
         f.truncate(100)
-    assert np.array_equal(cached_array(path, build), np.arange(1000))
+    assert np.array_equal(cached_array(path, build, ndim=1), np.arange(1000))
     assert len(calls) == 2
+    np.save(path, np.zeros((3, 4), dtype=np.float32))  # another shape and type: not ours
+    assert np.array_equal(cached_array(path, build, ndim=1), np.arange(1000))
+    assert len(calls) == 3
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp files left
     monkeypatch.setenv("MIXIT_CACHE", str(tmp_path / "mc"))
     from mixit.data import default_cache_dir

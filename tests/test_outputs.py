@@ -178,3 +178,35 @@ def test_a_stored_config_that_does_not_validate_is_refused(finished, command, tm
     }[command]
     assert main(argv) == 2
     assert "config.json: model.n_head must be >= 1" in capsys.readouterr().err
+
+
+def test_a_full_disk_during_a_checkpoint_keeps_the_last_one_and_says_so(
+    tmp_path, capsys, monkeypatch
+):
+    import errno
+
+    import torch
+
+    import mixit.checkpoint
+
+    whole = train(
+        "addition", "standard", out=tmp_path / "whole", overrides=CHECKPOINTED, progress=False
+    )
+    real_save, calls = torch.save, []
+
+    def disk_fills_up(obj, path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(mixit.checkpoint.torch, "save", disk_fills_up)
+    run_dir = tmp_path / "run"
+    argv = [*ARGS, "--out", str(run_dir), *_overrides(**{"train.checkpoint_every": 1})]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "No space left on device" in err
+    assert not list(run_dir.glob(".checkpoint*.tmp"))
+    monkeypatch.undo()
+    assert main([*argv, "--resume"]) == 0
+    assert json.loads((run_dir / "summary.json").read_text())["metrics"] == whole["metrics"]

@@ -72,14 +72,10 @@ def save_checkpoint(
     batches: torch.Generator,
     progress: dict[str, Any],
 ) -> None:
+    """Write a complete checkpoint beside the current one, then swap it in; a write that fails
+    (a full disk) removes its partial copy, keeps the last complete one and is one line."""
     tmp = out / f".{CHECKPOINT}.{os.getpid()}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_file(
-        {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()},
-        str(tmp / "model.safetensors"),
-    )
-    follow_umask(tmp / "model.safetensors")
     state = {
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),
@@ -87,7 +83,21 @@ def save_checkpoint(
         "torch_rng": torch.get_rng_state(),
         "progress": json.dumps(progress),  # plain numbers and dicts
     }
-    torch.save(state, tmp / "state.pt")
+    try:
+        tmp.mkdir(parents=True)
+        save_file(
+            {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()},
+            str(tmp / "model.safetensors"),
+        )
+        follow_umask(tmp / "model.safetensors")
+        torch.save(state, tmp / "state.pt")
+    except (OSError, RuntimeError) as error:  # torch.save reports a full disk as RuntimeError
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = getattr(error, "strerror", None) or str(error).splitlines()[0][:120]
+        raise UsageError(
+            f"cannot write a checkpoint in {out}: {reason}; the last complete one is kept "
+            "(--resume continues from it)"
+        ) from None
     current, previous = out / CHECKPOINT, out / PREVIOUS
     if current.exists():
         shutil.rmtree(previous, ignore_errors=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mixit.errors import UsageError
 from mixit.io import make_dir
 
 
@@ -35,16 +36,18 @@ def _load(path: Path) -> np.ndarray | None:
         return None
 
 
-def cached_array(path: Path, build: Callable[[], np.ndarray]) -> np.ndarray:
+def cached_array(path: Path, build: Callable[[], np.ndarray], ndim: int) -> np.ndarray:
     """Return the array saved at ``path`` (a read-only memmap), building and saving it if needed.
 
-    The file is written under a temporary name in the same directory and renamed into place,
-    so concurrent runs and interrupted writes never leave a half-written ``path``.
+    A file that does not hold integer token ids of ``ndim`` dimensions (damaged, or written by
+    something else) is rebuilt. The file is written under a temporary name in the same
+    directory and renamed into place, so concurrent runs and interrupted writes never leave a
+    half-written ``path``.
     """
     path = Path(path)
     if path.exists():
         array = _load(path)
-        if array is not None:
+        if array is not None and array.ndim == ndim and np.issubdtype(array.dtype, np.integer):
             return array
     make_dir(path.parent)
     array = np.asarray(build())
@@ -53,6 +56,11 @@ def cached_array(path: Path, build: Callable[[], np.ndarray]) -> np.ndarray:
         with open(tmp, "wb") as f:
             np.save(f, array)
         os.replace(tmp, path)
+    except OSError as error:
+        raise UsageError(
+            f"cannot write the cache {path}: {error.strerror}; set task.cache_dir or "
+            "$MIXIT_CACHE to a writable folder"
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
     return np.load(path, mmap_mode="r")

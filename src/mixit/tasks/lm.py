@@ -132,8 +132,8 @@ def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
             (t for doc in documents for t in [*doc, eos]), dtype=np.int32
         )  # (tokens,)
 
-    train = cached_array(cache / f"lm-{key}-train.npy", lambda: stream(0))
-    test = cached_array(cache / f"lm-{key}-test.npy", lambda: stream(1))
+    train = cached_array(cache / f"lm-{key}-train.npy", lambda: stream(0), ndim=1)
+    test = cached_array(cache / f"lm-{key}-test.npy", lambda: stream(1), ndim=1)
     return train, test, tokenizer_vocab_size(tokenizer)
 
 

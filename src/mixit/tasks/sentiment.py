@@ -156,8 +156,8 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
         documents = encode_texts(tokenizer, texts)
         return encode_reviews(documents, labels, config.seq_len, sep, label0, config.padding)
 
-    train = np.array(cached_array(cache / f"sentiment-{key}-train.npy", lambda: rows(0)))
-    test = np.array(cached_array(cache / f"sentiment-{key}-test.npy", lambda: rows(1)))
+    train = np.array(cached_array(cache / f"sentiment-{key}-train.npy", lambda: rows(0), ndim=2))
+    test = np.array(cached_array(cache / f"sentiment-{key}-test.npy", lambda: rows(1), ndim=2))
     if config.bos_token:
         train, test = (with_bos(rows, bos=label0 + 2) for rows in (train, test))
     return TaskData(last_token_split(train), last_token_split(test), label0 + 2 + config.bos_token)
