@@ -106,6 +106,15 @@ COMMANDS = [
     (["reproduce", "table4", "--seed", "-3"], "--seed must be in [0, 2^62)"),
     (["reproduce", "ablation", "--seed", "5"], "takes no --tuned, --estimate or --seed"),
     (["reproduce", "ablation", "--differences", "magic"], "unknown difference 'magic'"),
+    ([*TRAIN, "--nproc", "2", "train.lr=-1"], "train.lr must be > 0"),  # not torchrun's 43 lines
+    ([*TRAIN, "--nproc", "0"], "--nproc must be >= 1"),
+    (["bench", "--models", ""], "--models names no model"),
+    (["bench", "--models", " , "], "--models names no model"),
+    (["compare", "--task", "addition", "--models", ""], "--models names no model"),
+    (
+        ["sweep", "--task", "addition", "--model", "standard", "--storage", "notadb://x", "--best"],
+        "cannot open it as an Optuna study database",
+    ),
 ]
 
 CASES = (
@@ -122,7 +131,8 @@ CASES = (
 @pytest.mark.parametrize("argv, fragment", CASES)
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, fragment, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main([*argv, "--out", str(out)]) == 2
+    takes_out = argv[0] not in ("bench",)
+    assert main([*argv, *(["--out", str(out)] if takes_out else [])]) == 2
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err
@@ -169,3 +179,13 @@ def test_a_byte_order_mark_is_not_data(tmp_path):
 def test_an_override_may_stand_before_an_option(tmp_path):
     argv = ["train", "--task", "addition", "train.steps=2", "--model", "standard"]
     assert main([*argv, "train.eval_every=2", "--out", str(tmp_path / "o")]) == 0
+
+
+def test_a_damaged_study_database_is_one_line(tmp_path, capsys):
+    pytest.importorskip("optuna")
+    database = tmp_path / "study.db"
+    database.write_text("not a database\n")
+    argv = ["sweep", "--task", "addition", "--model", "standard", "--out", str(tmp_path / "s")]
+    assert main([*argv, "--storage", f"sqlite:///{database}", "--best"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "file is not a database" in err

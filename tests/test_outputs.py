@@ -210,3 +210,24 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_last_one_and_says_so(
     monkeypatch.undo()
     assert main([*argv, "--resume"]) == 0
     assert json.loads((run_dir / "summary.json").read_text())["metrics"] == whole["metrics"]
+
+
+def test_sigterm_is_one_line_and_exit_143(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run_dir = tmp_path / "run"
+    argv = [sys.executable, "-m", "mixit", *ARGS, "--out", str(run_dir)]
+    argv += _overrides(**{"train.steps": 100_000, "train.eval_every": 100_000})
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (run_dir / "config.json").exists():  # training has started
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143
+    assert err.strip().splitlines() == ["mixit: terminated"], err

@@ -5,21 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from mixit.compare import compare, estimate, format_estimate, format_table
 from mixit.config import parse_overrides
-from mixit.errors import TrainingDiverged, UsageError
+from mixit.errors import Terminated, TrainingDiverged, UsageError
 from mixit.io import write_json
 from mixit.tasks import PRESET_NAMES, TASKS
-from mixit.train import train
+from mixit.train import resolve_config, train
 from mixit.variants import VARIANTS
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 1
 EXIT_INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + SIGINT)
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -300,6 +303,10 @@ def overrides_last(argv: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     command = None
+    # SIGTERM unwinds like Ctrl-C: workers stop, finished runs stay, one line, exit 143.
+    previous_handler = None
+    if threading.current_thread() is threading.main_thread():
+        previous_handler = signal.signal(signal.SIGTERM, _terminate)
     try:
         parser = build_parser()
         argv = overrides_last(sys.argv[1:] if argv is None else argv)
@@ -338,7 +345,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(format_estimate(estimate(*one_run)))
             return 0
         if args.command == "train" and args.nproc != 1:
-            return _torchrun(args.nproc, argv if argv is not None else sys.argv[1:])
+            if args.nproc < 1:
+                raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
+            # Bad input is one line here, not one traceback per process from torchrun.
+            resolve_config(args.task, args.model, args.preset, args.seed, overrides)
+            return _torchrun(args.nproc, argv)
         if args.command == "train":
             out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
             summary = train(
@@ -360,6 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.tolerance is not None and args.tolerance < 0:
                 raise UsageError(f"--tolerance must be >= 0, got {args.tolerance}")
             models = [m.strip() for m in args.models.split(",") if m.strip()]
+            if not models:
+                raise UsageError(f"--models names no model; choose from: {', '.join(VARIANTS)}")
             out = args.out or f"runs/compare/{args.task}"
             if args.estimate:
                 common = (args.task, models, args.preset, args.seed, args.seeds, out, overrides)
@@ -385,12 +398,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainingDiverged as error:
         print(f"mixit: {error}", file=sys.stderr)
         return EXIT_DIVERGED
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         resumable = command in ("reproduce", "compare", "sweep")
         hint = "; the same command goes on from the finished runs" if resumable else ""
-        print(f"mixit: interrupted{hint}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        terminated = isinstance(stop, Terminated)
+        print(f"mixit: {'terminated' if terminated else 'interrupted'}{hint}", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
     return 0
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def _torchrun(nproc: int, argv: Sequence[str]) -> int:
@@ -467,6 +488,8 @@ def _bench(args: argparse.Namespace) -> int:
     if min(args.seq_len, args.batch, args.rounds) < 1:
         raise UsageError("--seq-len, --batch and --rounds must be >= 1")
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if not models:
+        raise UsageError(f"--models names no model; choose from: {', '.join(VARIANTS)}")
     configs = bench_configs(models, parse_overrides(args.overrides))
     result = bench(
         configs,

@@ -7,3 +7,7 @@ class UsageError(Exception):
 
 class TrainingDiverged(Exception):
     """The loss became NaN or infinite: the run stops and names the step (exit status 1)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's kill, ``kill PID``): handled as Ctrl-C is, exit status 143."""

@@ -92,12 +92,21 @@ def _storage(url: str) -> Any:
     from optuna.storages import RetryHeartbeatStaleTrialCallback
 
     _quiet_optuna()
-    return optuna.storages.RDBStorage(
-        url,
-        heartbeat_interval=HEARTBEAT_SECONDS,
-        grace_period=GRACE_SECONDS,
-        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
-    )
+    try:
+        return optuna.storages.RDBStorage(
+            url,
+            heartbeat_interval=HEARTBEAT_SECONDS,
+            grace_period=GRACE_SECONDS,
+            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+        )
+    except Exception as error:  # SQLAlchemy's many kinds: a bad URL, a file that is no database
+        if not type(error).__module__.startswith(("sqlalchemy", "optuna")):
+            raise
+        first = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
+        raise UsageError(
+            f"--storage {url}: cannot open it as an Optuna study database ({first}); use "
+            "sqlite:///PATH or another SQLAlchemy URL"
+        ) from None
 
 
 def open_study(spec: Mapping[str, Any]) -> Any:
@@ -333,8 +342,9 @@ def best_configs(storage: str) -> list[dict[str, Any]]:
     import optuna
 
     best = []
-    for summary in optuna.get_all_study_summaries(storage):
-        study = optuna.load_study(study_name=summary.study_name, storage=storage)
+    opened = _storage(storage)
+    for summary in optuna.get_all_study_summaries(opened):
+        study = optuna.load_study(study_name=summary.study_name, storage=opened)
         try:
             trial = study.best_trial
         except ValueError:
