@@ -178,7 +178,8 @@ def test_a_byte_order_mark_is_not_data(tmp_path):
 
 def test_an_override_may_stand_before_an_option(tmp_path):
     argv = ["train", "--task", "addition", "train.steps=2", "--model", "standard"]
-    assert main([*argv, "train.eval_every=2", "--out", str(tmp_path / "o")]) == 0
+    small = ["task.num_digits=2", "task.n_train=200", "task.n_test=50", "train.eval_examples=50"]
+    assert main([*argv, "train.eval_every=2", *small, "--out", str(tmp_path / "o")]) == 0
 
 
 def test_a_damaged_study_database_is_one_line(tmp_path, capsys):
