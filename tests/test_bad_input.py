@@ -42,6 +42,13 @@ TRAIN_VALUES = [
     ("train.validation_fraction=-0.5", "train.validation_fraction must be in [0, 1)"),
     ("train.compile=maybe", "train.compile"),
     ("train.nonsense=1", "nonsense"),
+    ("train.batch_size=-5", "train.batch_size must be >= 1"),
+    ("train.steps=-1", "train.steps must be >= 1"),
+    ("train.eval_every=-1", "train.eval_every must be >= 1"),
+    ("train.lr=1e400", "train.lr must be a finite number"),
+    ("train.tensorboard=x", "train.tensorboard"),
+    ("train.lr_scaling=x", "train.lr_scaling"),
+    ("train.patience=1.5", "train.patience"),
 ]
 MODEL_VALUES = [
     ("model.rope_base=0", "model.rope_base must be > 0"),
@@ -70,6 +77,12 @@ MODEL_VALUES = [
     ("model.residual_depth_alpha=inf", "model.residual_depth_alpha must be a finite number"),
     ("model.bias=perhaps", "model.bias"),
     ("model.wings=2", "wings"),
+    ("model.output_init_std=nan", "model.output_init_std must be a finite number"),
+    ("model.width_base=inf", "model.width_base must be a finite number"),
+    ("model.residual_depth_base=0", "model.residual_depth_base must be > 0"),
+    ("model.mixing_causal=sometimes", "model.mixing_causal"),
+    ("model.attention_sink=2", "model.attention_sink"),
+    ("model.pad_masking=x", "model.pad_masking"),
     # sizes that would reach the allocator: refused with the figure, before anything is built
     ("model.block_size=100000000000", "needs at least"),
     ("model.n_layer=1000000000", "needs at least"),
@@ -87,6 +100,49 @@ TASK_VALUES = [
     (RETRIEVAL, "task.padding=middle", "task.padding"),
     (RETRIEVAL, "task.key_pool=all", "task.key_pool"),
     (RETRIEVAL, "task.query_ids=both", "task.query_ids"),
+    (
+        ["train", "--task", "dyck", "--model", "standard"],
+        "task.length=3",
+        "task.length must be even",
+    ),
+    (["train", "--task", "dyck", "--model", "standard"], "task.unequal_fraction=2", "unequal"),
+    (["train", "--task", "khop", "--model", "standard"], "task.alphabet_size=0", "alphabet_size"),
+    (["train", "--task", "khop", "--model", "standard"], "task.seq_len=0", "task.seq_len"),
+    (["train", "--task", "khop", "--model", "standard"], "task.max_hops=0", "task.max_hops"),
+    (["train", "--task", "modular-addition", "--model", "mixit"], "task.p=0", "task.p"),
+    (
+        ["train", "--task", "modular-addition", "--model", "mixit"],
+        "task.train_fraction=1.5",
+        "train_fraction",
+    ),
+    (
+        ["train", "--task", "memorization", "--model", "mixit"],
+        "task.num_pairs=100000000",
+        "exceeds",
+    ),
+    (["train", "--task", "memorization", "--model", "mixit"], "task.layout=grid", "task.layout"),
+    (["train", "--task", "memorization", "--model", "mixit"], "task.num_values=0", "num_values"),
+    (["train", "--task", "sentiment", "--model", "mixit"], "task.dataset=imdb", "task.dataset"),
+    (["train", "--task", "sentiment", "--model", "mixit"], "task.padding=top", "task.padding"),
+    (["train", "--task", "sentiment", "--model", "mixit"], "task.seq_len=0", "task.seq_len"),
+    (["train", "--task", "sentiment", "--model", "mixit"], "task.vocab_size=0", "task.vocab_size"),
+    (
+        ["train", "--task", "sentiment", "--model", "mixit"],
+        "task.bos_token=maybe",
+        "task.bos_token",
+    ),
+    (["train", "--task", "lm", "--model", "mixit"], "task.seq_len=0", "task.seq_len"),
+    (
+        ["train", "--task", "custom", "--model", "mixit"],
+        "task.data_files=a.jsonl",
+        "task custom needs",
+    ),
+    (
+        ["train", "--task", "custom", "--model", "mixit"],
+        "task.data_files=x.jsonl,y.jsonl",
+        "does not exist",
+    ),
+    (["train", "--task", "custom", "--model", "mixit"], "task.tokenizer=", "custom needs"),
 ]
 COMMANDS = [
     (["train", "--task", "nope", "--model", "standard"], "unknown task 'nope'"),
@@ -109,6 +165,21 @@ COMMANDS = [
     ([*TRAIN, "--nproc", "2", "train.lr=-1"], "train.lr must be > 0"),  # not torchrun's 43 lines
     ([*TRAIN, "--nproc", "0"], "--nproc must be >= 1"),
     (["bench", "--models", ""], "--models names no model"),
+    (["bench", "--models", "standard,nope"], "nope"),
+    (["bench", "--seq-len", "0"], "--seq-len, --batch and --rounds must be >= 1"),
+    (["bench", "--batch", "-1"], "--seq-len, --batch and --rounds must be >= 1"),
+    (["generate", "nowhere", "--prompt-ids", "1,2"], "does not exist"),
+    (["export-hf", "nowhere", "anywhere"], "does not exist"),
+    (["analyze", "attention", "nowhere"], "does not exist"),
+    (["analyze", "everything", "nowhere"], "everything"),
+    (["compare", "--task", "addition", "--preset", "huge"], "huge"),
+    (["compare", "--task", "nope"], "unknown task 'nope'"),
+    (["compare", "--task", "addition", "--seed", "-1"], "--seed must be in [0, 2^62)"),
+    (["compare", "--task", "addition", "model.n_layer=0"], "model.n_layer must be >= 1"),
+    (["reproduce", "table4", "--tuned", "no-such-best.json"], "no-such-best.json"),
+    (["sweep", "--task", "addition", "--model", "standard", "--grid", "no.yaml"], "no.yaml"),
+    (["sweep", "--task", "nope", "--model", "standard"], "nope"),
+    ([*TRAIN, "--preset", "paper", "model.n_head=7"], "not divisible"),
     (["bench", "--models", " , "], "--models names no model"),
     (["compare", "--task", "addition", "--models", ""], "--models names no model"),
     (
@@ -131,7 +202,7 @@ CASES = (
 @pytest.mark.parametrize("argv, fragment", CASES)
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, fragment, tmp_path, capsys):
     out = tmp_path / "out"
-    takes_out = argv[0] not in ("bench",)
+    takes_out = argv[0] not in ("bench", "generate", "export-hf")
     assert main([*argv, *(["--out", str(out)] if takes_out else [])]) == 2
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
