@@ -244,6 +244,7 @@ def test_a_byte_order_mark_is_not_data(tmp_path):
         path.write_bytes("\ufefftext,label\ngood film,1\nbad film,0\n".encode())
     argv = ["train", "--task", "sentiment", "--model", "standard", "task.dataset=files"]
     argv += [f"task.data_files={train_file},{test_file}", "train.steps=2", "train.eval_every=2"]
+    argv += ["task.tokenizer=words", "task.seq_len=8"]
     assert main([*argv, f"task.cache_dir={tmp_path / 'cache'}", "--out", str(tmp_path / "o")]) == 0
 
 

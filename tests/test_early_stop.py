@@ -3,6 +3,7 @@ resumed run stops at the same step as an uninterrupted one."""
 
 import importlib
 import json
+import shutil
 
 import pytest
 
@@ -42,12 +43,19 @@ def _a_target_reached_before_the_end(trajectory):
     return target, step
 
 
-def test_a_run_that_reaches_its_target_stops_there_and_says_so(trajectory, tmp_path):
+@pytest.fixture(scope="module")
+def stopped(trajectory, tmp_path_factory):
+    """(target, the step it is first reached, the summary and folder of a run stopping there)."""
     target, step = _a_target_reached_before_the_end(trajectory)
-    summary = run(tmp_path / "run", **{"train.stop_at": target})
+    out = tmp_path_factory.mktemp("stopped") / "run"
+    return target, step, {**run(out, **{"train.stop_at": target}), "dir": out}
+
+
+def test_a_run_that_reaches_its_target_stops_there_and_says_so(trajectory, stopped):
+    _, step, summary = stopped
     assert (summary["stopped"], summary["steps_run"], summary["steps"]) == ("target", step, 240)
     assert summary["metrics"]["test_accuracy"] == dict(trajectory)[step]
-    logged = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    logged = [json.loads(line)["step"] for line in (summary["dir"] / "metrics.jsonl").open()]
     assert logged[-1] == step
 
 
@@ -63,10 +71,9 @@ class Interrupted(Exception):
     pass
 
 
-def test_a_resumed_run_stops_at_the_same_step(trajectory, tmp_path, monkeypatch):
-    target, step = _a_target_reached_before_the_end(trajectory)
+def test_a_resumed_run_stops_at_the_same_step(stopped, tmp_path, monkeypatch):
+    target, step, whole = stopped  # checkpoints change no result: the same run uninterrupted
     settings = {"train.stop_at": target, "train.checkpoint_every": 10}
-    whole = run(tmp_path / "whole", **settings)
     module = importlib.import_module("mixit.train")  # the package's `train` is the function
     real_save = module.save_checkpoint
 
@@ -91,10 +98,10 @@ def test_a_resumed_run_stops_at_the_same_step(trajectory, tmp_path, monkeypatch)
     assert {k: resumed[k] for k in keys} == {k: whole[k] for k in keys}
 
 
-def test_a_checkpoint_written_at_the_stop_resumes_to_the_stop(trajectory, tmp_path):
-    target, step = _a_target_reached_before_the_end(trajectory)
+def test_a_checkpoint_written_at_the_stop_resumes_to_the_stop(stopped, tmp_path):
+    target, step, first = stopped
     out = tmp_path / "run"
-    first = run(out, **{"train.stop_at": target})
+    shutil.copytree(first["dir"], out)
     (out / "summary.json").unlink()  # killed between the last checkpoint and the summary
     again = train(
         "addition",
