@@ -28,7 +28,7 @@ VALUES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.text(max_size=30), max_size=5))
 def test_the_override_parser_returns_pairs_or_one_usage_error(items):
     try:
@@ -44,7 +44,7 @@ def test_the_override_parser_returns_pairs_or_one_usage_error(items):
     assert parsed == last  # every pair kept, the later of two equal keys winning
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=4))
 def test_any_override_values_give_a_valid_config_or_a_usage_error(overrides):
     try:

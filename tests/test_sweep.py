@@ -55,7 +55,7 @@ def test_two_workers_cover_the_grid_exactly_once_and_a_rerun_adds_nothing(tmp_pa
 def test_a_killed_workers_trial_is_retried_not_lost_or_duplicated(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
     grid = grid_file(tmp_path)
-    slow = [f"{k}={v}" for k, v in FAST.items()] + ["train.steps=400"]
+    slow = [f"{k}={v}" for k, v in FAST.items()] + ["train.steps=200"]
     command = [sys.executable, "-m", "mixit", "sweep", "--task", "addition", "--model", "mixit"]
     command += ["--preset", "tiny", "--grid", grid, "--out", str(out), *slow]
     worker = subprocess.Popen(command, env={**os.environ, "OMP_NUM_THREADS": "1"})
