@@ -1,5 +1,6 @@
 """Checkpoints: exact resume after SIGKILL, atomic writes, refusal of untrustworthy files."""
 
+import contextlib
 import json
 import os
 import random
@@ -43,10 +44,27 @@ def checkpoint_step(out):
     return json.loads(state["progress"])["step"]
 
 
+@contextlib.contextmanager
+def one_thread():
+    """In-process runs at the killed subprocess's one thread, so that their sums are added in
+    the same order and metrics compare exactly (starting a process costs seconds)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def train_in_process(out, *extra):
+    with one_thread():
+        assert main(["train", *ARGS, "--out", str(out), *extra, *OVERRIDES, "--no-progress"]) == 0
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("whole")
-    subprocess.run(cli(out), check=True, capture_output=True, env=_env())
+    train_in_process(out)
     return json.loads((out / "summary.json").read_text())
 
 
@@ -66,7 +84,7 @@ def test_sigkill_then_resume_gives_identical_metrics(uninterrupted, tmp_path, at
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not (out / "summary.json").exists() or checkpoint_step(out) == 240
-    subprocess.run(cli(out, "--resume"), check=True, capture_output=True, env=_env())
+    train_in_process(out, "--resume")
     resumed = json.loads((out / "summary.json").read_text())
     assert resumed["metrics"] == uninterrupted["metrics"]
     steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").open()]

@@ -22,6 +22,7 @@ from mixit.tasks import (
     modular_addition,
     retrieval,
 )
+from mixit.tasks.base import most_frequent_row
 
 MODULES = [addition, modular_addition, dyck, retrieval, khop, memorization]
 DISJOINT_TASKS = ["addition", "modular-addition", "dyck", "retrieval", "khop"]
@@ -180,3 +181,14 @@ def test_retrieval_value_positions_mark_the_values_only():
     inputs = torch.tensor([[0, 12, 5, 9, 3, 12]])
     marked = retrieval.value_positions(inputs, vocab_size=16)
     assert marked.tolist() == [[False, False, True, False, True, False]]
+
+
+def test_most_frequent_row_packs_rows_without_changing_the_answer():
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.randint(0, 4, (500, 3), generator=generator)
+    rows[rows == 3] = IGNORE_INDEX
+    answers, counts = torch.unique(rows, dim=0, return_counts=True)
+    assert torch.equal(most_frequent_row(rows), answers[counts.argmax()])
+    wide = torch.randint(0, 2**20, (50, 4), generator=generator)  # too wide to pack: unique(dim)
+    wide[7] = wide[3]
+    assert torch.equal(most_frequent_row(wide), wide[3])

@@ -8,6 +8,7 @@ The fully resolved result is what ``config.json`` holds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -321,11 +322,20 @@ def apply_overrides(config: RunConfig, overrides: Mapping[str, Any]) -> None:
         if section_name not in sections:
             raise UsageError(f"unknown section in '{key}'; sections are: model, task, train")
         section = sections[section_name]
-        types_by_name = typing.get_type_hints(type(section))
-        valid = [f.name for f in dataclasses.fields(section)]
+        types_by_name = _field_types(type(section))
+        valid = list(types_by_name)
         if name not in valid:
             raise UsageError(f"unknown key '{key}'; valid {section_name} keys: {', '.join(valid)}")
         setattr(section, name, convert(key, raw, types_by_name[name]))
+
+
+@functools.cache
+def _field_types(section: type) -> dict[str, Any]:
+    """A section's field names (in declaration order) and types, resolved once per class: the
+    string annotations of ``from __future__ import annotations`` are slow to evaluate, and a
+    reproduction's plan resolves thousands of overrides."""
+    hints = typing.get_type_hints(section)
+    return {f.name: hints[f.name] for f in dataclasses.fields(section)}
 
 
 def convert(key: str, raw: Any, target: Any) -> Any:

@@ -63,10 +63,30 @@ def hold_out_validation(data: TaskData, fraction: float) -> TaskData:
 
 def scored_answers(split: Split) -> torch.Tensor:
     """Each row's answer, its scored target tokens moved to the front in order, IGNORE_INDEX
-    after them: (N, T), equal rows for equal answers wherever the layout puts them."""
+    after them: (N, A) for the longest answer's length A, equal rows for equal answers wherever
+    the layout puts them."""
     unscored = split.targets == IGNORE_INDEX  # (N, T)
     order = torch.sort(unscored.to(torch.uint8), dim=1, stable=True).indices  # scored first
-    return torch.gather(split.targets, 1, order)  # (N, T)
+    width = int((~unscored).sum(1).max()) if len(split) else 0  # the longest answer, A
+    return torch.gather(split.targets, 1, order[:, :width])  # (N, A)
+
+
+def most_frequent_row(rows: torch.Tensor) -> torch.Tensor:
+    """The most frequent row of (N, A) integer ``rows`` (ties to the smallest). Rows are packed
+    into one exact int64 key when they fit, because ``torch.unique(dim=0)`` is ten times slower
+    than a one-dimensional unique."""
+    digits = torch.where(rows == IGNORE_INDEX, 0, rows + 1)  # (N, A), non-negative
+    base = int(digits.max()) + 1 if digits.numel() else 1
+    if rows.min() < IGNORE_INDEX or rows.shape[1] * math.log2(base) >= 62:
+        answers, counts = torch.unique(rows, dim=0, return_counts=True)
+        return answers[counts.argmax()]
+    powers = base ** torch.arange(rows.shape[1] - 1, -1, -1, dtype=torch.int64)  # (A,)
+    keys = (digits * powers).sum(1)  # (N,), ordered like the rows
+    unique, inverse, counts = torch.unique(keys, return_inverse=True, return_counts=True)
+    first = torch.full_like(unique, len(rows)).scatter_reduce(
+        0, inverse, torch.arange(len(rows)), "amin"
+    )  # (U,) a row holding each key
+    return rows[first[counts.argmax()]]
 
 
 def constant_answer_accuracy(data: TaskData, config: Any = None) -> float:
@@ -74,9 +94,8 @@ def constant_answer_accuracy(data: TaskData, config: Any = None) -> float:
     most frequent answer, the best a model that ignores its input can do."""
     if not len(data.train) or not len(data.test):
         return 0.0
-    answers, counts = torch.unique(scored_answers(data.train), dim=0, return_counts=True)
-    best = answers[counts.argmax()]  # (T,)
-    test = scored_answers(data.test)  # (N, T)
+    best = most_frequent_row(scored_answers(data.train))  # (A,)
+    test = scored_answers(data.test)  # (N, A)
     width = min(test.shape[1], best.shape[0])
     same = (test[:, :width] == best[:width]).all(1)
     same &= (test[:, width:] == IGNORE_INDEX).all(1) & (best[width:] == IGNORE_INDEX).all()
