@@ -39,13 +39,14 @@ def test_litmus_reads_each_variant_against_standard_in_the_metrics_direction(met
     means = {"standard": 3.0, "frozen-qk": 3.0 + 0.01 * worse, "mixit": 3.0 + 0.5 * worse}
     means["random"] = 3.0 - 0.2 * worse  # better than standard
     rows = [{"model": m, "mean": v} for m, v in means.items()]
-    readings = {r["model"]: r for r in litmus({"metric": metric, "rows": rows}, 0.02)}
+    result = {"metric": metric, "higher_is_better": metric == "test_accuracy", "rows": rows}
+    readings = {r["model"]: r for r in litmus(result, 0.02)}
     assert sorted(readings) == ["frozen-qk", "mixit", "random"]
     assert readings["frozen-qk"]["matches"] and readings["random"]["matches"]
     assert not readings["mixit"]["matches"]
     assert readings["mixit"]["difference"] == pytest.approx(0.5 * worse)
     assert readings["frozen-qk"]["reading"] == "learned queries and keys are not needed"
-    assert litmus({"metric": metric, "rows": rows[1:]}, 0.02) == []  # no standard, no reading
+    assert litmus({**result, "rows": rows[1:]}, 0.02) == []  # no standard, no reading
     table = {"task": "t", "preset": "tiny", "metric": metric, "rows": []}
     shown = format_table({**table, "litmus": {"tolerance": 0.02, "rows": list(readings.values())}})
     assert "mixit" in shown and "falls short" in shown and "at most 0.02 worse" in shown
@@ -53,8 +54,10 @@ def test_litmus_reads_each_variant_against_standard_in_the_metrics_direction(met
 
 def _result(metric="test_accuracy", chance=0.25, **values):
     rows = [{"model": m, "mean": sum(v) / len(v), "values": v} for m, v in values.items()]
-    return {"metric": metric, "seeds": list(range(len(values["standard"]))), "chance": chance,
-            "rows": rows}  # fmt: skip
+    seeds = list(range(len(values["standard"])))
+    higher_is_better = metric == "test_accuracy"
+    return {"metric": metric, "higher_is_better": higher_is_better, "seeds": seeds,
+            "chance": chance, "rows": rows}  # fmt: skip
 
 
 def test_verdicts_use_every_seed_and_give_the_interval():

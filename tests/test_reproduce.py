@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from mixit.cli import main
 from mixit.experiments import EXPERIMENTS, estimate, reproduce, throughput
 from mixit.experiments.base import NOT_RUN, SCALES, Run, run_dir_name
-from mixit.experiments.claims import CLAIMS
+from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.experiments.runner import list_schedule, plan_reproduction
 from mixit.model import Decoder
 from mixit.train import make_optimizer, time_training
@@ -366,3 +366,10 @@ def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):
 def test_a_negative_first_seed_is_a_usage_error(tmp_path, capsys):
     assert main(["reproduce", "table4", "--seed", "-1", "--out", str(tmp_path / "r")]) == 2
     assert "--seed must be in [0" in capsys.readouterr().err
+
+
+def test_each_rule_states_every_margin_its_experiment_compares():
+    for finding in FINDINGS:
+        for name in finding.rule.margins:
+            assert "{" + name in finding.rule.template, (finding.id, name)  # none is silent
+    assert claim("C5").rule.endswith(f"standard's - {margin('C5'):.2f}")

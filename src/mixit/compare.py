@@ -20,7 +20,6 @@ from mixit.variants import VARIANTS
 # The litmus test (the paper's section 5): a variant "matches" the standard model when its
 # mean is at most this far behind (in the metric's units); `mixit compare --tolerance`.
 DEFAULT_TOLERANCE = {"test_accuracy": 0.02, "log_ppl": 0.05}
-LOWER_IS_BETTER = ("log_ppl",)
 # What each variant matching (True) or falling short of (False) the standard model says
 # about the task.
 READING = {
@@ -68,13 +67,18 @@ def interval_95(values: Sequence[float]) -> tuple[float, float] | None:
     return statistics.fmean(values) - half, statistics.fmean(values) + half
 
 
+def _sign(result: Mapping[str, Any]) -> float:
+    """+1 where a higher metric is better (the task's ``higher_is_better``), -1 where lower."""
+    return 1.0 if result["higher_is_better"] else -1.0
+
+
 def reference_problems(result: Mapping[str, Any], tolerance: float) -> list[str]:
     """Why the standard model cannot be the litmus test's reference, [] when it can: a seed
     not clearly beyond the task's chance (``LEARNED_MARGIN`` tolerances), another variant
     better by more than the tolerance, or seeds that disagree by more than it."""
     rows = {row["model"]: row for row in result["rows"]}
     values = rows["standard"]["values"]
-    better = -1.0 if result["metric"] in LOWER_IS_BETTER else 1.0
+    better = _sign(result)
     problems = []
     if result.get("chance") is not None:
         bar = result["chance"] + better * LEARNED_MARGIN * tolerance
@@ -106,7 +110,7 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[dict[str, Any]]:
     rows = {row["model"]: row for row in result["rows"]}
     if "standard" not in rows:
         return []
-    better = -1.0 if result["metric"] in LOWER_IS_BETTER else 1.0
+    better = _sign(result)
     reference = rows["standard"].get("values", [rows["standard"]["mean"]])
     readings = []
     for model, row in rows.items():
@@ -185,7 +189,7 @@ def tune_lr(
     the training data, never on the test split. Runs land in ``out/tune/MODEL/lrVALUE``.
     Returns ``{model: {"train.lr": chosen, "validation": {lr: metric}}}``."""
     spec = get_task(task)
-    better = -1.0 if not spec.higher_is_better else 1.0
+    better = 1.0 if spec.higher_is_better else -1.0
     chosen = {}
     for model in models:
         preset_lr = resolve_config(task, model, preset, seed, overrides).train.lr
@@ -273,6 +277,7 @@ def compare(
     result = {
         "task": task,
         "metric": spec.metric,
+        "higher_is_better": spec.higher_is_better,
         "preset": preset,
         "seeds": list(range(seed, seed + seeds)),
         "overrides": dict(overrides or {}),

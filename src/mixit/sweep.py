@@ -49,7 +49,6 @@ TABLE8: dict[str, dict[str, list[Any]]] = {
     "sentiment": {**_LARGE_BATCH, "model.n_layer": [4, 8]},
     "lm": {**_LARGE_BATCH, "model.n_layer": [8, 12], "model.n_head": [4, 8, 16]},
 }
-LOWER_IS_BETTER = ("log_ppl", "test_loss")
 HEARTBEAT_SECONDS, GRACE_SECONDS, MAX_RETRY = 2, 10, 3
 
 
@@ -113,20 +112,20 @@ def open_study(spec: Mapping[str, Any]) -> Any:
     import optuna
 
     grid = spec["grid"]
-    metric = _metric(spec["task"])
+    higher_is_better = _task(spec["task"]).higher_is_better
     return optuna.create_study(
         study_name=study_name(spec["task"], spec["model"], spec["preset"]),
         storage=_storage(spec["storage"]),
         sampler=optuna.samplers.GridSampler(grid, seed=0),
-        direction="minimize" if metric in LOWER_IS_BETTER else "maximize",
+        direction="maximize" if higher_is_better else "minimize",
         load_if_exists=True,
     )
 
 
-def _metric(task: str) -> str:
+def _task(task: str) -> Any:
     from mixit.train import get_task
 
-    return get_task(task).metric
+    return get_task(task)
 
 
 def _taken_by_an_earlier_trial(trial: Any) -> bool:
@@ -172,7 +171,7 @@ def _objective(spec: Mapping[str, Any]):
                 summary = run(config, run_dir, progress=False)
             except TrainingDiverged:
                 return math.nan  # a failed trial, not retried: the grid point diverges
-        return float(summary["metrics"][_metric(spec["task"])])
+        return float(summary["metrics"][_task(spec["task"]).metric])
 
     return objective
 

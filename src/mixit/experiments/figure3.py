@@ -26,13 +26,12 @@ from mixit.experiments.base import (
     runs,
     test_split,
 )
-from mixit.experiments.claims import claim
+from mixit.experiments.claims import claim, margin
 from mixit.tasks.retrieval import value_positions
 
 MODELS = ("standard", "frozen-qk", "frozen-mlp", "mixit", "random")
 PAD = 0  # retrieval's padding token
 SEQUENCES = 256
-THRESHOLD = 0.5  # the rule of C10
 
 
 def plan(scale: str, seeds: range) -> list[Run]:
@@ -55,10 +54,11 @@ def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, o
 
 
 def has_circuit(scores: dict[str, list[list[float]]]) -> bool:
-    """A previous-token head at value positions (score >= THRESHOLD) and an induction head in a
-    later layer."""
-    previous = [max(layer) >= THRESHOLD for layer in scores["previous_token_at_values"]]
-    induction = [max(layer) >= THRESHOLD for layer in scores["induction"]]
+    """A previous-token head at value positions and an induction head in a later layer, each
+    scoring at least C10's threshold."""
+    threshold = margin("C10", "threshold")
+    previous = [max(layer) >= threshold for layer in scores["previous_token_at_values"]]
+    induction = [max(layer) >= threshold for layer in scores["induction"]]
     return any(p and any(induction[later + 1 :]) for later, p in enumerate(previous))
 
 
@@ -100,8 +100,8 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
         [
             "Best previous-token and induction scores over the heads of each trained retrieval "
             f"model (fraction of attention on the circuit's target; circuit = a head >= "
-            f"{THRESHOLD} for previous-token at values and one for induction, the induction "
-            "head in a later layer).",
+            f"{margin('C10', 'threshold')} for previous-token at values and one for induction, "
+            "the induction head in a later layer).",
             markdown_table(
                 [
                     "model",

@@ -17,7 +17,7 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
 )
-from mixit.experiments.claims import claim
+from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import line_plot
 
 TASKS = ("addition", "dyck", "sentiment")
@@ -50,7 +50,7 @@ SETTINGS = {
     "small": {t: SPREAD for t in TASKS},
     "paper": {t: {} for t in TASKS},
 }
-C7_TASKS, C7_MARGIN = ("addition", "dyck"), 0.02
+C7_TASKS = ("addition", "dyck")
 
 
 def _runs(scale: str, task: str, heads: int, seeds: range) -> list[Run]:
@@ -88,7 +88,7 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
         for t in TASKS
     ]
     gain = {t: mean(accuracy[t][-1]) - mean(accuracy[t][0]) for t in TASKS}
-    holds = all(gain[t] >= C7_MARGIN for t in C7_TASKS)
+    holds = all(gain[t] >= margin("C7") for t in C7_TASKS)
     settings = ", ".join(f"{t}: {o}" for t, o in SETTINGS[scale].items() if o)
     markdown = "\n\n".join(
         [

@@ -26,7 +26,7 @@ from mixit.experiments.base import (
     seeds_key,
     seeds_note,
 )
-from mixit.experiments.claims import claim
+from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import line_plot
 
 MODELS = ("random", "mixit")
@@ -43,7 +43,6 @@ TRAINING = {
     "paper": {},
 }
 SEQUENCES = 16
-RISE, FLAT = 0.10, 0.05  # the rule of C9
 
 
 def _trained_runs(scale: str, depth: int) -> list[Run]:
@@ -103,7 +102,7 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
                 model, data.test.inputs[:SEQUENCES]
             )
     rise = {m: mean(correlation[m][-1]) - mean(correlation[m][0]) for m in MODELS}
-    holds = rise["random"] >= RISE and abs(rise["mixit"]) <= FLAT
+    holds = rise["random"] >= margin("C9", "rise") and abs(rise["mixit"]) <= margin("C9", "flat")
     rows = (
         [[f"{m} (paper covariance)", *(f"{p:.5f}" for p in PAPER[m])] for m in MODELS]
         + [[f"{m} covariance", *(mean_std(v, digits=5) for v in covariance[m])] for m in MODELS]

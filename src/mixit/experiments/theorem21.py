@@ -31,7 +31,7 @@ from mixit.experiments.base import (
     mean_std,
     seeds_key,
 )
-from mixit.experiments.claims import claim
+from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import line_plot
 
 WIDTHS = {
@@ -42,7 +42,6 @@ WIDTHS = {
 PATHS = {"tiny": 4000, "small": 8000, "paper": 8000}
 TOKENS, TAU, SDE_STEPS = 3, 0.1, 50
 START_CORRELATION = 0.5  # Phi_0: ones on the diagonal, 0.5 elsewhere
-LIMIT = 0.10  # the rule of C12: discrepancy at the largest width
 DEPTHS = (2, 4, 8, 16, 32)
 MODEL_SHAPE = {"model.n_embd": 128, "model.n_head": 4, "model.init": "gpt2"}
 SEQ_LEN, SEQUENCES, VOCAB = 64, 16, 1024
@@ -167,7 +166,7 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
         ]
         for i, entry in enumerate(entries)
     ]
-    holds = discrepancy[-1] <= LIMIT and discrepancy[-1] < discrepancy[0]
+    holds = discrepancy[-1] <= margin("C12", "limit") and discrepancy[-1] < discrepancy[0]
     markdown = "\n\n".join(
         [
             f"{TOKENS} tokens, Phi_0 = ones on the diagonal and {START_CORRELATION} elsewhere, "
