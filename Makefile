@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-slow lint demo clean
+.PHONY: setup test test-fast test-slow lint demo clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,10 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest
+
+# The suite without the tests that start, signal or kill processes: for a quick edit-test loop.
+test-fast: lint
+	$(BIN)/python -m pytest -m "not slow and not processes"
 
 # The slow checks (every paper-scale model takes real training steps): minutes on a CPU.
 test-slow: setup

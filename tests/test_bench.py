@@ -1,9 +1,14 @@
 """`mixit bench` runs on a tiny shape and writes the documented JSON (not a timed test)."""
 
+import dataclasses
 import json
+import time
+
+import pytest
 
 from mixit.bench import bench_configs, flops_per_token, synthetic_data_seconds
 from mixit.cli import main
+from mixit.tasks import TASKS
 
 
 def test_bench_writes_rows_for_each_variant_and_hf(tmp_path, capsys):
@@ -11,7 +16,15 @@ def test_bench_writes_rows_for_each_variant_and_hf(tmp_path, capsys):
     argv = ["bench", "--seq-len", "8", "--batch", "2", "--rounds", "2", "--vs-hf", "--decode"]
     assert main([*argv, "--json", str(out), "model.n_embd=32", "model.n_layer=1"]) == 0
     result = json.loads(out.read_text())
-    assert result["peak_gflops"] > 0
+    configs = bench_configs(
+        ["standard", "frozen-qk", "mixit"], {"model.n_embd": 32, "model.n_layer": 1}
+    )
+    for row in result["rows"]:  # each row's MFU: its own throughput and its variant's FLOPs
+        flops = flops_per_token(configs[row["variant"]], 8)
+        assert row["tokens_per_s"] == pytest.approx(8 * row["samples_per_s"])
+        assert row["mfu"] == pytest.approx(
+            row["tokens_per_s"] * flops / (result["peak_gflops"] * 1e9)
+        )
     keys = {"impl", "variant", "n_embd", "n_layer", "n_head", "seq_len", "batch"}
     keys |= {"tokens_per_s", "mfu", "peak_mem_mb"}
     assert all(keys <= set(row) for row in result["rows"])
@@ -42,7 +55,14 @@ def test_flops_per_token_counts_only_the_gradients_a_variant_computes():
     assert flops["standard"] - flops["mixit"] == 6 * 2 * n * n * L + 8 * L * T * n
 
 
-def test_bench_data_times_100k_examples_of_every_synthetic_task():
+def test_bench_data_times_100k_examples_of_every_synthetic_task(monkeypatch):
+    dyck = TASKS["dyck"]
+
+    def slow(config, seed):  # a generator known to take at least 0.05 s
+        time.sleep(0.05)
+        return dyck.make_data(config, seed)
+
+    monkeypatch.setitem(TASKS, "dyck", dataclasses.replace(dyck, make_data=slow))
     seconds = synthetic_data_seconds(examples=2000)
     assert set(seconds) == {
         "addition",
@@ -52,4 +72,4 @@ def test_bench_data_times_100k_examples_of_every_synthetic_task():
         "modular-addition",
         "memorization",
     }
-    assert all(s > 0 for s in seconds.values())
+    assert seconds["dyck"] >= 0.05 and all(s > 0 for s in seconds.values())

@@ -72,6 +72,7 @@ def _env():
     return {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("attempt", range(2))  # two random kill points; each costs ~13 s
 def test_sigkill_then_resume_gives_identical_metrics(uninterrupted, tmp_path, attempt):
     out = tmp_path / "run"

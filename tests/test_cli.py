@@ -72,6 +72,7 @@ def test_unknown_key_lists_the_valid_keys(capsys):
     assert "train.stepz" in err and "steps" in err and "batch_size" in err
 
 
+@pytest.mark.processes
 def test_console_script_exit_status_and_help(capsys):
     bad = subprocess.run(
         [sys.executable, "-m", "mixit", "train", "--task", "nope", "--model", "mixit"],
@@ -123,19 +124,26 @@ def test_estimate_trains_and_writes_no_run_and_counts_finished_runs_free(
 ):
     monkeypatch.chdir(tmp_path)
     assert main(["train", "--task", "retrieval", "--model", "mixit", "--estimate", *MICRO]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert "nothing was trained" in lines[0] and lines[3].split()[:3] == ["mixit", "1", "5"]
+    shown = capsys.readouterr().out
+    assert "nothing was trained" in shown.splitlines()[0] and row(shown, "mixit")[:2] == ["1", "5"]
     assert not (tmp_path / "runs").exists()
     compare = ["compare", "--task", "retrieval", "--out", "cmp", *MICRO]
     both = [*compare, "--models", "standard,mixit", "--seeds", "2", "--estimate"]
     assert main(both) == 0
-    runs = [line.split()[1] for line in capsys.readouterr().out.splitlines()[3:5]]
-    assert runs == ["2", "2"] and not (tmp_path / "cmp").exists()
+    shown = capsys.readouterr().out
+    assert row(shown, "standard")[0] == row(shown, "mixit")[0] == "2"  # runs to train
+    assert not (tmp_path / "cmp").exists()
     assert main([*compare, "--models", "mixit"]) == 0  # mixit's seed 0 is now finished
     capsys.readouterr()
     assert main(both) == 0
-    runs = [line.split()[1] for line in capsys.readouterr().out.splitlines()[3:5]]
-    assert runs == ["2", "1"]
+    shown = capsys.readouterr().out
+    assert row(shown, "standard")[0] == "2" and row(shown, "mixit")[0] == "1"
+
+
+def row(table: str, model: str) -> list[str]:
+    """The cells after the model's name in its row of a printed table."""
+    (cells,) = [line.split()[1:] for line in table.splitlines() if line.split()[:1] == [model]]
+    return cells
 
 
 @pytest.mark.parametrize("command", ["train", "compare"])

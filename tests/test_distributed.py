@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from mixit.cli import main
 
 OVERRIDES = [
@@ -23,6 +25,7 @@ def metrics(out):
     return [json.loads(line) for line in (out / "metrics.jsonl").open()]
 
 
+@pytest.mark.processes
 def test_two_processes_equal_one(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     base = ["train", "--task", "addition", "--model", "mixit", *OVERRIDES]

@@ -6,7 +6,7 @@ import torch
 from mixit.attention import mixing_matrices
 from mixit.config import ModelConfig, RunConfig
 from mixit.model import PARAM_GROUPS, Decoder
-from mixit.train import make_optimizer, sequence_loss
+from mixit.train import make_optimizer, resolve_config, sequence_loss
 from mixit.variants import VARIANTS
 
 ALL = list(VARIANTS)
@@ -132,11 +132,13 @@ def test_attention_sink_option_sets_head_zero(small_config):
 
 
 def test_shaped_residual_is_the_mixit_default(small_config):
-    assert VARIANTS["mixit"].model_defaults["residual_lambda"] == pytest.approx(0.5**0.5)
-    small_config.residual_lambda = 0.5**0.5
+    lam = resolve_config("addition", "mixit", "tiny").model.residual_lambda
+    assert lam == pytest.approx(0.5**0.5)
+    small_config.residual_lambda = lam
     block = build(small_config, "mixit").blocks[0]
-    keep, branch = block.shaped
-    assert keep**2 + branch**2 == pytest.approx(1.0)
+    h, update = torch.randn(2, 3, small_config.n_embd), torch.randn(2, 3, small_config.n_embd)
+    # Section 2's shaped residual: lam h + sqrt(1 - lam^2) f(h).
+    torch.testing.assert_close(block.residual(h, update), lam * h + (1 - lam**2) ** 0.5 * update)
 
 
 def test_plain_residual_is_the_sum(small_config):

@@ -212,6 +212,7 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_last_one_and_says_so(
     assert json.loads((run_dir / "summary.json").read_text())["metrics"] == whole["metrics"]
 
 
+@pytest.mark.processes
 def test_sigterm_is_one_line_and_exit_143(tmp_path):
     import signal
     import subprocess

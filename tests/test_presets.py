@@ -15,11 +15,13 @@ NEEDS = {"custom": {"task.data_files": f"{EXAMPLE / 'train.jsonl'},{EXAMPLE / 't
 
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 @pytest.mark.parametrize("task", list(TASKS))
-def test_preset_resolves_for_every_model(task, preset):
+def test_every_preset_setting_reaches_every_models_config(task, preset):
+    settings = TASKS[task].presets[preset]
     for model in VARIANTS:
         config = resolve_config(task, model, preset, overrides=NEEDS.get(task))
-        assert config.preset == preset
-    assert set(TASKS[task].presets) == set(PRESET_NAMES)
+        for key, value in settings.items():
+            section, name = key.split(".")
+            assert getattr(getattr(config, section), name) == value, (model, key)
 
 
 @pytest.mark.parametrize("task", list(TASKS))

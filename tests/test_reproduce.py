@@ -64,7 +64,10 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     monkeypatch.setattr(throughput, "ROUNDS", 2)  # another experiment, same setting: C6 is kept
     reproduce(["throughput"], "tiny", seeds=2, out=out, overrides=QUICK)
     merged = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
-    assert merged["C6"] == stored[5] and merged["C11"]["verdict"] != NOT_RUN
+    assert (
+        merged["C6"] == next(c for c in stored if c["id"] == "C6")
+        and merged["C11"]["verdict"] != NOT_RUN
+    )
     reproduce(["throughput"], "tiny", seeds=1, out=out, overrides=QUICK)  # other seeds
     merged = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
     assert merged["C6"]["verdict"] == NOT_RUN
@@ -287,6 +290,7 @@ def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
             assert (config.model.n_layer, config.train.steps) == (5, 5000)
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
     script = (
@@ -308,6 +312,7 @@ def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
     assert not alive(worker)
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_stops_reproduce_and_its_workers_at_once(tmp_path, alive, children):
     out = tmp_path / "rep"

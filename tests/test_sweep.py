@@ -38,6 +38,7 @@ def completed_per_grid_point(out):
     return collections.Counter(t.system_attrs["grid_id"] for t in done), study
 
 
+@pytest.mark.processes
 def test_two_workers_cover_the_grid_exactly_once_and_a_rerun_adds_nothing(tmp_path):
     out = tmp_path / "sweep"
     overrides = {**FAST, "train.steps": 5}
@@ -52,6 +53,7 @@ def test_two_workers_cover_the_grid_exactly_once_and_a_rerun_adds_nothing(tmp_pa
     assert len(study.get_trials()) == before
 
 
+@pytest.mark.processes
 def test_a_killed_workers_trial_is_retried_not_lost_or_duplicated(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
     grid = grid_file(tmp_path)
@@ -80,6 +82,7 @@ def test_a_killed_workers_trial_is_retried_not_lost_or_duplicated(tmp_path, monk
     assert any(t.state == TrialState.FAIL for t in study.get_trials())  # the killed one
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 @pytest.mark.parametrize("stop", ["SIGKILL to the sweep", "Ctrl-C"])
 def test_local_workers_end_with_the_sweep(stop, tmp_path, alive, children):

@@ -154,6 +154,7 @@ def test_memorization_scores_the_training_set_and_reports_bits_per_param():
     assert math.isclose(fallback, 1.0)
 
 
+@pytest.mark.slow  # a wall-clock bound: a busy machine fails it, so not in `make test`
 @pytest.mark.parametrize("task", sorted(LARGE))
 def test_100k_examples_generate_quickly(task):
     spec = TASKS[task]

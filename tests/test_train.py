@@ -1,6 +1,7 @@
 """The trainer: loss goes down for every variant, run directories, determinism, divergence."""
 
 import json
+import math
 import sys
 
 import pytest
@@ -116,7 +117,7 @@ def test_wandb_without_the_package_is_a_usage_error(tmp_path, monkeypatch):
 def test_bf16_trains_and_keeps_earlier_run_identities(tmp_path):
     overrides = {"train.steps": 2, "model.n_embd": 32, "task.n_test": 64, "task.n_train": 256}
     summary = train("addition", "mixit", overrides={**overrides, "train.precision": "bf16"})
-    assert summary["metrics"]["test_loss"] == summary["metrics"]["test_loss"]  # finite, not NaN
+    assert math.isfinite(summary["metrics"]["test_loss"])
     from mixit.train import resolve_config
 
     fp32 = resolve_config("addition", "mixit", "tiny", 0, overrides).result_dict()
