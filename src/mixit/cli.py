@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from mixit.compare import compare, estimate, format_estimate, format_table
 from mixit.config import parse_overrides
@@ -23,6 +24,9 @@ EXIT_USAGE = 2
 EXIT_DIVERGED = 1
 EXIT_INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + SIGINT)
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the task and model catalogue's lines
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -69,62 +73,76 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    formatter = argparse.RawDescriptionHelpFormatter
     parser = OneLineParser(
         prog="mixit",
         description="Train the random-attention model spectrum (standard, frozen-qk, frozen-mlp, "
         "mixit, random) and compare what each task needs.",
         epilog=_catalogue(),
-        formatter_class=formatter,
+        formatter_class=FORMATTER,
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    for add_command in (
+        _add_train,
+        _add_compare,
+        _add_reproduce,
+        _add_sweep,
+        _add_bench,
+        _add_generate,
+        _add_export,
+        _add_analyze,
+    ):
+        add_command(commands)
+    return parser
 
-    train_parser = commands.add_parser(
-        "train", help="train one model on one task", epilog=_catalogue(), formatter_class=formatter
+
+def _add_train(commands: Any) -> None:
+    parser = commands.add_parser(
+        "train", help="train one model on one task", epilog=_catalogue(), formatter_class=FORMATTER
     )
-    _add_common(train_parser)
-    train_parser.add_argument("--model", required=True, help="model name (listed below)")
-    train_parser.add_argument(
-        "--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)"
-    )
-    train_parser.add_argument(
+    _add_common(parser)
+    parser.add_argument("--model", required=True, help="model name (listed below)")
+    parser.add_argument("--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)")
+    parser.add_argument(
         "--nproc",
         type=int,
         default=1,
         help="data-parallel processes on this machine: starts torchrun (default 1)",
     )
-    train_parser.add_argument(
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="continue the run directory from its last checkpoint (train.checkpoint_every)",
     )
-    train_parser.add_argument(
+    parser.add_argument(
         "--overwrite",
         action="store_true",
         help="train anew into a folder that holds a finished run or a run of another config",
     )
+    parser.set_defaults(run=_train)
 
-    compare_parser = commands.add_parser(
+
+def _add_compare(commands: Any) -> None:
+    parser = commands.add_parser(
         "compare",
         help="train several models and print a table",
         epilog=_catalogue(),
-        formatter_class=formatter,
+        formatter_class=FORMATTER,
     )
-    _add_common(compare_parser)
-    compare_parser.add_argument(
+    _add_common(parser)
+    parser.add_argument(
         "--models",
         default=",".join(VARIANTS),
         help="comma-separated model names (default: all five)",
     )
-    compare_parser.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
-    compare_parser.add_argument(
+    parser.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
+    parser.add_argument(
         "--tolerance",
         type=float,
         default=None,
         help="the litmus test's margin: a model matches standard when at most this much worse "
         "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
     )
-    compare_parser.add_argument(
+    parser.add_argument(
         "--tune",
         choices=["lr"],
         default=None,
@@ -132,157 +150,175 @@ def build_parser() -> argparse.ArgumentParser:
         "its score on 10%% of the training data held out (never the test split), on the first "
         "seed; then train every seed at it",
     )
-    compare_parser.add_argument(
-        "--out", default=None, help="output directory (default runs/compare/TASK)"
-    )
+    parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
+    parser.set_defaults(run=_compare)
 
-    reproduce_parser = commands.add_parser(
+
+def _add_reproduce(commands: Any) -> None:
+    parser = commands.add_parser(
         "reproduce",
         help="reproduce a table or figure of the paper (or all) and judge its claims",
         usage="%(prog)s [options] EXPERIMENT|all [KEY=VALUE ...]",
         description="Train every run an experiment needs (finished runs are reused), write "
         "OUT/EXPERIMENT/report.md, results.json and PNGs, and OUT/claims.md + claims.json.",
     )
-    reproduce_parser.add_argument(
+    parser.add_argument(
         "--scale",
         default="tiny",
         help="tiny (laptop CPU, shortened budgets; default), small (the tiny models at their "
         "presets' full budgets, k-hop at the paper's 5 layers and 5,000 steps; about 1.75 h on "
         "2 cores) or paper (the paper's configurations, GPUs)",
     )
-    reproduce_parser.add_argument("--seeds", type=int, default=3, help="seeds per run (default 3)")
-    reproduce_parser.add_argument(
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per run (default 3)")
+    parser.add_argument(
         "--seed",
         type=int,
         default=0,
         help="first seed (default 0): seeds N..N+K-1; the settings were chosen on 0-2, so "
         "e.g. --seed 100 confirms them on seeds nothing was tuned on",
     )
-    reproduce_parser.add_argument(
+    parser.add_argument(
         "--jobs", type=int, default=1, help="runs trained in parallel processes (default 1)"
     )
-    reproduce_parser.add_argument(
+    parser.add_argument(
         "--out", default=None, help="output directory (default runs/reproduce-SCALE)"
     )
-    reproduce_parser.add_argument(
+    parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
     )
-    reproduce_parser.add_argument(
+    parser.add_argument(
         "--tuned",
         default=None,
         help="best.json from `mixit sweep --best`: tuned hyperparameters per task and model",
     )
-    reproduce_parser.add_argument(
+    parser.add_argument(
         "--no-train",
         action="store_true",
         help="train nothing; report the experiments (the ablation: the differences) whose "
         "runs are all finished",
     )
-    reproduce_parser.add_argument(
+    parser.add_argument(
         "--estimate",
         action="store_true",
         help="train and write nothing; time a few steps of each run's config on this machine "
         "and print how long the training would take with --jobs",
     )
-    reproduce_parser.add_argument(
-        "--claims",
-        default=None,
-        help="ablation only: the claims to measure, e.g. C1,C5 (default C1,C2,C5,C6,C7,C8)",
-    )
-    reproduce_parser.add_argument(
-        "--differences",
-        default=None,
-        help="ablation only: the differences to flip, e.g. sink,biases (default all, then the "
-        "whole authors construction)",
-    )
+    _add_ablation_options(parser)
     # One positional list, so that options may come before or after the overrides.
-    reproduce_parser.add_argument(
+    parser.add_argument(
         "what",
         nargs="+",
         metavar="EXPERIMENT [KEY=VALUE ...]",
         help=f"'all' or one of: {_experiment_names()}; then dotted overrides applied to every "
         "training run, e.g. train.steps=50",
     )
+    parser.set_defaults(run=_reproduce)
 
-    sweep_parser = commands.add_parser(
+
+def _add_ablation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--claims",
+        default=None,
+        help="ablation only: the claims to measure, e.g. C1,C5 (default C1,C2,C5,C6,C7,C8)",
+    )
+    parser.add_argument(
+        "--differences",
+        default=None,
+        help="ablation only: the differences to flip, e.g. sink,biases (default all, then the "
+        "whole authors construction)",
+    )
+
+
+def _add_sweep(commands: Any) -> None:
+    parser = commands.add_parser(
         "sweep",
         help="grid-search a task and model (Table 8) as an Optuna study",
         description="Every grid point is one run directory in OUT/runs; the study lives in "
         "OUT/study.db (or --storage). Rerunning completes the grid; --best prints the best "
         "configuration of every study in the storage.",
     )
-    sweep_parser.add_argument("--task", help="task name")
-    sweep_parser.add_argument("--model", help="model name")
-    sweep_parser.add_argument("--preset", default="paper", help="base preset (default paper)")
-    sweep_parser.add_argument(
+    parser.add_argument("--task", help="task name")
+    parser.add_argument("--model", help="model name")
+    parser.add_argument("--preset", default="paper", help="base preset (default paper)")
+    parser.add_argument(
         "--grid", default="table8", help="'table8' (the paper's grid) or a YAML file"
     )
-    sweep_parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    sweep_parser.add_argument("--out", default="runs/sweep", help="output directory")
-    sweep_parser.add_argument("--storage", default=None, help="Optuna storage URL")
-    sweep_parser.add_argument("--workers", type=int, default=1, help="worker processes")
-    sweep_parser.add_argument("--launcher", default="local", help="local or slurm (submitit)")
-    sweep_parser.add_argument(
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--out", default="runs/sweep", help="output directory")
+    parser.add_argument("--storage", default=None, help="Optuna storage URL")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--launcher", default="local", help="local or slurm (submitit)")
+    parser.add_argument(
         "--best", action="store_true", help="print the best configuration per task and model"
     )
-    sweep_parser.add_argument(
+    parser.add_argument(
         "overrides", nargs="*", metavar="KEY=VALUE", help="fixed overrides for every trial"
     )
+    parser.set_defaults(run=_sweep)
 
-    bench_parser = commands.add_parser(
+
+def _add_bench(commands: Any) -> None:
+    parser = commands.add_parser(
         "bench",
         help="training and decoding speed per variant at one shape (run it on a quiet machine)",
     )
-    bench_parser.add_argument(
+    parser.add_argument(
         "--models", default="standard,frozen-qk,mixit", help="comma-separated variants"
     )
-    bench_parser.add_argument("--seq-len", type=int, default=64, help="sequence length")
-    bench_parser.add_argument("--batch", type=int, default=32, help="batch size")
-    bench_parser.add_argument("--rounds", type=int, default=10, help="timed steps per model")
-    bench_parser.add_argument("--vs-hf", action="store_true", help="also HF LlamaForCausalLM")
-    bench_parser.add_argument("--decode", action="store_true", help="also cached decoding")
-    bench_parser.add_argument(
+    parser.add_argument("--seq-len", type=int, default=64, help="sequence length")
+    parser.add_argument("--batch", type=int, default=32, help="batch size")
+    parser.add_argument("--rounds", type=int, default=10, help="timed steps per model")
+    parser.add_argument("--vs-hf", action="store_true", help="also HF LlamaForCausalLM")
+    parser.add_argument("--decode", action="store_true", help="also cached decoding")
+    parser.add_argument(
         "--compile", action="store_true", help="also each variant under train.compile"
     )
-    bench_parser.add_argument(
+    parser.add_argument(
         "--data", action="store_true", help="also time 100k examples of each synthetic task"
     )
-    bench_parser.add_argument("--json", default=None, help="write the figures to this file")
-    bench_parser.add_argument(
+    parser.add_argument("--json", default=None, help="write the figures to this file")
+    parser.add_argument(
         "overrides", nargs="*", metavar="KEY=VALUE", help="shape, e.g. model.n_embd=512"
     )
+    parser.set_defaults(run=_bench)
 
-    generate_parser = commands.add_parser(
+
+def _add_generate(commands: Any) -> None:
+    parser = commands.add_parser(
         "generate", help="continue a prompt with a trained run (cached greedy decoding)"
     )
-    generate_parser.add_argument("run_dir", help="a finished run directory")
-    generate_parser.add_argument("--prompt", default=None, help="text (lm runs)")
-    generate_parser.add_argument("--prompt-ids", default=None, help="token ids, e.g. 5,17,3")
-    generate_parser.add_argument(
-        "--max-new-tokens", type=int, default=50, help="tokens to add (default 50)"
-    )
+    parser.add_argument("run_dir", help="a finished run directory")
+    parser.add_argument("--prompt", default=None, help="text (lm runs)")
+    parser.add_argument("--prompt-ids", default=None, help="token ids, e.g. 5,17,3")
+    parser.add_argument("--max-new-tokens", type=int, default=50, help="tokens to add (default 50)")
+    parser.set_defaults(run=_generate)
 
-    export_parser = commands.add_parser(
+
+def _add_export(commands: Any) -> None:
+    parser = commands.add_parser(
         "export-hf", help="write a run as a Hugging Face LlamaForCausalLM directory"
     )
-    export_parser.add_argument("run_dir", help="a finished run directory")
-    export_parser.add_argument("out_dir", help="where to write the Hugging Face model")
-    export_parser.add_argument(
+    parser.add_argument("run_dir", help="a finished run directory")
+    parser.add_argument("out_dir", help="where to write the Hugging Face model")
+    parser.add_argument(
         "--overwrite", action="store_true", help="write into a folder that is not empty"
     )
+    parser.set_defaults(run=_export)
 
-    analyze_parser = commands.add_parser(
+
+def _add_analyze(commands: Any) -> None:
+    parser = commands.add_parser(
         "analyze", help="analyse a finished run directory (attention heads, covariance)"
     )
-    analyze_parser.add_argument("analysis", help="attention | covariance")
-    analyze_parser.add_argument("run_dir", help="a finished run directory")
-    analyze_parser.add_argument(
+    parser.add_argument("analysis", help="attention | covariance")
+    parser.add_argument("run_dir", help="a finished run directory")
+    parser.add_argument(
         "--sequences", type=int, default=256, help="test sequences analysed (default 256)"
     )
-    analyze_parser.add_argument(
+    parser.add_argument(
         "--out", default=None, help="where to write figures and JSON (default RUN_DIR/analysis)"
     )
-    return parser
+    parser.set_defaults(run=_analyze)
 
 
 def _experiment_names() -> str:
@@ -314,84 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command
         # argparse stops filling a positional list at the first option: overrides given
         # after `--seeds 3` arrive here, and belong to `reproduce`'s list.
-        if extra and (args.command != "reproduce" or any(e.startswith("-") for e in extra)):
+        if extra and (command != "reproduce" or any(e.startswith("-") for e in extra)):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        if args.command == "reproduce":
+        if command == "reproduce":
             args.what += extra
-            return _reproduce(args)
-        if args.command == "analyze":
-            return _analyze(args)
-        if args.command == "sweep":
-            return _sweep(args)
-        if args.command == "bench":
-            return _bench(args)
-        if args.command == "generate":
-            from mixit.generate import generate_from_run
-
-            result = generate_from_run(
-                args.run_dir, args.prompt, args.prompt_ids, args.max_new_tokens
-            )
-            print(result.get("text", " ".join(map(str, result["ids"]))))
-            print(f"{result['tokens_per_second']:.1f} tokens/s", file=sys.stderr)
-            return 0
-        if args.command == "export-hf":
-            from mixit.export import export_hf
-
-            print(f"written: {export_hf(args.run_dir, args.out_dir, args.overwrite)}")
-            return 0
-        overrides = parse_overrides(args.overrides)
-        if args.command == "train" and args.estimate:
-            one_run = (args.task, [args.model], args.preset, args.seed, 1, None, overrides)
-            print(format_estimate(estimate(*one_run)))
-            return 0
-        if args.command == "train" and args.nproc != 1:
-            if args.nproc < 1:
-                raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
-            # Bad input is one line here, not one traceback per process from torchrun.
-            resolve_config(args.task, args.model, args.preset, args.seed, overrides)
-            return _torchrun(args.nproc, argv)
-        if args.command == "train":
-            out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
-            summary = train(
-                args.task,
-                args.model,
-                args.preset,
-                args.seed,
-                out,
-                overrides,
-                args.progress,
-                args.resume,
-                args.overwrite,
-            )
-            print(json.dumps(summary["metrics"], indent=2))
-            print(f"run directory: {out}", file=sys.stderr)
-        else:
-            if args.seeds < 1:
-                raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
-            if args.tolerance is not None and args.tolerance < 0:
-                raise UsageError(f"--tolerance must be >= 0, got {args.tolerance}")
-            models = [m.strip() for m in args.models.split(",") if m.strip()]
-            if not models:
-                raise UsageError(f"--models names no model; choose from: {', '.join(VARIANTS)}")
-            out = args.out or f"runs/compare/{args.task}"
-            if args.estimate:
-                common = (args.task, models, args.preset, args.seed, args.seeds, out, overrides)
-                print(format_estimate(estimate(*common)))
-                return 0
-            result = compare(
-                args.task,
-                models,
-                args.preset,
-                args.seed,
-                args.seeds,
-                out,
-                overrides,
-                args.progress,
-                args.tolerance,
-                [args.tune] if args.tune else [],
-            )
-            print(format_table(result))
-            print(f"results: {out}/compare.json", file=sys.stderr)
+        args.argv = argv
+        return args.run(args)
     except UsageError as error:
         print(f"mixit: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -407,6 +371,92 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _train(args: argparse.Namespace) -> int:
+    overrides = parse_overrides(args.overrides)
+    if args.estimate:
+        one_run = estimate(
+            args.task, [args.model], args.preset, seed=args.seed, seeds=1, overrides=overrides
+        )
+        print(format_estimate(one_run))
+        return 0
+    if args.nproc != 1:
+        if args.nproc < 1:
+            raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
+        # Bad input is one line here, not one traceback per process from torchrun.
+        resolve_config(args.task, args.model, args.preset, args.seed, overrides)
+        return _torchrun(args.nproc, args.argv)
+    out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
+    summary = train(
+        args.task,
+        args.model,
+        args.preset,
+        seed=args.seed,
+        out=out,
+        overrides=overrides,
+        progress=args.progress,
+        resume=args.resume,
+        overwrite=args.overwrite,
+    )
+    print(json.dumps(summary["metrics"], indent=2))
+    print(f"run directory: {out}", file=sys.stderr)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    if args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.tolerance is not None and args.tolerance < 0:
+        raise UsageError(f"--tolerance must be >= 0, got {args.tolerance}")
+    models = _models(args.models)
+    overrides = parse_overrides(args.overrides)
+    out = args.out or f"runs/compare/{args.task}"
+    if args.estimate:
+        cost = estimate(
+            args.task, models, args.preset, args.seed, args.seeds, out=out, overrides=overrides
+        )
+        print(format_estimate(cost))
+        return 0
+    result = compare(
+        args.task,
+        models,
+        args.preset,
+        seed=args.seed,
+        seeds=args.seeds,
+        out=out,
+        overrides=overrides,
+        progress=args.progress,
+        tolerance=args.tolerance,
+        tune=[args.tune] if args.tune else [],
+    )
+    print(format_table(result))
+    print(f"results: {out}/compare.json", file=sys.stderr)
+    return 0
+
+
+def _models(text: str) -> list[str]:
+    models = [m.strip() for m in text.split(",") if m.strip()]
+    if not models:
+        raise UsageError(f"--models names no model; choose from: {', '.join(VARIANTS)}")
+    return models
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from mixit.generate import generate_from_run
+
+    result = generate_from_run(
+        args.run_dir, args.prompt, args.prompt_ids, max_new_tokens=args.max_new_tokens
+    )
+    print(result.get("text", " ".join(map(str, result["ids"]))))
+    print(f"{result['tokens_per_second']:.1f} tokens/s", file=sys.stderr)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from mixit.export import export_hf
+
+    print(f"written: {export_hf(args.run_dir, args.out_dir, overwrite=args.overwrite)}")
     return 0
 
 
@@ -443,11 +493,12 @@ def _reproduce(args: argparse.Namespace) -> int:
         return _ablation(args, out, progress, overrides)
     if args.claims or args.differences:
         raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
-    common = ([experiment], args.scale, args.seeds, args.jobs, out, progress, overrides)
+    common = dict(scale=args.scale, seeds=args.seeds, jobs=args.jobs, out=out, progress=progress)
+    common |= dict(overrides=overrides, tuned=args.tuned, first_seed=args.seed)
     if args.estimate:
-        print(format_estimate(estimate(*common, tuned=args.tuned, first_seed=args.seed)))
+        print(format_estimate(estimate([experiment], **common)))
         return 0
-    claims = reproduce(*common, train=not args.no_train, tuned=args.tuned, first_seed=args.seed)
+    claims = reproduce([experiment], train=not args.no_train, **common)
     for claim in claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)
@@ -463,12 +514,12 @@ def _ablation(args: argparse.Namespace, out: str, progress: bool, overrides: dic
     results = ablate(
         differences,
         claims,
-        args.scale,
-        args.seeds,
-        args.jobs,
-        out,
-        progress,
-        overrides,
+        scale=args.scale,
+        seeds=args.seeds,
+        jobs=args.jobs,
+        out=out,
+        progress=progress,
+        overrides=overrides,
         train=not args.no_train,
     )
     for difference, by_claim in results["differences"].items():
@@ -487,17 +538,14 @@ def _bench(args: argparse.Namespace) -> int:
 
     if min(args.seq_len, args.batch, args.rounds) < 1:
         raise UsageError("--seq-len, --batch and --rounds must be >= 1")
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
-    if not models:
-        raise UsageError(f"--models names no model; choose from: {', '.join(VARIANTS)}")
-    configs = bench_configs(models, parse_overrides(args.overrides))
+    configs = bench_configs(_models(args.models), parse_overrides(args.overrides))
     result = bench(
         configs,
-        args.seq_len,
-        args.batch,
-        args.vs_hf,
-        args.decode,
-        args.rounds,
+        seq_len=args.seq_len,
+        batch=args.batch,
+        vs_hf=args.vs_hf,
+        decode=args.decode,
+        rounds=args.rounds,
         compile=args.compile,
         data=args.data,
     )
@@ -530,14 +578,14 @@ def _sweep(args: argparse.Namespace) -> int:
     rows = sweep(
         args.task,
         args.model,
-        args.preset,
-        args.grid,
-        args.out,
-        args.storage,
-        args.workers,
-        args.launcher,
-        args.seed,
-        parse_overrides(args.overrides),
+        preset=args.preset,
+        grid=args.grid,
+        out=args.out,
+        storage=args.storage,
+        workers=args.workers,
+        launcher=args.launcher,
+        seed=args.seed,
+        overrides=parse_overrides(args.overrides),
     )
     for row in rows[:10]:
         print(f"{row['value']:.4f}  {row['params']}")
@@ -550,7 +598,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
     if args.sequences < 1:
         raise UsageError(f"--sequences must be >= 1, got {args.sequences}")
-    print(analyze_run(args.analysis, args.run_dir, args.sequences, args.out))
+    print(analyze_run(args.analysis, args.run_dir, sequences=args.sequences, out=args.out))
     return 0
 
 
