@@ -6,7 +6,7 @@ import pytest
 
 from mixit.cli import main
 from mixit.experiments.ablation import EQUATIONS, ablate, flips, plan_ablation
-from mixit.experiments.base import run_dir_name
+from mixit.runs import run_dir_name
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "train.eval_examples": 64}
 

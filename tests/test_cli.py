@@ -113,10 +113,11 @@ def test_compare_prints_a_table_writes_json_and_reuses_runs(tmp_path, capsys):
     assert "(preset tiny, task.vocab_size=16" in table
     assert [row["model"] for row in result["rows"]] == ["standard", "mixit"]
     assert all(len(row["values"]) == 2 for row in result["rows"])
-    summary = out / "mixit" / "seed1" / "summary.json"
-    stamp = summary.stat().st_mtime_ns
+    summaries = sorted((out / "runs").glob("*/summary.json"))
+    assert len(summaries) == 4  # two models, two seeds
+    stamps = [summary.stat().st_mtime_ns for summary in summaries]
     assert main([*args, "--out", str(out), *MICRO]) == 0
-    assert summary.stat().st_mtime_ns == stamp
+    assert [summary.stat().st_mtime_ns for summary in summaries] == stamps
 
 
 def test_estimate_trains_and_writes_no_run_and_counts_finished_runs_free(

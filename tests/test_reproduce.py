@@ -12,11 +12,13 @@ import torch
 import torch.nn.functional as F
 
 from mixit.cli import main
+from mixit.compare import compare
 from mixit.experiments import EXPERIMENTS, estimate, reproduce, throughput
-from mixit.experiments.base import NOT_RUN, SCALES, Run, run_dir_name
+from mixit.experiments.base import NOT_RUN, SCALES, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.experiments.runner import list_schedule, plan_reproduction
 from mixit.model import Decoder
+from mixit.runs import run_dir_name
 from mixit.train import make_optimizer, time_training
 from mixit.variants import get_variant
 
@@ -295,7 +297,7 @@ def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
 def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
     script = (
         "import os, time\n"
-        "from mixit.experiments.runner import worker_pool\n"
+        "from mixit.runs import worker_pool\n"
         "pool = worker_pool(1)\n"
         "print(pool.submit(os.getpid).result(), flush=True)\n"
         "pool.submit(time.sleep, 120)\n"
@@ -378,3 +380,19 @@ def test_each_rule_states_every_margin_its_experiment_compares():
         for name in finding.rule.margins:
             assert "{" + name in finding.rule.template, (finding.id, name)  # none is silent
     assert claim("C5").rule.endswith(f"standard's - {margin('C5'):.2f}")
+
+
+def test_compare_and_reproduce_on_one_output_train_each_run_once(tmp_path):
+    out = tmp_path / "both"
+    quick = {"train.steps": 4, "train.eval_every": 4, "train.eval_examples": 64}
+    quick |= {"task.n_train": 512, "task.n_test": 64}
+    compare("retrieval", ["standard", "mixit"], seeds=2, out=out, overrides=quick)
+    by_compare = summaries_mtimes(out)
+    assert len(by_compare) == 4
+    reproduce(["table1"], "tiny", seeds=2, out=out, overrides=quick)
+    after = summaries_mtimes(out)
+    assert {run: after[run] for run in by_compare} == by_compare  # read back, not retrained
+    assert len(after) == 16  # 2 tasks x 4 models x 2 seeds
+    assert json.loads((out / "timing.json").read_text())["calls"][-1]["runs_trained"] == 12
+    compare("retrieval", ["frozen-qk", "frozen-mlp"], seeds=2, out=out, overrides=quick)
+    assert summaries_mtimes(out) == after  # and the other way round

@@ -43,15 +43,23 @@ def test_compare_tunes_each_models_learning_rate_and_trains_its_seeds_at_it(tmp_
         "retrieval", ["standard", "mixit"], seeds=2, out=tmp_path, overrides=QUICK, tune=["lr"]
     )
     preset_lr = resolve_config("retrieval", "standard", "tiny", 0, QUICK).train.lr
+    runs = [  # every run's config and where it was scored, all in one folder
+        json.loads((d / "config.json").read_text())
+        | {"evaluated_on": json.loads((d / "summary.json").read_text())["evaluated_on"]}
+        for d in (tmp_path / "runs").iterdir()
+    ]
     for model, tuned in result["tuned"].items():
         tried = [lr for lr, _ in tuned["validation"]]
         assert tried == pytest.approx([preset_lr * f for f in LR_FACTORS])
         best = max(tuned["validation"], key=lambda pair: pair[1])[0]
         assert tuned["train.lr"] == best
-        for seed in (0, 1):
-            run = tmp_path / model / f"seed{seed}"
-            assert json.loads((run / "config.json").read_text())["train"]["lr"] == best
-            assert json.loads((run / "summary.json").read_text())["evaluated_on"] == "test"
-    for summary in (tmp_path / "tune").glob("*/*/summary.json"):
-        assert json.loads(summary.read_text())["evaluated_on"] == "validation"
-    assert len(list((tmp_path / "tune").glob("*/*/summary.json"))) == 2 * len(LR_FACTORS)
+        trained = [r for r in runs if r["variant"] == model and not held_out(r)]
+        assert sorted(r["seed"] for r in trained) == [0, 1]
+        assert all(r["train"]["lr"] == best and r["evaluated_on"] == "test" for r in trained)
+    tuning = [r for r in runs if held_out(r)]
+    assert len(tuning) == 2 * len(LR_FACTORS)
+    assert all(r["evaluated_on"] == "validation" for r in tuning)
+
+
+def held_out(run: dict) -> bool:
+    return run["train"].get("validation_fraction", 0.0) > 0

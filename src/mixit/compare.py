@@ -10,11 +10,11 @@ from typing import Any
 
 import torch
 
-from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.io import write_json
-from mixit.train import get_task, resolve_config, resolve_device, run, time_training
+from mixit.runs import pending_timings, run_dir_name, train_missing
+from mixit.train import get_task, resolve_config, resolve_device
 from mixit.variants import VARIANTS
 
 # The litmus test (the paper's section 5): a variant "matches" the standard model when its
@@ -186,21 +186,22 @@ def tune_lr(
 ) -> dict[str, dict[str, Any]]:
     """Each model's learning rate: the value of the grid (``factors`` times the model's
     resolved ``train.lr``) whose run on ``seed`` scores best on a validation split carved from
-    the training data, never on the test split. Runs land in ``out/tune/MODEL/lrVALUE``.
-    Returns ``{model: {"train.lr": chosen, "validation": {lr: metric}}}``."""
+    the training data, never on the test split. Its runs land in ``out/runs`` beside the
+    others (their configs hold the validation split, so their names differ). Returns
+    ``{model: {"train.lr": chosen, "validation": {lr: metric}}}``."""
     spec = get_task(task)
     better = 1.0 if spec.higher_is_better else -1.0
-    chosen = {}
+    configs = {}
     for model in models:
         preset_lr = resolve_config(task, model, preset, seed, overrides).train.lr
-        scores = {}
         for lr in (preset_lr * factor for factor in factors):
             tuning = {**(overrides or {}), "train.lr": lr}
             tuning["train.validation_fraction"] = VALIDATION_FRACTION
-            config = resolve_config(task, model, preset, seed, tuning)
-            folder = Path(out) / "tune" / model / f"lr{lr:.4g}"
-            summary = finished_summary(folder, config) or run(config, folder, progress)
-            scores[lr] = summary["metrics"][spec.metric]
+            configs[model, lr] = resolve_config(task, model, preset, seed, tuning)
+    summaries, _ = train_missing(configs, Path(out) / "runs", progress=progress, each=True)
+    chosen = {}
+    for model in models:
+        scores = {lr: summaries[m, lr]["metrics"][spec.metric] for m, lr in configs if m == model}
         best = max(scores, key=lambda lr: better * scores[lr])
         chosen[model] = {"train.lr": best, "validation": scores}
     return chosen
@@ -210,11 +211,6 @@ def task_chance(config: RunConfig) -> float:
     """The task's chance level for runs whose summaries predate it: from their data."""
     spec = get_task(config.task_name)
     return spec.chance(spec.make_data(config.task, config.seed), config.task)
-
-
-def run_dir(out: str | Path, model: str, seed: int) -> Path:
-    """Where `compare` keeps a model's run for one seed: ``out/MODEL/seedN``."""
-    return Path(out) / model / f"seed{seed}"
 
 
 def compare(
@@ -235,8 +231,9 @@ def compare(
     split of the training data) and trains every seed at it; ``compare.json`` records the
     choice under ``tuned``.
 
-    Every run lands in ``out/MODEL/seedN``; a finished run whose resolved config is unchanged
-    is read back instead of retrained. Writes and returns ``out/compare.json``, with the
+    Every run lands in ``out/runs`` under its config's hash (``mixit.runs``), where
+    `reproduce` keeps its runs too: a finished run of the same config, from either command, is
+    read back instead of retrained. Writes and returns ``out/compare.json``, with the
     litmus reading of each variant against the standard model (``litmus``; ``tolerance``
     defaults to ``DEFAULT_TOLERANCE`` of the task's metric).
     """
@@ -250,15 +247,10 @@ def compare(
     tuned = tune_lr(task, models, preset, seed, out, overrides, progress) if tune else {}
     chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
     configs = resolve_all(task, models, preset, seed_range, overrides, chosen)
+    trained, _ = train_missing(configs, Path(out) / "runs", progress=progress, each=True)
     rows, chances = [], []
     for model in models:
-        summaries = []
-        for s in range(seed, seed + seeds):
-            folder = run_dir(out, model, s)
-            summaries.append(
-                finished_summary(folder, configs[model, s])
-                or run(configs[model, s], folder, progress)
-            )
+        summaries = [trained[model, s] for s in seed_range]
         chances += [summary["chance"] for summary in summaries if "chance" in summary]
         values = [summary["metrics"][spec.metric] for summary in summaries]
         rows.append(
@@ -309,22 +301,18 @@ def estimate(
     without training or writing anything: each model's config is timed once (its seeds cost
     the same, see ``time_training``); a finished run in ``out`` costs nothing."""
     models = list(models or VARIANTS)
-    seed_range = range(seed, seed + seeds)
-    configs = resolve_all(task, models, preset, seed_range, overrides)
+    configs = resolve_all(task, models, preset, range(seed, seed + seeds), overrides)
+    timings = pending_timings(configs, None if out is None else Path(out) / "runs")
     rows = []
     for model in models:
-        pending = [
-            s
-            for s in seed_range
-            if out is None or finished_summary(run_dir(out, model, s), configs[model, s]) is None
-        ]
-        config = configs[model, seed]
-        timing = time_training(config) if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
+        names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
+        pending = [timings[name] for name in names if name in timings]
+        timing = pending[0] if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
         rows.append(
             {
                 "model": model,
                 "runs": len(pending),
-                "steps": config.train.steps,
+                "steps": configs[model, seed].train.steps,
                 "step_seconds": timing["step_seconds"],
                 "run_seconds": timing["run_seconds"],
             }

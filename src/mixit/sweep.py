@@ -150,7 +150,7 @@ def _taken_by_an_earlier_trial(trial: Any) -> bool:
 def _objective(spec: Mapping[str, Any]):
     import optuna
 
-    from mixit.experiments.base import run_dir_name
+    from mixit.runs import run_dir_name
     from mixit.train import resolve_config, run
 
     def objective(trial: Any) -> float:

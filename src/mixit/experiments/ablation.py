@@ -208,7 +208,7 @@ def ablate(
     MixiT numbers against the equations' construction. With ``train=False`` nothing is
     trained and the report covers the differences whose runs are all finished."""
     from mixit.experiments import EXPERIMENTS
-    from mixit.experiments.runner import train_missing
+    from mixit.runs import train_missing
 
     differences = list(differences or DEFAULT_DIFFERENCES)
     bad = [d for d in differences if d not in (*DIFFERENCES, WHOLE)]

@@ -8,7 +8,6 @@ in ``report`` and cache the figures with ``cached_measurement``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -88,14 +87,6 @@ def runs(
     settings = SCALE_SETTINGS[scale].get(task, {})
     frozen = tuple(sorted({**settings, **(overrides or {})}.items()))
     return [Run(task, model, seed, frozen) for model in models for seed in seeds]
-
-
-def run_dir_name(config: RunConfig) -> str:
-    """``TASK-MODEL-sSEED-HASH``: the hash covers the whole resolved config, so a changed
-    setting gives a new directory and an unchanged one finds its finished run."""
-    text = json.dumps(config.result_dict(), sort_keys=True)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
 
 
 @dataclass

@@ -10,17 +10,11 @@ from __future__ import annotations
 
 import heapq
 import json
-import multiprocessing
-import os
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from mixit.checkpoint import finished_summary
 from mixit.compare import duration
 from mixit.config import MAX_SEED, RunConfig
 from mixit.errors import UsageError
@@ -31,92 +25,12 @@ from mixit.experiments.base import (
     Claim,
     Experiment,
     Run,
-    run_dir_name,
     seeds_label,
     seeds_text,
 )
 from mixit.io import make_dir, write_json, write_text
-from mixit.processes import start_worker
+from mixit.runs import pending_timings, run_dir_name, train_missing, worker_threads
 from mixit.train import resolve_device
-from mixit.train import run as train_run
-
-
-def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
-    import torch
-
-    from mixit.config import from_dict
-    from mixit.train import get_task, run
-
-    torch.set_num_threads(threads)
-    config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
-    return run(config, Path(run_dir), progress=False)
-
-
-def worker_pool(jobs: int) -> ProcessPoolExecutor:
-    """``jobs`` spawned worker processes (no forked OpenMP state) that end with this one."""
-    context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=context,
-        initializer=start_worker,
-        initargs=(os.getpid(),),
-    )
-
-
-def stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Drop the queued runs and end the running ones; their run directories stay unfinished,
-    so the next ``reproduce`` trains them again. The executor names no workers publicly, so
-    this ends every child process of this one, which while training are the pool's only."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    for worker in multiprocessing.active_children():
-        worker.terminate()
-
-
-def train_missing(
-    configs: dict[Run, RunConfig], runs_dir: Path, jobs: int, progress: bool, train: bool = True
-) -> tuple[dict[Run, dict[str, Any]], int]:
-    """Summaries of every run (with its ``run_dir``), training those not finished yet (with
-    ``train=False``, of the finished runs only), and how many distinct runs it trained."""
-    from tqdm import tqdm
-
-    summaries: dict[Run, dict[str, Any]] = {}
-    todo: dict[str, tuple[RunConfig, list[Run]]] = {}
-    for run, config in configs.items():
-        name = run_dir_name(config)
-        summary = finished_summary(runs_dir / name, config)
-        if summary is not None:
-            summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
-        else:
-            todo.setdefault(name, (config, []))[1].append(run)
-    if not todo or not train:
-        return summaries, 0
-    bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
-
-    def finished(name: str, summary: dict[str, Any]) -> None:
-        for run in todo[name][1]:
-            summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
-        bar.update()
-
-    if jobs == 1:
-        for name, (config, _) in todo.items():
-            finished(name, train_run(config, runs_dir / name, progress=False))
-    else:
-        threads = worker_threads(jobs)
-        pool = worker_pool(jobs)
-        try:
-            futures = {
-                pool.submit(_train_in_worker, config.to_dict(), str(runs_dir / name), threads): name
-                for name, (config, _) in todo.items()
-            }
-            for future in as_completed(futures):
-                finished(futures[future], future.result())
-        except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
-            stop_workers(pool)
-            raise
-        finally:
-            pool.shutdown()
-    bar.close()
-    return summaries, len(todo)
 
 
 def experiment_seconds(
@@ -347,11 +261,6 @@ def earlier_calls(out: Path) -> list[dict[str, Any]]:
     return calls if isinstance(calls, list) else []
 
 
-def worker_threads(jobs: int) -> int:
-    """Threads per training process: the machine's cores shared between ``jobs`` processes."""
-    return torch.get_num_threads() if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
-
-
 def list_schedule(seconds: Sequence[float], jobs: int) -> float:
     """Wall time of tasks handed, in order, to whichever of ``jobs`` workers is free first."""
     free_at = [0.0] * jobs
@@ -377,31 +286,11 @@ def estimate(
     finished in ``out`` cost nothing. The wall-time estimate assumes the ``jobs`` processes do
     not slow each other down; it covers training, not the reports.
     """
-    from tqdm import tqdm
-
-    from mixit.train import time_training
-
     seed_range = range(first_seed, first_seed + seeds)
     experiments, configs = plan_reproduction(names, scale, seed_range, jobs, overrides, tuned)
-    runs_dir = Path(out) / "runs"
     dir_names = {run: run_dir_name(config) for run, config in configs.items()}
-    pending = {
-        dir_names[run]: config
-        for run, config in configs.items()
-        if finished_summary(runs_dir / dir_names[run], config) is None
-    }
-    timings: dict[str, dict[str, float]] = {}
-    seconds: dict[str, float] = {}
-    threads, worker = torch.get_num_threads(), worker_threads(jobs)
-    torch.set_num_threads(worker)
-    try:
-        for name, config in tqdm(pending.items(), desc="timing runs", disable=not progress):
-            shape = json.dumps({**config.result_dict(), "seed": 0}, sort_keys=True)
-            if shape not in timings:
-                timings[shape] = time_training(config)
-            seconds[name] = timings[shape]["run_seconds"]
-    finally:
-        torch.set_num_threads(threads)
+    timings = pending_timings(configs, Path(out) / "runs", jobs, progress)
+    seconds = {name: timing["run_seconds"] for name, timing in timings.items()}
     per_experiment = {}
     for experiment in experiments:
         planned = {dir_names[run] for run in experiment.plan(scale, seed_range)}
@@ -415,11 +304,11 @@ def estimate(
         "scale": scale,
         "seeds": seeds,
         "jobs": jobs,
-        "threads_per_job": worker,
+        "threads_per_job": worker_threads(jobs),
         "device": str(resolve_device("auto")),
         "experiments": per_experiment,
         "runs_to_train": len(seconds),
-        "configs_timed": len(timings),
+        "configs_timed": len({id(timing) for timing in timings.values()}),
         "train_seconds": sum(seconds.values()),
         "wall_seconds": list_schedule(list(seconds.values()), jobs),
     }

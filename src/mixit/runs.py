@@ -1,0 +1,157 @@
+"""Runs: a plan is a mapping from keys to resolved configs; this module trains the missing
+ones into one folder, collects the summaries, and times what is left to train.
+
+Every command keeps its runs in a folder (``OUT/runs``) under a name that hashes the resolved
+config (``run_dir_name``), so a run that `compare`, `reproduce`, the ablation or a sweep
+planned once is trained once and found again by all of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from collections.abc import Hashable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from mixit.checkpoint import finished_summary
+from mixit.config import RunConfig
+from mixit.processes import start_worker
+from mixit.train import run as train_run
+
+Key = TypeVar("Key", bound=Hashable)
+
+
+def run_dir_name(config: RunConfig) -> str:
+    """``TASK-MODEL-sSEED-HASH``: the hash covers the whole resolved config, so a changed
+    setting gives a new directory and an unchanged one finds its finished run."""
+    text = json.dumps(config.result_dict(), sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
+
+
+def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
+    import torch
+
+    from mixit.config import from_dict
+    from mixit.train import get_task, run
+
+    torch.set_num_threads(threads)
+    config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
+    return run(config, Path(run_dir), progress=False)
+
+
+def worker_pool(jobs: int) -> ProcessPoolExecutor:
+    """``jobs`` spawned worker processes (no forked OpenMP state) that end with this one."""
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=start_worker,
+        initargs=(os.getpid(),),
+    )
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Drop the queued runs and end the running ones; their run directories stay unfinished,
+    so the next ``reproduce`` trains them again. The executor names no workers publicly, so
+    this ends every child process of this one, which while training are the pool's only."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in multiprocessing.active_children():
+        worker.terminate()
+
+
+def worker_threads(jobs: int) -> int:
+    """Threads per training process: the machine's cores shared between ``jobs`` processes."""
+    return torch.get_num_threads() if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
+
+
+def train_missing(
+    configs: Mapping[Key, RunConfig],
+    runs_dir: Path,
+    jobs: int = 1,
+    progress: bool | None = False,
+    train: bool = True,
+    each: bool = False,
+) -> tuple[dict[Key, dict[str, Any]], int]:
+    """Summaries of every run (with its ``run_dir``), training those not finished yet (with
+    ``train=False``, of the finished runs only), and how many distinct runs it trained. Keys
+    whose configs are equal share one run. ``each`` also shows each run's own progress bar
+    (one job only)."""
+    from tqdm import tqdm
+
+    summaries: dict[Key, dict[str, Any]] = {}
+    todo: dict[str, tuple[RunConfig, list[Key]]] = {}
+    for run, config in configs.items():
+        name = run_dir_name(config)
+        summary = finished_summary(runs_dir / name, config)
+        if summary is not None:
+            summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
+        else:
+            todo.setdefault(name, (config, []))[1].append(run)
+    if not todo or not train:
+        return summaries, 0
+    bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
+
+    def finished(name: str, summary: dict[str, Any]) -> None:
+        for run in todo[name][1]:
+            summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
+        bar.update()
+
+    if jobs == 1:
+        for name, (config, _) in todo.items():
+            finished(name, train_run(config, runs_dir / name, progress=each and progress))
+    else:
+        threads = worker_threads(jobs)
+        pool = worker_pool(jobs)
+        try:
+            futures = {
+                pool.submit(_train_in_worker, config.to_dict(), str(runs_dir / name), threads): name
+                for name, (config, _) in todo.items()
+            }
+            for future in as_completed(futures):
+                finished(futures[future], future.result())
+        except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
+            stop_workers(pool)
+            raise
+        finally:
+            pool.shutdown()
+    bar.close()
+    return summaries, len(todo)
+
+
+def pending_timings(
+    configs: Mapping[Key, RunConfig], runs_dir: Path | None, jobs: int = 1, progress: bool = False
+) -> dict[str, dict[str, float]]:
+    """``time_training``'s figures for each run not finished in ``runs_dir`` (all of them when
+    None), by run directory name, timed at the threads a worker of ``jobs`` gets. Seeds share
+    a config's timing: their steps cost the same."""
+    from tqdm import tqdm
+
+    from mixit.train import time_training
+
+    pending = {run_dir_name(config): config for config in configs.values()}
+    if runs_dir is not None:
+        pending = {
+            name: config
+            for name, config in pending.items()
+            if finished_summary(runs_dir / name, config) is None
+        }
+    by_shape: dict[str, dict[str, float]] = {}
+    timings = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(worker_threads(jobs))
+    try:
+        for name, config in tqdm(pending.items(), desc="timing runs", disable=not progress):
+            shape = json.dumps({**config.result_dict(), "seed": 0}, sort_keys=True)
+            if shape not in by_shape:
+                by_shape[shape] = time_training(config)
+            timings[name] = by_shape[shape]
+    finally:
+        torch.set_num_threads(threads)
+    return timings
