@@ -20,28 +20,6 @@ from mixit.variants import VARIANTS
 # The litmus test (the paper's section 5): a variant "matches" the standard model when its
 # mean is at most this far behind (in the metric's units); `mixit compare --tolerance`.
 DEFAULT_TOLERANCE = {"test_accuracy": 0.02, "log_ppl": 0.05}
-# What each variant matching (True) or falling short of (False) the standard model says
-# about the task.
-READING = {
-    "frozen-qk": {
-        True: "learned queries and keys are not needed",
-        False: "learned queries and keys are needed",
-    },
-    "frozen-mlp": {
-        True: "the task keeps little in trained MLP weights",
-        False: "the MLPs carry what the task needs",
-    },
-    "mixit": {
-        True: "no input-dependent attention is needed: fixed mixing suffices",
-        False: "input-dependent attention is needed (a circuit such as an induction head)",
-    },
-    "random": {
-        True: "embeddings and output head alone suffice",
-        False: "trained attention or MLP blocks are needed",
-    },
-}
-
-
 # The reference must beat chance by this many tolerances on every seed to count as having
 # learned the task. 5 x 0.02 puts retrieval's bar at about 0.37 over its context-guess chance
 # of 0.27, above the 0.30-0.34 that standard seeds without an induction circuit reach, and
@@ -126,10 +104,17 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[dict[str, Any]]:
                 "spread": statistics.stdev(paired) if len(paired) > 1 else 0.0,
                 "interval": interval_95(paired),
                 "matches": matches,
-                "reading": NO_VERDICT if matches is None else READING[model][matches],
+                "reading": _reading(model, matches),
             }
         )
     return readings
+
+
+def _reading(model: str, matches: bool | None) -> str:
+    if matches is None:
+        return NO_VERDICT
+    variant = VARIANTS[model]
+    return variant.if_matches if matches else variant.if_short
 
 
 def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> dict[str, Any]:

@@ -29,6 +29,10 @@ class Variant:
     # Model-config values this variant changes from the dataclass defaults. They are written
     # into the resolved config.json, and a preset or a user override still wins over them.
     model_defaults: Mapping[str, object] = field(default_factory=dict)
+    # The litmus test's reading (`mixit compare`) when this variant matches the standard model
+    # on a task, and when it falls short.
+    if_matches: str = "it matches the standard model"
+    if_short: str = "it falls short of the standard model"
 
 
 VARIANTS: dict[str, Variant] = {
@@ -40,12 +44,16 @@ VARIANTS: dict[str, Variant] = {
             AttentionKind.SOFTMAX,
             frozenset({"qk"}),
             "W_Q, W_K frozen at initialisation",
+            if_matches="learned queries and keys are not needed",
+            if_short="learned queries and keys are needed",
         ),
         Variant(
             "frozen-mlp",
             AttentionKind.SOFTMAX,
             frozenset({"mlp"}),
             "W_G, W_U, W_D frozen at initialisation",
+            if_matches="the task keeps little in trained MLP weights",
+            if_short="the MLPs carry what the task needs",
         ),
         Variant(
             "mixit",
@@ -55,12 +63,16 @@ VARIANTS: dict[str, Variant] = {
             # Shaped residual h <- lam h + sqrt(1 - lam^2) f(h) keeps the forward pass stable
             # in depth (section 2, following the shaped-transformer analysis).
             model_defaults={"residual_lambda": math.sqrt(0.5)},
+            if_matches="no input-dependent attention is needed: fixed mixing suffices",
+            if_short="input-dependent attention is needed (a circuit such as an induction head)",
         ),
         Variant(
             "random",
             AttentionKind.SOFTMAX,
             frozenset({"qk", "vo", "mlp", "norm"}),
             "only embeddings and output head trained (Zhong & Andreas' random transformer)",
+            if_matches="embeddings and output head alone suffice",
+            if_short="trained attention or MLP blocks are needed",
         ),
     )
 }
