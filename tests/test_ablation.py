@@ -91,7 +91,8 @@ def test_claims_option_belongs_to_the_ablation(tmp_path, capsys):
 def test_every_option_the_authors_construction_changes_has_a_difference():
     from mixit.constructions import construction_overrides
     from mixit.experiments.ablation import DIFFERENCES
-    from mixit.train import get_task, resolve_config
+    from mixit.resolve import resolve_config
+    from mixit.tasks import get_task
     from mixit.variants import VARIANTS, get_variant
 
     ablated = {key for _, keys in DIFFERENCES.values() for key in keys}

@@ -11,7 +11,8 @@ from mixit.attention import attention_sink_matrix, mixing_matrices
 from mixit.config import ModelConfig
 from mixit.errors import UsageError
 from mixit.model import Decoder
-from mixit.train import lr_multiplier, resolve_config
+from mixit.resolve import resolve_config
+from mixit.train import lr_multiplier
 from mixit.variants import VARIANTS
 
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from mixit.cli import main
-from mixit.train import load_run, train
+from mixit.rundir import load_run
+from mixit.train import train
 
 transformers = pytest.importorskip("transformers")
 

@@ -6,7 +6,8 @@ import torch
 from mixit.attention import mixing_matrices
 from mixit.config import ModelConfig, RunConfig
 from mixit.model import PARAM_GROUPS, Decoder
-from mixit.train import make_optimizer, resolve_config, sequence_loss
+from mixit.resolve import resolve_config
+from mixit.train import make_optimizer, sequence_loss
 from mixit.variants import VARIANTS
 
 ALL = list(VARIANTS)

@@ -10,7 +10,8 @@ import pytest
 from mixit.cli import main
 from mixit.errors import UsageError
 from mixit.io import DirLock, write_json
-from mixit.train import load_run, train
+from mixit.rundir import load_run
+from mixit.train import train
 
 SHORT = {"train.steps": 2, "train.eval_every": 2, "model.n_embd": 16, "task.n_test": 100}
 ARGS = ["train", "--task", "addition", "--model", "standard"]

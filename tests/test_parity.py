@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 
 from mixit.attention import attention_sink_matrix, mixing_matrices
 from mixit.model import Decoder
-from mixit.train import resolve_config
+from mixit.resolve import resolve_config
 from mixit.variants import VARIANTS
 
 FIXTURE = Path(__file__).parent / "fixtures" / "authors"

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mixit.tasks import PRESET_NAMES, TASKS
-from mixit.train import fit_model_to_data, get_task, resolve_config
+from mixit.resolve import fit_model_to_data, resolve_config
+from mixit.tasks import PRESET_NAMES, TASKS, get_task
 from mixit.variants import VARIANTS
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "custom"

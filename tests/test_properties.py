@@ -13,7 +13,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from mixit.config import ModelConfig, TrainConfig, parse_overrides  # noqa: E402
 from mixit.errors import UsageError  # noqa: E402
-from mixit.train import resolve_config  # noqa: E402
+from mixit.resolve import resolve_config  # noqa: E402
 
 KEYS = [f"model.{f.name}" for f in dataclasses.fields(ModelConfig)] + [
     f"train.{f.name}" for f in dataclasses.fields(TrainConfig)

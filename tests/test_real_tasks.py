@@ -7,8 +7,8 @@ import pytest
 
 from mixit import train
 from mixit.cli import main
-from mixit.tasks import custom, lm, sentiment
-from mixit.train import get_task, resolve_config
+from mixit.resolve import resolve_config
+from mixit.tasks import custom, get_task, lm, sentiment
 
 PROSE = "\n\n".join(
     f"Paragraph {i}: the committee met on day {i % 7} and voted {i % 3} times on the budget."

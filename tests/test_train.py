@@ -118,7 +118,7 @@ def test_bf16_trains_and_keeps_earlier_run_identities(tmp_path):
     overrides = {"train.steps": 2, "model.n_embd": 32, "task.n_test": 64, "task.n_train": 256}
     summary = train("addition", "mixit", overrides={**overrides, "train.precision": "bf16"})
     assert math.isfinite(summary["metrics"]["test_loss"])
-    from mixit.train import resolve_config
+    from mixit.resolve import resolve_config
 
     fp32 = resolve_config("addition", "mixit", "tiny", 0, overrides).result_dict()
     assert "precision" not in fp32["train"]  # identities of runs made before the setting
@@ -134,7 +134,7 @@ def test_compile_trains_to_the_eager_metrics():
     eager = train("addition", "standard", overrides=overrides)["metrics"]
     compiled = train("addition", "standard", overrides={**overrides, "train.compile": True})
     assert compiled["metrics"]["test_loss"] == pytest.approx(eager["test_loss"], rel=1e-4)
-    from mixit.train import resolve_config
+    from mixit.resolve import resolve_config
 
     assert (
         "compile" not in resolve_config("addition", "mixit", "tiny", 0, {}).result_dict()["train"]

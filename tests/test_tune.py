@@ -9,8 +9,9 @@ import torch
 
 from mixit import compare
 from mixit.compare import LR_FACTORS
+from mixit.resolve import resolve_config
+from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData, hold_out_validation
-from mixit.train import get_task, resolve_config
 
 QUICK = {
     "task.vocab_size": 16,

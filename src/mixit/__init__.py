@@ -7,7 +7,8 @@ Python entry points (the ``mixit`` command is a thin layer over them):
 
 from mixit.compare import compare
 from mixit.model import Decoder
-from mixit.train import load_run, train
+from mixit.rundir import load_run
+from mixit.train import train
 from mixit.variants import VARIANTS
 
 __all__ = ["VARIANTS", "Decoder", "compare", "load_run", "train"]

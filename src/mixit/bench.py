@@ -125,7 +125,7 @@ def _decode_rows(
 
 def synthetic_data_seconds(examples: int = 100_000) -> dict[str, float]:
     """Seconds to generate ``examples`` training examples of each synthetic task."""
-    from mixit.train import resolve_config
+    from mixit.resolve import resolve_config
 
     sizes = {
         "addition": {"task.n_train": examples},
@@ -253,6 +253,6 @@ def bench_configs(
     models: Sequence[str], overrides: Mapping[str, Any], preset: str = "tiny"
 ) -> dict[str, RunConfig]:
     """Each variant's config at the lm task's shape with the overrides applied."""
-    from mixit.train import resolve_config
+    from mixit.resolve import resolve_config
 
     return {m: resolve_config("lm", m, preset, 0, overrides) for m in models}

@@ -16,8 +16,9 @@ from mixit.compare import compare, estimate, format_estimate, format_table
 from mixit.config import parse_overrides
 from mixit.errors import Terminated, TrainingDiverged, UsageError
 from mixit.io import write_json
+from mixit.resolve import resolve_config
 from mixit.tasks import PRESET_NAMES, TASKS
-from mixit.train import resolve_config, train
+from mixit.train import train
 from mixit.variants import VARIANTS
 
 EXIT_USAGE = 2

@@ -13,8 +13,9 @@ import torch
 from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.io import write_json
+from mixit.resolve import resolve_config, resolve_device
 from mixit.runs import pending_timings, run_dir_name, train_missing
-from mixit.train import get_task, resolve_config, resolve_device
+from mixit.tasks import get_task
 from mixit.variants import VARIANTS
 
 # The litmus test (the paper's section 5): a variant "matches" the standard model when its

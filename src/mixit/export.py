@@ -79,7 +79,7 @@ def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False)
     """Write ``out_dir`` so that ``LlamaForCausalLM.from_pretrained(out_dir)`` loads the run.
     A mixit run directory is never written into; another folder that is not empty only with
     ``overwrite``."""
-    from mixit.train import load_run
+    from mixit.rundir import load_run
 
     target = Path(out_dir)
     if target.resolve() == Path(run_dir).resolve() or is_run_dir(target):

@@ -57,7 +57,7 @@ def generate_from_run(
     import time
 
     from mixit.errors import UsageError
-    from mixit.train import load_run
+    from mixit.rundir import load_run
 
     model, config = load_run(run_dir)
     if (prompt is None) == (prompt_ids is None):

@@ -12,11 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mixit.checkpoint import save_weights
-from mixit.config import RunConfig
+from mixit.checkpoint import load_weights, save_weights
+from mixit.config import RunConfig, from_dict
 from mixit.errors import UsageError
 from mixit.io import DirLock, append_line, write_json, write_text
 from mixit.model import Decoder
+from mixit.resolve import validate
+from mixit.tasks import get_task
+from mixit.variants import get_variant
 
 _told_no_tensorboard = False
 
@@ -106,3 +109,26 @@ class RunWriter:
         save_weights(model, self.out / "model.safetensors")
         write_json(self.out / "summary.json", summary)
         self.lock.release()
+
+
+def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
+    """Rebuild a finished run directory's model: ``(model in eval mode, config)``."""
+    run_dir = Path(run_dir)
+    config_path, weights_path = run_dir / "config.json", run_dir / "model.safetensors"
+    for path in (config_path, weights_path):
+        if not path.is_file():
+            raise UsageError(f"{path} does not exist; is {run_dir} a finished run directory?")
+    try:
+        data = json.loads(config_path.read_text())
+        config = from_dict(data, get_task(data["task_name"]).config_cls)
+    except (ValueError, KeyError, TypeError) as error:  # not JSON, or not a run's config
+        raise UsageError(f"{config_path} is not a run config that mixit wrote ({error})") from None
+    try:
+        validate(config)
+        if min(config.model.vocab_size, config.model.block_size) < 1:
+            raise UsageError("model.vocab_size and model.block_size must be >= 1")
+    except UsageError as error:
+        raise UsageError(f"{config_path}: {error}") from None
+    model = Decoder(config.model, get_variant(config.variant))
+    load_weights(model, weights_path)
+    return model.eval(), config

@@ -39,7 +39,8 @@ def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) ->
     import torch
 
     from mixit.config import from_dict
-    from mixit.train import get_task, run
+    from mixit.tasks import get_task
+    from mixit.train import run
 
     torch.set_num_threads(threads)
     config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)

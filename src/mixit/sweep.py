@@ -123,7 +123,7 @@ def open_study(spec: Mapping[str, Any]) -> Any:
 
 
 def _task(task: str) -> Any:
-    from mixit.train import get_task
+    from mixit.tasks import get_task
 
     return get_task(task)
 
@@ -150,8 +150,9 @@ def _taken_by_an_earlier_trial(trial: Any) -> bool:
 def _objective(spec: Mapping[str, Any]):
     import optuna
 
+    from mixit.resolve import resolve_config
     from mixit.runs import run_dir_name
-    from mixit.train import resolve_config, run
+    from mixit.train import run
 
     def objective(trial: Any) -> float:
         if _taken_by_an_earlier_trial(trial):
@@ -249,7 +250,7 @@ def sweep(
     """Run (or complete) the grid search; returns one row per trial, best first."""
     import optuna
 
-    from mixit.train import resolve_config
+    from mixit.resolve import resolve_config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     values = load_grid(task, grid)

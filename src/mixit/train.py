@@ -7,7 +7,6 @@ evaluation), ``model.safetensors`` (weights and MixiT's fixed matrices) and, las
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -21,109 +20,22 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from mixit.attention import mixer_traits
 from mixit.checkpoint import (
     check_resumable,
     latest_checkpoint,
     load_checkpoint,
-    load_weights,
     save_checkpoint,
     stored_config_matches,
 )
-from mixit.config import MAX_SEED, RunConfig, apply_overrides, from_dict
-from mixit.constructions import construction_overrides
+from mixit.config import RunConfig, from_dict
 from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
-from mixit.memory import check_fits
 from mixit.model import Decoder
+from mixit.resolve import fit_model_to_data, resolve_config, resolve_device
 from mixit.rundir import RunWriter
-from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, TASKS, Split, TaskData, TaskSpec
+from mixit.tasks import IGNORE_INDEX, Split, TaskData, TaskSpec, get_task
 from mixit.tasks.base import hold_out_validation
 from mixit.variants import get_variant
-
-
-def get_task(name: str) -> TaskSpec:
-    if name not in TASKS:
-        raise UsageError(f"unknown task '{name}'; choose one of: {', '.join(TASKS)}")
-    return TASKS[name]
-
-
-def resolve_config(
-    task: str,
-    model: str,
-    preset: str = "tiny",
-    seed: int = 0,
-    overrides: Mapping[str, Any] | None = None,
-) -> RunConfig:
-    """defaults < the variant's model defaults < the task preset < the construction
-    (``model.construction``, see mixit.constructions) < ``overrides``."""
-    spec, variant = get_task(task), get_variant(model)
-    if preset not in PRESET_NAMES:
-        raise UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESET_NAMES)}")
-    if not 0 <= seed < MAX_SEED:
-        raise UsageError(f"--seed must be in [0, 2^62), got {seed}")
-    config = RunConfig(task_name=task, variant=model, preset=preset, seed=seed)
-    config.task = spec.config_cls()
-    apply_overrides(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})
-    apply_overrides(config, spec.presets[preset])
-    apply_overrides(config, overrides or {})  # first for model.construction itself
-    bundle = construction_overrides(config.model.construction, variant, spec.authors_settings)
-    apply_overrides(config, bundle)
-    apply_overrides(config, overrides or {})
-    validate(config)
-    return config
-
-
-def validate(config: RunConfig) -> None:
-    """Check every section of a resolved or stored config (a UsageError names the value)."""
-    variant = get_variant(config.variant)
-    config.model.validate(
-        uses_rope=mixer_traits(variant.attention, config.model).positions == "rope"
-    )
-    config.task.validate()
-    config.train.validate()
-
-
-def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
-    """Fill the model's vocabulary and length from the data, and check they fit."""
-    seq_len = data.train.inputs.shape[1]
-    if config.model.vocab_size == 0:
-        config.model.vocab_size = data.vocab_size
-    if config.model.block_size == 0:
-        config.model.block_size = seq_len
-    if config.model.vocab_size < data.vocab_size:
-        raise UsageError(
-            f"model.vocab_size={config.model.vocab_size} is smaller than the task's "
-            f"vocabulary ({data.vocab_size} tokens)"
-        )
-    if seq_len > config.model.block_size:
-        raise UsageError(
-            f"sequences of length {seq_len} are longer than model.block_size="
-            f"{config.model.block_size} (MixiT's mixing matrices and the position tables)"
-        )
-    traits = mixer_traits(get_variant(config.variant).attention, config.model)
-    if not traits.causal and not all(map(classification_layout, (data.train, data.test))):
-        raise UsageError(
-            f"non-causal mixing (model.mixing_causal=false) would let positions read the "
-            f"answers of task {config.task_name}; it needs one scored position per row with "
-            "only padding (id 0) after it: sentiment, or custom data with one-token targets"
-        )
-    mixing = traits.positions == "learned"  # MixiT: fixed (H, T, T) matrices, no RoPE tables
-    check_fits(config, seq_len, mixing, resolve_device(config.train.device))
-
-
-def classification_layout(split: Split) -> bool:
-    """Whether every row is scored at exactly one position with nothing but padding (id 0)
-    after it, so that a model reading the whole row still cannot see the answer."""
-    scored = split.targets != IGNORE_INDEX  # (N, T)
-    after = scored.int().cumsum(-1).bool() & ~scored  # (N, T): positions past the scored one
-    return bool((scored.sum(-1) == 1).all() and (split.inputs[after] == 0).all())
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def mixed_precision(device: torch.device, config: RunConfig) -> torch.autocast:
@@ -362,6 +274,50 @@ class StopRule:
         return {"best": self.best, "stale": self.stale}
 
 
+@dataclass
+class Training:
+    """What a run trains with, built by ``setup`` in one order for a run and for its timing:
+    the data, the model on its device, the optimizer, the module that runs the forward pass
+    (the model, or its DDP or compiled wrapper) and the batch generator."""
+
+    config: RunConfig
+    data: TaskData
+    model: Decoder
+    trained: torch.nn.Module
+    optimizer: torch.optim.AdamW
+    batches: torch.Generator
+    device: torch.device
+    ranks: Ranks
+    inputs: torch.Tensor  # (N, T) the training split, on the device
+    targets: torch.Tensor  # (N, T)
+
+    def step(self) -> tuple[float, float]:
+        """One optimiser step on a sampled batch: ``(global mean loss, gradient norm)``."""
+        config, ranks = self.config, self.ranks
+        inputs, targets = sample_batch(self.inputs, self.targets, self.batches, config, ranks)
+        return train_step(self.trained, self.model, self.optimizer, inputs, targets, config, ranks)
+
+
+def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
+    """Fit the config to the data and build everything a training step needs."""
+    fit_model_to_data(config, data)
+    model = build_model(config)
+    ranks.check_batch(config.train.batch_size)
+    device = ranks.device(resolve_device(config.train.device))
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 tensor cores for fp32 matmuls
+        torch.backends.cudnn.allow_tf32 = True
+    model.to(device)
+    ranks.check_identical(dict(model.named_buffers()))
+    optimizer = make_optimizer(model, config)
+    trained = compiled(model if ranks.world == 1 else DistributedDataParallel(model), config)
+    batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
+    inputs, targets = data.train.inputs.to(device), data.train.targets.to(device)
+    return Training(
+        config, data, model, trained, optimizer, batches, device, ranks, inputs, targets
+    )
+
+
 def run(
     config: RunConfig,
     out: Path | None = None,
@@ -382,19 +338,11 @@ def run(
         spec.make_data(config.task, config.seed), config.train.validation_fraction
     )
     held_out = bool(config.train.validation_fraction) and not data.test_is_train
-    fit_model_to_data(config, data)
-    model = build_model(config)
     ranks = Ranks.from_environment(resolve_device(config.train.device))
-    ranks.check_batch(config.train.batch_size)
-    device = ranks.device(resolve_device(config.train.device))
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 tensor cores for fp32 matmuls
-        torch.backends.cudnn.allow_tf32 = True
-    model.to(device)
-    ranks.check_identical(dict(model.named_buffers()))
-    optimizer = make_optimizer(model, config)
+    training = setup(config, data, ranks)
+    model, optimizer, batches = training.model, training.optimizer, training.batches
+    device = training.device
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
-    batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
     progress_state = {"step": 0, "running_loss": None, "train_seconds": 0.0, "metrics": {}}
     if resume and out is not None and latest_checkpoint(out) is not None:
         progress_state = load_checkpoint(out, model, optimizer, schedule, batches)
@@ -405,10 +353,7 @@ def run(
     # A checkpoint written at an early stop, before the summary, resumes to that stop.
     stopped = progress_state.get("stopped")
     last_step = steps_run = first_step if stopped else config.train.steps
-    train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
     show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
-    trained = model if ranks.world == 1 else DistributedDataParallel(model)
-    trained = compiled(trained, config)
     out = out if ranks.is_main else None  # only rank 0 writes
     bar = tqdm(
         range(first_step, last_step),
@@ -422,10 +367,7 @@ def run(
     every = config.train.checkpoint_every
     start = time.perf_counter()
     for step in bar:
-        inputs, targets = sample_batch(train_inputs, train_targets, batches, config, ranks)
-        loss_value, grad_norm = train_step(
-            trained, model, optimizer, inputs, targets, config, ranks
-        )
+        loss_value, grad_norm = training.step()
         if not math.isfinite(loss_value):
             raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")
         schedule.step()
@@ -454,26 +396,39 @@ def run(
             steps_run = step + 1
             break
     bar.close()
-    params_trainable = sum(p.numel() for p in model.trainable_parameters())
-    summary = {
+    summary = run_summary(training, steps_run, stopped or "budget", train_seconds, metrics)
+    summary["evaluated_on"] = "validation" if held_out else "test"
+    writer.finish(model, summary)
+    ranks.close()
+    return summary
+
+
+def run_summary(
+    training: Training,
+    steps_run: int,
+    stopped: str,
+    train_seconds: float,
+    metrics: Mapping[str, float],
+) -> dict[str, Any]:
+    """``summary.json``: the contract's keys, how far the run trained and why it stopped, and
+    the task's chance level beside its metrics."""
+    config, model, data = training.config, training.model, training.data
+    seen = steps_run * config.train.batch_size * data.train.inputs.shape[1]
+    return {
         "task": config.task_name,
         "model": config.variant,
         "seed": config.seed,
         "preset": config.preset,
         "steps": config.train.steps,
         "steps_run": steps_run,
-        "stopped": stopped or "budget",
+        "stopped": stopped,
         "params_total": sum(p.numel() for p in model.parameters()),
-        "params_trainable": params_trainable,
+        "params_trainable": sum(p.numel() for p in model.trainable_parameters()),
         "train_seconds": train_seconds,
-        "tokens_per_second": steps_run * config.train.batch_size * seq_len / train_seconds,
-        "metrics": metrics,
-        "chance": spec.chance(data, config.task),
-        "evaluated_on": "validation" if held_out else "test",
+        "tokens_per_second": seen / train_seconds,
+        "metrics": dict(metrics),
+        "chance": get_task(config.task_name).chance(data, config.task),
     }
-    writer.finish(model, summary)
-    ranks.close()
-    return summary
 
 
 def train(
@@ -512,29 +467,6 @@ def check_not_a_run(folder: Path, config: RunConfig) -> None:
         )
 
 
-def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
-    """Rebuild a finished run directory's model: ``(model in eval mode, config)``."""
-    run_dir = Path(run_dir)
-    config_path, weights_path = run_dir / "config.json", run_dir / "model.safetensors"
-    for path in (config_path, weights_path):
-        if not path.is_file():
-            raise UsageError(f"{path} does not exist; is {run_dir} a finished run directory?")
-    try:
-        data = json.loads(config_path.read_text())
-        config = from_dict(data, get_task(data["task_name"]).config_cls)
-    except (ValueError, KeyError, TypeError) as error:  # not JSON, or not a run's config
-        raise UsageError(f"{config_path} is not a run config that mixit wrote ({error})") from None
-    try:
-        validate(config)
-        if min(config.model.vocab_size, config.model.block_size) < 1:
-            raise UsageError("model.vocab_size and model.block_size must be >= 1")
-    except UsageError as error:
-        raise UsageError(f"{config_path}: {error}") from None
-    model = Decoder(config.model, get_variant(config.variant))
-    load_weights(model, weights_path)
-    return model.eval(), config
-
-
 def time_training(
     config: RunConfig, steps: int = 5, warmup: int = 1, budget_seconds: float = 10.0
 ) -> dict[str, float]:
@@ -548,28 +480,17 @@ def time_training(
     started = time.perf_counter()
     data = get_task(config.task_name).make_data(config.task, config.seed)
     data_seconds = time.perf_counter() - started
-    fit_model_to_data(config, data)
-    device = resolve_device(config.train.device)
-    model = build_model(config).to(device)
-    optimizer = make_optimizer(model, config)
-    trained = compiled(model, config)
-    batches = torch.Generator().manual_seed(config.seed)
-    train_inputs, train_targets = data.train.inputs.to(device), data.train.targets.to(device)
-
-    def step() -> None:
-        inputs, targets = sample_batch(train_inputs, train_targets, batches, config)
-        train_step(trained, model, optimizer, inputs, targets, config)
-
+    training = setup(config, data)
     for _ in range(warmup):
-        step()
+        training.step()
     started, timed = time.perf_counter(), 0
     while timed < steps and (timed == 0 or time.perf_counter() - started < budget_seconds):
-        step()
+        training.step()
         timed += 1
     step_seconds = (time.perf_counter() - started) / timed
     started = time.perf_counter()
-    with mixed_precision(device, config):
-        evaluate_run(model, data, config)
+    with mixed_precision(training.device, config):
+        evaluate_run(training.model, data, config)
     eval_seconds = time.perf_counter() - started
     evaluations = math.ceil(config.train.steps / config.train.eval_every)
     return {

@@ -16,7 +16,8 @@ PAD = 0  # every task pads (left or right) with token 0
 
 def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str:
     """Run one analysis, write its JSON (and figures) under ``out``, return a printable text."""
-    from mixit.train import get_task, load_run
+    from mixit.rundir import load_run
+    from mixit.tasks import get_task
 
     if kind not in ANALYSES:
         raise UsageError(f"unknown analysis '{kind}'; choose one of: {', '.join(ANALYSES)}")

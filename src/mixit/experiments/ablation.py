@@ -28,7 +28,7 @@ from mixit.constructions import construction_overrides
 from mixit.errors import UsageError
 from mixit.experiments.base import REPRODUCED, Claim, Run, markdown_table
 from mixit.io import make_dir, write_json, write_text
-from mixit.train import get_task
+from mixit.tasks import get_task
 from mixit.variants import VARIANTS, get_variant
 
 # The differences: a name, what it is, and the option keys whose authors' values it flips.

@@ -17,8 +17,8 @@ from typing import Any
 
 from mixit.config import RunConfig
 from mixit.io import write_json
-from mixit.tasks import Split
-from mixit.train import get_task, resolve_config
+from mixit.resolve import resolve_config
+from mixit.tasks import Split, get_task
 
 SCALES = ("tiny", "small", "paper")
 # The task preset each scale trains. `small` is the 2-core, two-hour reproduction: the tiny

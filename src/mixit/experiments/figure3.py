@@ -39,7 +39,7 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 
 def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, object]:
-    from mixit.train import load_run
+    from mixit.rundir import load_run
 
     model, config = load_run(run_dir)
     inputs = test_split(config).inputs[:SEQUENCES]

@@ -29,8 +29,8 @@ from mixit.experiments.base import (
     seeds_text,
 )
 from mixit.io import make_dir, write_json, write_text
+from mixit.resolve import resolve_device
 from mixit.runs import pending_timings, run_dir_name, train_missing, worker_threads
-from mixit.train import resolve_device
 
 
 def experiment_seconds(

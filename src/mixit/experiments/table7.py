@@ -55,7 +55,8 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 def _at_initialisation(scale: str, seeds: range) -> dict[str, list[list[dict[str, float]]]]:
     """{model: [[{covariance, correlation} per seed] per depth]} on test text windows."""
-    from mixit.train import fit_model_to_data, get_task
+    from mixit.resolve import fit_model_to_data
+    from mixit.tasks import get_task
 
     first = Run("lm", "mixit", 0, tuple(INIT.items())).config(scale)
     data = get_task("lm").make_data(first.task, 0)
@@ -75,7 +76,8 @@ def _at_initialisation(scale: str, seeds: range) -> dict[str, list[list[dict[str
 
 
 def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
-    from mixit.train import get_task, load_run
+    from mixit.rundir import load_run
+    from mixit.tasks import get_task
 
     key = {"scale": scale, "seeds": seeds_key(seeds), "depths": list(DEPTHS)}
     key["sequences"] = SEQUENCES

@@ -101,7 +101,7 @@ def _sample_path(step) -> list[list[float]]:
 
 
 def _model_correlation(seeds: range) -> dict[str, list[list[float]]]:
-    from mixit.train import resolve_config
+    from mixit.resolve import resolve_config
 
     tokens = torch.randint(
         0, VOCAB, (SEQUENCES, SEQ_LEN), generator=torch.Generator().manual_seed(0)

@@ -40,7 +40,7 @@ def plan(scale: str, seeds: range) -> list[Run]:
 def _measure(scale: str, seeds: range) -> dict[str, Any]:
     import torch
 
-    from mixit.train import resolve_config
+    from mixit.resolve import resolve_config
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     preset = SCALE_PRESET[scale]

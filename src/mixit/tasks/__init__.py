@@ -20,6 +20,7 @@ from mixit.tasks.base import (
     TaskData,
     TaskSpec,
     answer_split,
+    get_task,
     register,
 )
 from mixit.tasks.dyck import DyckConfig
@@ -45,6 +46,7 @@ __all__ = [
     "answer_split",
     "custom",
     "dyck",
+    "get_task",
     "khop",
     "lm",
     "memorization",

@@ -251,3 +251,9 @@ def check_positive(config: Any, *names: str) -> None:
     for name in names:
         if getattr(config, name) < 1:
             raise UsageError(f"task.{name} must be >= 1, got {getattr(config, name)}")
+
+
+def get_task(name: str) -> TaskSpec:
+    if name not in TASKS:
+        raise UsageError(f"unknown task '{name}'; choose one of: {', '.join(TASKS)}")
+    return TASKS[name]
