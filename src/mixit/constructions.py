@@ -6,7 +6,7 @@ from the paper's equations in ways that change results. Each difference is its o
 values for them. docs/constructions.md has the table: each option, the equations' reading, the
 authors' code with file and line, the default and why.
 
-Resolution (``mixit.train.resolve_config``): defaults < the variant's defaults < the preset <
+Resolution (``mixit.resolve.resolve_config``): defaults < the variant's defaults < the preset <
 the construction < the user's overrides, so a construction replaces a preset's choice and an
 option the user sets still wins over the construction.
 """

@@ -282,7 +282,7 @@ def estimate(
 ) -> dict[str, Any]:
     """What ``reproduce`` with these arguments would train, and for how long, without
     training: each distinct config (seeds share one) is timed for a few steps on this machine
-    at the thread count a worker would get (``mixit.train.time_training``). Runs already
+    at the thread count a worker would get (``mixit.train.time_training``, through ``mixit.runs.pending_timings``). Runs already
     finished in ``out`` cost nothing. The wall-time estimate assumes the ``jobs`` processes do
     not slow each other down; it covers training, not the reports.
     """
