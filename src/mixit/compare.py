@@ -234,24 +234,9 @@ def compare(
     chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
     configs = resolve_all(task, models, preset, seed_range, overrides, chosen)
     trained, _ = train_missing(configs, Path(out) / "runs", progress=progress, each=True)
-    rows, chances = [], []
-    for model in models:
-        summaries = [trained[model, s] for s in seed_range]
-        chances += [summary["chance"] for summary in summaries if "chance" in summary]
-        values = [summary["metrics"][spec.metric] for summary in summaries]
-        rows.append(
-            {
-                "model": model,
-                "mean": statistics.fmean(values),
-                "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                "values": values,
-                "params_trainable": summaries[0]["params_trainable"],
-                "train_seconds": statistics.fmean(s["train_seconds"] for s in summaries),
-                # Runs from before early stopping used their whole budget.
-                "steps_run": [s.get("steps_run", s["steps"]) for s in summaries],
-                "stopped": [s.get("stopped", "budget") for s in summaries],
-            }
-        )
+    by_model = {model: [trained[model, s] for s in seed_range] for model in models}
+    rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
+    chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]
     result = {
         "task": task,
         "metric": spec.metric,
@@ -272,6 +257,22 @@ def compare(
     result["litmus"] = reading(result, tolerance, steps)
     write_json(Path(out) / "compare.json", result)
     return result
+
+
+def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -> dict[str, Any]:
+    """One model's row of compare.json from its seeds' summaries."""
+    values = [summary["metrics"][metric] for summary in summaries]
+    return {
+        "model": model,
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "values": values,
+        "params_trainable": summaries[0]["params_trainable"],
+        "train_seconds": statistics.fmean(s["train_seconds"] for s in summaries),
+        # Runs from before early stopping used their whole budget.
+        "steps_run": [s.get("steps_run", s["steps"]) for s in summaries],
+        "stopped": [s.get("stopped", "budget") for s in summaries],
+    }
 
 
 def estimate(

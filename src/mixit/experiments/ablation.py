@@ -207,7 +207,6 @@ def ablate(
     and ``results.json``: per difference and claim, the verdict and the shift of the claim's
     MixiT numbers against the equations' construction. With ``train=False`` nothing is
     trained and the report covers the differences whose runs are all finished."""
-    from mixit.experiments import EXPERIMENTS
     from mixit.runs import train_missing
 
     differences = list(differences or DEFAULT_DIFFERENCES)
@@ -233,24 +232,10 @@ def ablate(
             "run it without --no-train"
         )
     differences = [d for d in differences if d not in unfinished]
-    planned = {c: set(EXPERIMENTS[CLAIM_EXPERIMENT[c]].plan(scale, range(seeds))) for c in claims}
     folder = make_dir(out / "ablation")
-    verdicts: dict[str, dict[str, Claim]] = {}
-    shifts: dict[str, dict[str, dict[str, str]]] = {}
-    for difference in (EQUATIONS, *differences):
-        mine = {run: s for (d, run), s in summaries.items() if d == difference}
-        plots = make_dir(folder / re.sub(r"[^a-z0-9]+", "-", difference.lower()).strip("-"))
-        reports = [EXPERIMENTS[name].report(scale, range(seeds), mine, plots) for name in names]
-        judged = [c for report in reports for c in report.claims]
-        verdicts[difference] = {c.id: c for c in judged if c.id in claims}
-        base = {run: s for (d, run), s in summaries.items() if d == EQUATIONS}
-        shifts[difference] = {
-            c: {
-                h.label: _shift(per_seed(base, h, planned[c]), per_seed(mine, h, planned[c]))
-                for h in HEADLINES[c]
-            }
-            for c in claims
-        }
+    verdicts, shifts = judge(
+        [EQUATIONS, *differences], claims, names, scale, seeds, summaries, folder
+    )
     markdown = ablation_markdown(verdicts, shifts, claims, scale, seeds, wall, trained)
     if unfinished:
         markdown += (
@@ -278,6 +263,39 @@ def ablate(
     write_json(folder / "results.json", results)
     annotate_claims(out)
     return results
+
+
+def judge(
+    differences: Sequence[str],
+    claims: Sequence[str],
+    names: Sequence[str],
+    scale: str,
+    seeds: int,
+    summaries: Mapping[tuple[str, Run], Mapping[str, Any]],
+    folder: Path,
+) -> tuple[dict[str, dict[str, Claim]], dict[str, dict[str, dict[str, str]]]]:
+    """Each difference's verdict on each claim (its experiments' reports, plots under
+    ``folder``) and the shift of the claim's MixiT numbers from the equations' runs."""
+    from mixit.experiments import EXPERIMENTS
+
+    planned = {c: set(EXPERIMENTS[CLAIM_EXPERIMENT[c]].plan(scale, range(seeds))) for c in claims}
+    base = {run: s for (d, run), s in summaries.items() if d == EQUATIONS}
+    verdicts: dict[str, dict[str, Claim]] = {}
+    shifts: dict[str, dict[str, dict[str, str]]] = {}
+    for difference in differences:
+        mine = {run: s for (d, run), s in summaries.items() if d == difference}
+        plots = make_dir(folder / re.sub(r"[^a-z0-9]+", "-", difference.lower()).strip("-"))
+        reports = [EXPERIMENTS[name].report(scale, range(seeds), mine, plots) for name in names]
+        judged = [c for report in reports for c in report.claims]
+        verdicts[difference] = {c.id: c for c in judged if c.id in claims}
+        shifts[difference] = {
+            c: {
+                h.label: _shift(per_seed(base, h, planned[c]), per_seed(mine, h, planned[c]))
+                for h in HEADLINES[c]
+            }
+            for c in claims
+        }
+    return verdicts, shifts
 
 
 def _same_setting(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -282,7 +282,7 @@ def estimate(
 ) -> dict[str, Any]:
     """What ``reproduce`` with these arguments would train, and for how long, without
     training: each distinct config (seeds share one) is timed for a few steps on this machine
-    at the thread count a worker would get (``mixit.train.time_training``, through ``mixit.runs.pending_timings``). Runs already
+    at the thread count a worker would get (``mixit.runs.pending_timings``). Runs already
     finished in ``out`` cost nothing. The wall-time estimate assumes the ``jobs`` processes do
     not slow each other down; it covers training, not the reports.
     """
@@ -381,14 +381,8 @@ def reproduce(
         folder = out / experiment.name
         make_dir(folder)
         construction = ", ".join(sorted({configs[run].model.construction for run in planned}))
-        built = construction and (
-            f"Models built with the `{construction}` construction (docs/constructions.md)."
-        )
         stops = stops_note(timing[experiment.name])
-        header = " ".join(
-            filter(None, [f"Scale `{scale}`, {seeds_text(seed_range)}.", built, changed, stops])
-        )
-        header = f"# {experiment.title}\n\n{header}\n\n"
+        header = report_header(experiment, scale, seed_range, construction, changed, stops)
         missing = sum(run not in summaries for run in planned)
         if missing:
             note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
@@ -413,6 +407,22 @@ def reproduce(
             merged_claim.by_seeds[seeds_label(seed_range)] = merged_claim.verdict
     write_claims(out, claims, setting)
     return claims
+
+
+def report_header(
+    experiment: Experiment,
+    scale: str,
+    seeds: range,
+    construction: str,
+    changed: str,
+    stops: str,
+) -> str:
+    """A report's title and the line of what it was measured under."""
+    built = construction and (
+        f"Models built with the `{construction}` construction (docs/constructions.md)."
+    )
+    line = " ".join(filter(None, [f"Scale `{scale}`, {seeds_text(seeds)}.", built, changed, stops]))
+    return f"# {experiment.title}\n\n{line}\n\n"
 
 
 def write_claims(out: Path, claims: Sequence[Claim], setting: Mapping[str, Any]) -> None:
