@@ -131,41 +131,8 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     models = cached_measurement(out / "models.json", key, lambda: _model_correlation(seeds))
     widths = theory["widths"]
     discrepancy = [w["discrepancy"] for w in theory["per_width"]]
-    line_plot(
-        out / "discrepancy.png",
-        widths,
-        {
-            "recursion vs SDE": [[d] for d in discrepancy],
-            "SDE vs SDE (sampling noise)": [[theory["noise_floor"]]] * len(widths),
-        },
-        f"Theorem 2.1: recursion vs SDE at tau = {TAU}",
-        "width n",
-        "mean relative error (means, stds of Phi entries)",
-        log_x=True,
-        log_y=True,
-    )
-    _plot_paths(out / "sample_paths.png", theory["sample_paths"])
-    line_plot(
-        out / "rank_collapse.png",
-        DEPTHS,
-        models,
-        "Token correlation at initialisation (random tokens, width 128)",
-        "layers",
-        "mean correlation between tokens",
-        log_x=True,
-    )
-    rows, cols = upper_indices(TOKENS)
-    entries = [f"Phi{r + 1}{c + 1}" for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]
-    largest = theory["per_width"][-1]
-    detail = [
-        [
-            entry,
-            f"{largest['simulated_mean'][i]:.3f} / {largest['sde_mean'][i]:.3f}",
-            f"{largest['simulated_std'][i]:.3f} / {largest['sde_std'][i]:.3f}",
-            f"{largest['wasserstein'][i]:.4f}",
-        ]
-        for i, entry in enumerate(entries)
-    ]
+    _plots(out, theory, models)
+    detail = _largest_width_rows(theory["per_width"][-1])
     holds = discrepancy[-1] <= margin("C12", "limit") and discrepancy[-1] < discrepancy[0]
     markdown = "\n\n".join(
         [
@@ -208,6 +175,50 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     }
     measured = {"discrepancy": dict(zip(map(str, widths), discrepancy, strict=True))}
     return Report(markdown, results, [claim("C12").judge(holds, measured)])
+
+
+def _plots(out: Path, theory: dict[str, Any], models: dict[str, Any]) -> None:
+    """The discrepancy against width, sample paths, and token correlation against depth."""
+    widths = theory["widths"]
+    discrepancy = [w["discrepancy"] for w in theory["per_width"]]
+    line_plot(
+        out / "discrepancy.png",
+        widths,
+        {
+            "recursion vs SDE": [[d] for d in discrepancy],
+            "SDE vs SDE (sampling noise)": [[theory["noise_floor"]]] * len(widths),
+        },
+        f"Theorem 2.1: recursion vs SDE at tau = {TAU}",
+        "width n",
+        "mean relative error (means, stds of Phi entries)",
+        log_x=True,
+        log_y=True,
+    )
+    _plot_paths(out / "sample_paths.png", theory["sample_paths"])
+    line_plot(
+        out / "rank_collapse.png",
+        DEPTHS,
+        models,
+        "Token correlation at initialisation (random tokens, width 128)",
+        "layers",
+        "mean correlation between tokens",
+        log_x=True,
+    )
+
+
+def _largest_width_rows(largest: dict[str, Any]) -> list[list[str]]:
+    """Each entry of Phi at the largest width: recursion / SDE mean and std, and W1."""
+    rows, cols = upper_indices(TOKENS)
+    entries = [f"Phi{r + 1}{c + 1}" for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]
+    return [
+        [
+            entry,
+            f"{largest['simulated_mean'][i]:.3f} / {largest['sde_mean'][i]:.3f}",
+            f"{largest['simulated_std'][i]:.3f} / {largest['sde_std'][i]:.3f}",
+            f"{largest['wasserstein'][i]:.4f}",
+        ]
+        for i, entry in enumerate(entries)
+    ]
 
 
 def _plot_paths(path: Path, traces: dict[str, list[list[list[float]]]]) -> None:
