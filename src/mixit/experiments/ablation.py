@@ -242,23 +242,16 @@ def ablate(
             f"\n\nNot finished yet, so not in the table: {', '.join(unfinished)} "
             "(the same command without --no-train trains them).\n"
         )
-    results = {
-        "scale": scale,
-        "seeds": seeds,
-        "overrides": dict(overrides or {}),
-        "claims": claims,
-        "differences": {
-            d: {
-                c: {"verdict": verdicts[d][c].verdict, "measured": verdicts[d][c].measured}
-                | {"shift": shifts[d][c]}
-                for c in claims
-            }
-            for d in verdicts
-        },
-        "train_wall_seconds": wall,
-        "runs_trained": trained,
-        "unfinished": unfinished,
+    results = {"scale": scale, "seeds": seeds, "overrides": dict(overrides or {}), "claims": claims}
+    results["differences"] = {
+        d: {
+            c: {"verdict": verdicts[d][c].verdict, "measured": verdicts[d][c].measured}
+            | {"shift": shifts[d][c]}
+            for c in claims
+        }
+        for d in verdicts
     }
+    results |= {"train_wall_seconds": wall, "runs_trained": trained, "unfinished": unfinished}
     write_text(folder / "report.md", markdown)
     write_json(folder / "results.json", results)
     annotate_claims(out)

@@ -84,17 +84,7 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
                 ]
             )
             if model_name == "frozen-qk" and run.seed == 0:
-                example = inputs[:1]  # (1, T)
-                keep = example[0] != PAD
-                patterns = attention_patterns(model, example)[:, 0]  # (L, H, T, T)
-                patterns = patterns[:, :, keep][:, :, :, keep]  # padding removed
-                tokens = [str(t) for t in example[0, keep].tolist()]
-                plot_attention_maps(
-                    patterns,
-                    tokens,
-                    out / "frozen_qk_attention.png",
-                    f"Frozen-QK on retrieval ({scale}); the last row is the query, {tokens[-1]}",
-                )
+                _plot_example(model, inputs[:1], out / "frozen_qk_attention.png", scale)
     frozen_qk = [has_circuit(s) for s in results["frozen-qk"]]
     markdown = "\n\n".join(
         [
@@ -127,6 +117,16 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
     return Report(
         markdown, {"head_scores": results}, [claim("C10").judge(all(frozen_qk), measured)]
     )
+
+
+def _plot_example(model: torch.nn.Module, example: torch.Tensor, path: Path, scale: str) -> None:
+    """Every head's attention on one test example (1, T), padding removed."""
+    keep = example[0] != PAD
+    patterns = attention_patterns(model, example)[:, 0]  # (L, H, T, T)
+    patterns = patterns[:, :, keep][:, :, :, keep]  # padding removed
+    tokens = [str(t) for t in example[0, keep].tolist()]
+    title = f"Frozen-QK on retrieval ({scale}); the last row is the query, {tokens[-1]}"
+    plot_attention_maps(patterns, tokens, path, title)
 
 
 EXPERIMENT = Experiment("figure3", "Figure 3: induction heads in Frozen-QK", plan, report)

@@ -363,14 +363,9 @@ def reproduce(
     out = Path(out)
     start = time.perf_counter()
     summaries, trained = train_missing(configs, out / "runs", jobs, progress, train)
-    this_call = {
-        "train_wall_seconds": time.perf_counter() - start,
-        "jobs": jobs,
-        "runs_trained": trained,
-        "experiments": [e.name for e in experiments],
-        "scale": scale,
-        "seeds": seeds,
-    }
+    this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
+    this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
+    this_call |= {"scale": scale, "seeds": seeds}
     timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
     setting = judged_under(scale, seed_range, overrides, tuned)
     changed = changed_settings_note(setting)
