@@ -238,6 +238,15 @@ def test_a_bad_data_file_exits_2_naming_it(case, tmp_path, capsys):
     assert not out.exists() or not any(out.rglob("*"))
 
 
+def test_a_folder_named_as_a_data_file_is_not_a_file(tmp_path, capsys):
+    folder, good = tmp_path / "bad.jsonl", tmp_path / "good.jsonl"
+    folder.mkdir()
+    good.write_text(GOOD)
+    argv = [*CUSTOM, f"task.data_files={folder},{good}", "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert "bad.jsonl is not a file" in capsys.readouterr().err
+
+
 def test_a_byte_order_mark_is_not_data(tmp_path):
     train_file, test_file = tmp_path / "train.csv", tmp_path / "test.csv"
     for path in (train_file, test_file):  # as a spreadsheet saves "CSV UTF-8"

@@ -170,6 +170,9 @@ def test_table8_grid_and_bad_grids(tmp_path):
     bad.write_text("model.n_embd: 16\n")
     with pytest.raises(UsageError, match="mapping of dotted keys to value lists"):
         sweeping.load_grid("addition", str(bad))
+    bad.write_text("1: [0.1]\ntrain.lr: [0.001]\n")  # a key YAML reads as an integer
+    with pytest.raises(UsageError, match="mapping of dotted keys to value lists"):
+        sweeping.load_grid("addition", str(bad))
     assert main(["sweep", "--task", "addition", "--model", "mixit", "--grid", "nope.yaml"]) == 2
 
 

@@ -67,7 +67,8 @@ def load_grid(task: str, grid: str) -> dict[str, list[Any]]:
         raise UsageError(f"grid file {grid} cannot be read") from None
     except yaml.YAMLError as error:
         raise UsageError(f"grid file {grid} is not YAML: {str(error).splitlines()[0]}") from None
-    if not isinstance(loaded, dict) or not all(isinstance(v, list) and v for v in loaded.values()):
+    entries = loaded.items() if isinstance(loaded, dict) else []
+    if not entries or not all(isinstance(k, str) and isinstance(v, list) and v for k, v in entries):
         raise UsageError(f"grid file {grid}: expected a mapping of dotted keys to value lists")
     return loaded
 

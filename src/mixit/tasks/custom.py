@@ -46,7 +46,7 @@ MAX_TOKEN_ID = 2**24
 def read_pairs(path: Path) -> list[tuple[object, object]]:
     """(input, target) of every line of a JSONL file; one-line UsageErrors name file and line."""
     if not path.is_file():
-        raise UsageError(f"{path} does not exist")
+        raise UsageError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not data
     except UnicodeDecodeError as error:
