@@ -15,7 +15,7 @@ import math
 import multiprocessing
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +254,7 @@ def sweep(
     from mixit.resolve import resolve_config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    launch = _launcher(launcher)  # before anything is written
     values = load_grid(task, grid)
     resolve_config(task, model, preset, seed, overrides)  # fail fast on bad names and keys
     for point in itertools.product(*values.values()):  # and on a bad grid value
@@ -276,13 +277,20 @@ def sweep(
         "storage": storage or f"sqlite:///{(out / 'study.db').resolve()}",
     }
     open_study(spec)  # create it once, before the workers race to
-    if launcher == "slurm":
-        _submit_slurm(spec, workers, out)
-    elif launcher == "local":
-        _run_local(spec, workers)
-    else:
-        raise UsageError(f"--launcher '{launcher}' is not one of: local, slurm")
+    launch(spec, workers, out)
     return trial_rows(spec)
+
+
+def _launcher(name: str) -> Callable[[Mapping[str, Any], int, Path], None]:
+    if name == "local":
+        return lambda spec, workers, out: _run_local(spec, workers)
+    if name != "slurm":
+        raise UsageError(f"--launcher '{name}' is not one of: local, slurm")
+    try:
+        import submitit  # noqa: F401
+    except ImportError:
+        raise UsageError("--launcher slurm needs submitit: pip install submitit") from None
+    return _submit_slurm
 
 
 def _run_local(spec: Mapping[str, Any], workers: int) -> None:
@@ -311,10 +319,8 @@ def _local_worker(spec: Mapping[str, Any], parent_pid: int) -> None:
 
 
 def _submit_slurm(spec: Mapping[str, Any], workers: int, out: Path) -> None:
-    try:
-        import submitit
-    except ImportError:
-        raise UsageError("--launcher slurm needs submitit: pip install submitit") from None
+    import submitit
+
     executor = submitit.AutoExecutor(folder=str(out / "slurm"))
     executor.update_parameters(slurm_array_parallelism=workers, timeout_min=24 * 60)
     jobs = executor.map_array(work, [dict(spec)] * workers)
