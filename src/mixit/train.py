@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
@@ -33,7 +32,8 @@ from mixit.errors import TrainingDiverged, UsageError
 from mixit.model import Decoder
 from mixit.resolve import fit_model_to_data, resolve_config, resolve_device
 from mixit.rundir import RunWriter
-from mixit.tasks import IGNORE_INDEX, Split, TaskData, TaskSpec, get_task
+from mixit.scoring import evaluate_run, training_loss
+from mixit.tasks import TaskData, TaskSpec, get_task
 from mixit.tasks.base import hold_out_validation
 from mixit.variants import get_variant
 
@@ -82,105 +82,6 @@ def lr_factor(step: int, config: RunConfig) -> float:
         return (step + 1) / t.warmup_steps
     progress = (step - t.warmup_steps) / max(1, t.steps - t.warmup_steps)
     return t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-
-
-def scored_logits(
-    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits (S, V) and targets (S,) at the S scored positions only.
-
-    The output head runs only where a target is scored: for a classification-style task with a
-    large vocabulary (sentiment: one scored position of 50) that skips most of the step.
-    """
-    scored = targets != IGNORE_INDEX  # (B, T)
-    return model(inputs, scored), targets[scored]
-
-
-def sequence_loss(
-    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor
-) -> torch.Tensor:
-    """Mean cross-entropy over the scored (non-IGNORE) positions of a batch (B, T)."""
-    return F.cross_entropy(*scored_logits(model, inputs, targets))
-
-
-def training_loss(
-    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, ranks: Ranks = ALONE
-) -> tuple[torch.Tensor, float]:
-    """The loss to differentiate, and the global batch's mean loss as a number.
-
-    Alone, both are ``sequence_loss``. Under data parallelism each rank holds a slice: its
-    summed loss over the global count of scored tokens, times the world size, so that
-    DistributedDataParallel's gradient average is the gradient of the global mean.
-    """
-    if ranks.world == 1:
-        loss = sequence_loss(model, inputs, targets)
-        return loss, loss.item()
-    logits, answers = scored_logits(model, inputs, targets)  # (S, V), (S,)
-    total = F.cross_entropy(logits, answers, reduction="sum")
-    count = ranks.sum(torch.tensor(float(answers.numel()), device=logits.device))
-    global_mean = (ranks.sum(total.detach()) / count).item()
-    return total / count * ranks.world, global_mean
-
-
-@torch.no_grad()
-def _score_rows(
-    model: Decoder, split: Split, max_examples: int, batch_size: int
-) -> tuple[float, int, int, torch.Tensor]:
-    """Over the first ``max_examples`` rows of ``split``: the summed loss of the answer
-    tokens, their number, how many are right, and per row whether all of them are (n,)."""
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    n = min(len(split), max_examples)
-    loss_sum, tokens, token_hits, rows = 0.0, 0, 0, []
-    for start in range(0, n, batch_size):
-        stop = min(start + batch_size, n)
-        inputs = split.inputs[start:stop].to(device).long()  # (B, T)
-        targets = split.targets[start:stop].to(device).long()  # (B, T)
-        scored = targets != IGNORE_INDEX  # (B, T)
-        logits, answers = scored_logits(model, inputs, targets)  # (S, V), (S,)
-        loss_sum += F.cross_entropy(logits, answers, reduction="sum").item()
-        hits = torch.zeros_like(scored)  # (B, T)
-        hits[scored] = logits.argmax(-1) == answers
-        tokens += int(scored.sum())
-        token_hits += int(hits.sum())
-        rows.append((hits == scored).all(-1).cpu())  # (B,)
-    model.train(was_training)
-    return loss_sum, tokens, token_hits, torch.cat(rows)
-
-
-def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -> dict[str, float]:
-    """Loss, exact-match accuracy (all answer tokens right) and per-token accuracy."""
-    loss_sum, tokens, token_hits, rows = _score_rows(model, split, max_examples, batch_size)
-    return {
-        "loss": loss_sum / tokens,
-        "accuracy": int(rows.sum()) / len(rows),
-        "token_accuracy": token_hits / tokens,
-    }
-
-
-def correct_rows(model: Decoder, split: Split, max_examples: int, batch_size: int) -> torch.Tensor:
-    """Whether the model gets every answer token of each of the first ``max_examples`` rows of
-    ``split`` right: (n,) booleans, for accuracies by any grouping of the rows."""
-    return _score_rows(model, split, max_examples, batch_size)[3]
-
-
-def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str, float]:
-    """The summary metrics: test loss and accuracies, train accuracy, the task's own extras."""
-    spec = get_task(config.task_name)
-    batch = max(config.train.batch_size, 256)
-    limits = (config.train.eval_examples, batch)
-    test = evaluate(model, data.test, *limits)
-    metrics = {"test_loss": test["loss"], "test_token_accuracy": test["token_accuracy"]}
-    if spec.exact_match:
-        metrics["test_accuracy"] = test["accuracy"]
-        # Memorization scores the training set itself: no second pass over the same examples.
-        train = test if data.test_is_train else evaluate(model, data.train, *limits)
-        metrics["train_accuracy"] = train["accuracy"]
-    if spec.extra_metrics is not None:
-        params_trainable = sum(p.numel() for p in model.trainable_parameters())
-        metrics |= spec.extra_metrics(metrics, params_trainable, config.task)
-    return metrics
 
 
 def sample_batch(
@@ -297,6 +198,17 @@ class Training:
         inputs, targets = sample_batch(self.inputs, self.targets, self.batches, config, ranks)
         return train_step(self.trained, self.model, self.optimizer, inputs, targets, config, ranks)
 
+    def evaluate(self) -> dict[str, float]:
+        with mixed_precision(self.device, self.config):
+            return evaluate_run(self.model, self.data, self.config)
+
+    def save(self, out: Path, schedule: Any, progress: dict[str, Any]) -> None:
+        save_checkpoint(out, self.model, self.optimizer, schedule, self.batches, progress)
+
+    def tokens(self, steps: int) -> int:
+        """Training tokens seen in ``steps`` steps (padding included)."""
+        return steps * self.config.train.batch_size * self.data.train.inputs.shape[1]
+
 
 def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     """Fit the config to the data and build everything a training step needs."""
@@ -340,21 +252,11 @@ def run(
     held_out = bool(config.train.validation_fraction) and not data.test_is_train
     ranks = Ranks.from_environment(resolve_device(config.train.device))
     training = setup(config, data, ranks)
-    model, optimizer, batches = training.model, training.optimizer, training.batches
-    device = training.device
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
-    progress_state = {"step": 0, "running_loss": None, "train_seconds": 0.0, "metrics": {}}
-    if resume and out is not None and latest_checkpoint(out) is not None:
-        progress_state = load_checkpoint(out, model, optimizer, schedule, batches)
+    schedule, progress_state = _restore(training, out if resume else None)
     first_step = progress_state["step"]
-    running_loss, metrics = progress_state["running_loss"], progress_state["metrics"]
-    train_seconds = progress_state["train_seconds"]
-    rule = StopRule.of(config, spec, progress_state)
     # A checkpoint written at an early stop, before the summary, resumes to that stop.
-    stopped = progress_state.get("stopped")
-    last_step = steps_run = first_step if stopped else config.train.steps
+    last_step = first_step if progress_state.get("stopped") else config.train.steps
     show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
-    out = out if ranks.is_main else None  # only rank 0 writes
     bar = tqdm(
         range(first_step, last_step),
         initial=first_step,
@@ -362,45 +264,84 @@ def run(
         desc=f"{config.task_name}/{config.variant}",
         disable=not show,
     )
-    seq_len = data.train.inputs.shape[1]
-    writer = RunWriter(out, config, resume_step=first_step)
-    every = config.train.checkpoint_every
+    writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
+    progress_state = _train(training, schedule, progress_state, bar, writer)
+    bar.close()
+    summary = run_summary(
+        training,
+        progress_state["step"],
+        progress_state["stopped"] or "budget",
+        progress_state["train_seconds"],
+        progress_state["metrics"],
+    )
+    summary["evaluated_on"] = "validation" if held_out else "test"
+    writer.finish(training.model, summary)
+    ranks.close()
+    return summary
+
+
+def _train(
+    training: Training,
+    schedule: Any,
+    progress: dict[str, Any],
+    steps: tqdm,
+    writer: RunWriter,
+) -> dict[str, Any]:
+    """Train from ``progress`` over ``steps``, evaluating, logging and checkpointing as the
+    config says, until the budget or the stop rule ends it; returns the progress at the end."""
+    config, spec, out = training.config, get_task(training.config.task_name), writer.out
+    running_loss, metrics = progress["running_loss"], progress["metrics"]
+    train_seconds, stopped = progress["train_seconds"], progress.get("stopped")
+    rule = StopRule.of(config, spec, progress)
+    every, step_reached = config.train.checkpoint_every, progress["step"]
     start = time.perf_counter()
-    for step in bar:
+    for step in steps:
         loss_value, grad_norm = training.step()
         if not math.isfinite(loss_value):
             raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")
         schedule.step()
-        running_loss = (
-            loss_value if running_loss is None else 0.95 * running_loss + 0.05 * loss_value
-        )
-        last = step + 1 == config.train.steps
-        if (step + 1) % config.train.eval_every == 0 or last:
+        running_loss = loss_value if running_loss is None else smoothed(running_loss, loss_value)
+        step_reached, last = step + 1, step + 1 == config.train.steps
+        if step_reached % config.train.eval_every == 0 or last:
             train_seconds += time.perf_counter() - start
-            with mixed_precision(device, config):
-                metrics = evaluate_run(model, data, config)
-            record = {"step": step + 1, "lr": schedule.get_last_lr()[0], "train_loss": running_loss}
-            seen = (step + 1) * config.train.batch_size * seq_len
-            record |= metrics | {"train_seconds": train_seconds, "grad_norm": grad_norm}
-            record["tokens_per_second"] = seen / max(train_seconds, 1e-9)
+            metrics = training.evaluate()
+            record = {"step": step_reached, "lr": schedule.get_last_lr()[0]}
+            record |= {"train_loss": running_loss} | metrics
+            record |= {"train_seconds": train_seconds, "grad_norm": grad_norm}
+            record["tokens_per_second"] = training.tokens(step_reached) / max(train_seconds, 1e-9)
             writer.log(record)
-            bar.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
+            steps.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
             stopped = rule.update(metrics[spec.metric])
             start = time.perf_counter()
-        if out is not None and (last or stopped or (every and (step + 1) % every == 0)):
+        if out is not None and (last or stopped or (every and step_reached % every == 0)):
             seconds = train_seconds + time.perf_counter() - start
-            state = {"step": step + 1, "running_loss": running_loss, "metrics": metrics}
+            state = {"step": step_reached, "running_loss": running_loss, "metrics": metrics}
             state |= rule.state() | {"stopped": stopped, "train_seconds": seconds}
-            save_checkpoint(out, model, optimizer, schedule, batches, state)
+            training.save(out, schedule, state)
         if stopped:
-            steps_run = step + 1
             break
-    bar.close()
-    summary = run_summary(training, steps_run, stopped or "budget", train_seconds, metrics)
-    summary["evaluated_on"] = "validation" if held_out else "test"
-    writer.finish(model, summary)
-    ranks.close()
-    return summary
+    return {
+        "step": step_reached,
+        "stopped": stopped,
+        "train_seconds": train_seconds,
+        "metrics": metrics,
+    }
+
+
+def smoothed(running: float, value: float) -> float:
+    """The running training loss: an exponential moving average over about 20 steps."""
+    return 0.95 * running + 0.05 * value
+
+
+def _restore(training: Training, out: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The learning-rate schedule and the progress so far: from the last checkpoint in ``out``
+    where there is one, from step 0 otherwise."""
+    optimizer, config = training.optimizer, training.config
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
+    progress = {"step": 0, "running_loss": None, "train_seconds": 0.0, "metrics": {}}
+    if out is not None and latest_checkpoint(out) is not None:
+        progress = load_checkpoint(out, training.model, optimizer, schedule, training.batches)
+    return schedule, progress
 
 
 def run_summary(

@@ -116,56 +116,8 @@ def _read_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
 
 
 def _read_columns_unchecked(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
-    ext = path.suffix.lower()
-    out: dict[str, list[Any]] = {c: [] for c in columns}
-    if ext == ".jsonl":
-        with open(path, encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not data
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise UsageError(f"{path} line {number}: not valid JSON ({e.msg})") from None
-                for c in columns:
-                    if not isinstance(record, dict) or c not in record:
-                        raise UsageError(
-                            f"{path} line {number}: no {c!r} field; each line must be a JSON "
-                            f"object with fields {', '.join(columns)}"
-                        )
-                    out[c].append(record[c])
-    elif ext == ".csv":
-        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # documents can be long
-        with open(path, encoding="utf-8-sig", newline="") as f:  # as spreadsheets save it
-            reader = csv.DictReader(f)
-            found = reader.fieldnames or []
-            missing = [c for c in columns if c not in found]
-            if missing:
-                raise UsageError(
-                    f"{path}: no {missing[0]!r} column; columns found: {', '.join(found)}"
-                )
-            for row in reader:
-                for c in columns:
-                    if row[c] is None:
-                        raise UsageError(f"{path} line {reader.line_num}: missing {c!r} value")
-                    out[c].append(row[c])
-    else:
-        import pyarrow.parquet as pq
-
-        try:
-            found = pq.read_schema(path).names
-            missing = [c for c in columns if c not in found]
-            if missing:
-                raise UsageError(
-                    f"{path}: no {missing[0]!r} column; columns found: {', '.join(found)}"
-                )
-            table = pq.read_table(path, columns=list(columns))
-        except UsageError:
-            raise
-        except Exception as e:
-            raise UsageError(f"{path}: not a readable parquet file ({_first_line(e)})") from None
-        for c in columns:
-            out[c] = table.column(c).to_pylist()
+    reader = {".jsonl": _jsonl_columns, ".csv": _csv_columns}.get(path.suffix.lower())
+    out = (reader or _parquet_columns)(path, columns)
     for c, values in out.items():
         if not values:
             raise UsageError(f"{path}: no rows")
@@ -176,6 +128,59 @@ def _read_columns_unchecked(path: Path, columns: tuple[str, ...]) -> dict[str, l
                         f"{path} row {row}: 'text' must be a string, found {type(value).__name__}"
                     )
     return out
+
+
+def _jsonl_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {c: [] for c in columns}
+    with open(path, encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not data
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise UsageError(f"{path} line {number}: not valid JSON ({e.msg})") from None
+            for c in columns:
+                if not isinstance(record, dict) or c not in record:
+                    raise UsageError(
+                        f"{path} line {number}: no {c!r} field; each line must be a JSON "
+                        f"object with fields {', '.join(columns)}"
+                    )
+                out[c].append(record[c])
+    return out
+
+
+def _csv_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {c: [] for c in columns}
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # documents can be long
+    with open(path, encoding="utf-8-sig", newline="") as f:  # as spreadsheets save it
+        reader = csv.DictReader(f)
+        _check_columns(path, columns, reader.fieldnames or [])
+        for row in reader:
+            for c in columns:
+                if row[c] is None:
+                    raise UsageError(f"{path} line {reader.line_num}: missing {c!r} value")
+                out[c].append(row[c])
+    return out
+
+
+def _parquet_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        _check_columns(path, columns, pq.read_schema(path).names)
+        table = pq.read_table(path, columns=list(columns))
+    except UsageError:
+        raise
+    except Exception as e:
+        raise UsageError(f"{path}: not a readable parquet file ({_first_line(e)})") from None
+    return {c: table.column(c).to_pylist() for c in columns}
+
+
+def _check_columns(path: Path, columns: tuple[str, ...], found: list[str]) -> None:
+    missing = [c for c in columns if c not in found]
+    if missing:
+        raise UsageError(f"{path}: no {missing[0]!r} column; columns found: {', '.join(found)}")
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:

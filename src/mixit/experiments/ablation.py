@@ -209,12 +209,7 @@ def ablate(
     trained and the report covers the differences whose runs are all finished."""
     from mixit.runs import train_missing
 
-    differences = list(differences or DEFAULT_DIFFERENCES)
-    bad = [d for d in differences if d not in (*DIFFERENCES, WHOLE)]
-    if bad:
-        raise UsageError(
-            f"unknown difference '{bad[0]}'; choose from: {', '.join([*DIFFERENCES, WHOLE])}"
-        )
+    differences = check_differences(differences or DEFAULT_DIFFERENCES)
     claims = list(claims or CLAIM_EXPERIMENT)
     names, configs = plan_ablation(differences, claims, scale, seeds, jobs, overrides)
     out = Path(out)
@@ -243,7 +238,21 @@ def ablate(
             "(the same command without --no-train trains them).\n"
         )
     results = {"scale": scale, "seeds": seeds, "overrides": dict(overrides or {}), "claims": claims}
-    results["differences"] = {
+    results["differences"] = difference_results(verdicts, shifts, claims)
+    results |= {"train_wall_seconds": wall, "runs_trained": trained, "unfinished": unfinished}
+    write_text(folder / "report.md", markdown)
+    write_json(folder / "results.json", results)
+    annotate_claims(out)
+    return results
+
+
+def difference_results(
+    verdicts: Mapping[str, Mapping[str, Any]],
+    shifts: Mapping[str, Mapping[str, Any]],
+    claims: Sequence[str],
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """results.json's per-difference, per-claim verdict, measured numbers and shift."""
+    return {
         d: {
             c: {"verdict": verdicts[d][c].verdict, "measured": verdicts[d][c].measured}
             | {"shift": shifts[d][c]}
@@ -251,11 +260,15 @@ def ablate(
         }
         for d in verdicts
     }
-    results |= {"train_wall_seconds": wall, "runs_trained": trained, "unfinished": unfinished}
-    write_text(folder / "report.md", markdown)
-    write_json(folder / "results.json", results)
-    annotate_claims(out)
-    return results
+
+
+def check_differences(differences: Sequence[str]) -> list[str]:
+    bad = [d for d in differences if d not in (*DIFFERENCES, WHOLE)]
+    if bad:
+        raise UsageError(
+            f"unknown difference '{bad[0]}'; choose from: {', '.join([*DIFFERENCES, WHOLE])}"
+        )
+    return list(differences)
 
 
 def judge(
@@ -332,7 +345,7 @@ def dependence(out: Path, setting: Mapping[str, Any]) -> dict[str, str]:
 def annotate_claims(out: Path) -> None:
     """Rewrite ``OUT/claims.json`` and ``claims.md``, if a reproduction wrote them, with what
     the ablation now says each verdict turns on."""
-    from mixit.experiments.runner import write_claims
+    from mixit.experiments.verdicts import write_claims
 
     try:
         stored = json.loads((out / "claims.json").read_text())

@@ -33,8 +33,8 @@ CLAIM_OF = {"retrieval": "C1", "khop": "C2"}
 def by_hops(run_dir: str) -> list[float | None]:
     """A k-hop run's test accuracy for k = 1..max_hops: which hops a model has learned."""
     from mixit.rundir import load_run
+    from mixit.scoring import correct_rows
     from mixit.tasks.khop import accuracy_by_hops
-    from mixit.train import correct_rows
 
     model, config = load_run(run_dir)
     test = test_split(config)

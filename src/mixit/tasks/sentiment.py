@@ -115,6 +115,16 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
     >>> with_bos(rows, bos=8194).tolist()
     [[8194, 412, 3071, 16, 5920, 877, 1, 8192, 0]]
     """
+    config.validate()
+    train, test, label0 = encoded_splits(config)
+    if config.bos_token:
+        train, test = (with_bos(rows, bos=label0 + 2) for rows in (train, test))
+    return TaskData(last_token_split(train), last_token_split(test), label0 + 2 + config.bos_token)
+
+
+def encoded_splits(config: SentimentConfig) -> tuple[np.ndarray, np.ndarray, int]:
+    """Training and test rows (review, separator, label; cached on disk) and the first label's
+    token id, which follows the tokenizer's vocabulary."""
     from mixit.data import (
         SEP,
         cache_key,
@@ -128,7 +138,6 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
         tokenizer_vocab_size,
     )
 
-    config.validate()
     cache = default_cache_dir(config.cache_dir)
     source = {"dataset": config.dataset, "files": file_fingerprint(config.data_files)}
     loaded: tuple | None = None
@@ -158,9 +167,7 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
 
     train = np.array(cached_array(cache / f"sentiment-{key}-train.npy", lambda: rows(0), ndim=2))
     test = np.array(cached_array(cache / f"sentiment-{key}-test.npy", lambda: rows(1), ndim=2))
-    if config.bos_token:
-        train, test = (with_bos(rows, bos=label0 + 2) for rows in (train, test))
-    return TaskData(last_token_split(train), last_token_split(test), label0 + 2 + config.bos_token)
+    return train, test, label0
 
 
 register(

@@ -1,0 +1,160 @@
+"""``OUT/claims.json`` and ``claims.md``: this reproduction's verdicts merged with those an
+earlier call wrote under the same setting, and each claim's verdicts by seed range."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mixit.experiments.base import NOT_RUN, TUNED_ON_SEEDS, Claim, seeds_label, seeds_text
+from mixit.io import write_json, write_text
+
+
+def record_claims(
+    out: Path, judged: list[Claim], setting: dict[str, Any], seeds: range
+) -> list[Claim]:
+    """Merge this call's verdicts into OUT/claims.json (and .md), each claim carrying its
+    verdict on every seed range judged so far."""
+    claims = merge_claims(out, judged, setting)
+    history = verdicts_by_seeds(out, setting)
+    for merged_claim in claims:
+        merged_claim.by_seeds = history.get(merged_claim.id, {})
+        if merged_claim.verdict != NOT_RUN:
+            merged_claim.by_seeds[seeds_label(seeds)] = merged_claim.verdict
+    write_claims(out, claims, setting)
+    return claims
+
+
+def earlier_claims(out: Path, setting: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The claims an earlier ``reproduce`` under the same ``setting`` (``judged_under``) wrote
+    to ``OUT/claims.json``, by id. Verdicts judged at another scale, with other seeds or other
+    overrides are not carried over (claims.md names one setting); a key that an older
+    claims.json lacks counts as the same, and an unreadable file as no claims."""
+    try:
+        stored = json.loads((out / "claims.json").read_text())
+        if any(stored.get(key, value) != value for key, value in setting.items()):
+            return {}
+        return {c["id"]: c for c in stored["claims"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+# The settings that name the seeds: a verdict on other seeds under otherwise the same setting
+# is the same claim judged again, and is kept in ``Claim.by_seeds``.
+SEED_SETTINGS = ("seeds", "first_seed", "confirmed_on_seeds")
+
+
+def verdicts_by_seeds(out: Path, setting: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """``{claim id: {seeds label: verdict}}`` from ``OUT/claims.json`` when it was judged under
+    ``setting`` up to the seeds; {} otherwise."""
+    try:
+        stored = json.loads((out / "claims.json").read_text())
+        if any(
+            stored.get(key, value) != value
+            for key, value in setting.items()
+            if key not in SEED_SETTINGS
+        ):
+            return {}
+        return {c["id"]: dict(c.get("by_seeds", {})) for c in stored["claims"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def merge_claims(out: Path, judged: Sequence[Claim], setting: Mapping[str, Any]) -> list[Claim]:
+    """The claims of this reproduction, with verdicts from earlier ones under the same
+    setting kept for the others."""
+    from mixit.experiments.claims import CLAIMS
+
+    earlier = earlier_claims(out, setting)
+    new = {claim.id: claim for claim in judged}
+    merged = []
+    for claim in CLAIMS:
+        if claim.id in new:
+            merged.append(new[claim.id])
+        elif claim.id in earlier:
+            merged.append(Claim(**earlier[claim.id]))
+        else:
+            merged.append(Claim(claim.id, claim.statement, claim.rule, {}, NOT_RUN))
+    return merged
+
+
+def changed_settings_note(setting: Mapping[str, Any]) -> str:
+    """A sentence naming the user's overrides and tuned hyperparameters, or '' for none."""
+    changed = [f"`{k}={v}`" for k, v in setting["overrides"].items()]
+    if setting["tuned"]:
+        changed.append(f"the tuned hyperparameters of `{setting['tuned']}`")
+    if not changed:
+        return ""
+    return f"Every run trained with {', '.join(changed)}, not the scale's settings."
+
+
+def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
+    counted = sum(claim.verdict == "reproduced" for claim in claims)
+    confirmed = sum(claim.confirmed() is True for claim in claims)
+    changed = changed_settings_note(setting)
+    first = setting.get("first_seed", 0)
+    fresh = setting.get("confirmed_on_seeds", [])
+    confirmation = (
+        f"a confirmation on seeds {_fmt(fresh)}, which nothing was tuned on"
+        if fresh
+        else "on those seeds, so they confirm nothing"
+    )
+    lines = [
+        f"# Claims of the paper, checked at `{setting['scale']}` scale",
+        "",
+        f"{counted} of {len(claims)} claims reproduced, each judged on means over "
+        f"{seeds_text(range(first, first + setting['seeds']))}. Settings and rules were "
+        f"chosen on seeds {_fmt(setting.get('tuned_on_seeds', list(TUNED_ON_SEEDS)))}; these "
+        f"verdicts are {confirmation} (docs/reproduce.md says which rules came after results). "
+        f"Over every set of seeds this output was reproduced on, {confirmed} claim(s) are "
+        "confirmed: reproduced on seeds nothing was tuned on.",
+        "",
+    ]
+    if changed:
+        lines += [changed, ""]
+    for claim in claims:
+        measured = ", ".join(f"{k} = {_fmt(v)}" for k, v in claim.measured.items()) or "-"
+        lines += [
+            f"## {claim.id}: {claim.verdict}",
+            "",
+            f"- **Claim:** {claim.statement}",
+            f"- **Rule:** {claim.rule}",
+            f"- **Measured:** {measured}",
+            *([f"- **Construction:** `{claim.construction}`"] if claim.construction else []),
+            *([f"- **Ablation:** {claim.ablation}"] if claim.ablation else []),
+            *([f"- **By seeds:** {_by_seeds(claim)}"] if claim.by_seeds else []),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def _by_seeds(claim: Claim) -> str:
+    """``0-2 reproduced; 100-102 not reproduced; not confirmed``."""
+    verdicts = "; ".join(f"{label} {verdict}" for label, verdict in claim.by_seeds.items())
+    confirmed = claim.confirmed()
+    state = {None: "not judged on fresh seeds yet", True: "confirmed", False: "not confirmed"}
+    return f"{verdicts}; {state[confirmed]}"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def write_claims(out: Path, claims: Sequence[Claim], setting: Mapping[str, Any]) -> None:
+    """``OUT/claims.json`` and ``claims.md``, each claim with what an ablation in ``OUT`` at
+    the same scale and seeds says its verdict turns on."""
+    from mixit.experiments.ablation import dependence
+
+    notes = dependence(out, setting)
+    for claim in claims:
+        claim.ablation = notes.get(claim.id, "")
+    write_json(out / "claims.json", {**setting, "claims": [vars(claim) for claim in claims]})
+    write_text(out / "claims.md", claims_markdown(claims, setting))
