@@ -6,7 +6,8 @@ import statistics
 import pytest
 
 from mixit import compare
-from mixit.compare import format_table, litmus, reading, reference_problems
+from mixit.compare import format_table
+from mixit.litmus import litmus, reading, reference_problems
 
 RETRIEVAL = {
     "task.vocab_size": 24,
