@@ -57,9 +57,12 @@ class Run:
 
 # Shorter training than the tiny presets, so that `reproduce all --scale tiny --jobs 2` fits
 # a laptop's half hour, only where the claims these tasks judge (C2, C4, C5) keep their
-# verdicts. Retrieval, addition, modular addition and memorization need their presets' whole
-# budgets; docs/reproduce.md has the measurements behind each cut.
+# verdicts. Addition, modular addition and memorization need their presets' whole budgets;
+# docs/reproduce.md has the measurements behind each cut.
 TINY_BUDGET: dict[str, dict[str, Any]] = {
+    # The budget tiny's retrieval verdicts were measured at, before the preset became a
+    # 2,400-step ceiling with a stop at 0.99 (docs/presets.md): kept until re-measured.
+    "retrieval": {"train.steps": 1200, "train.stop_at": None},
     "dyck": {"train.steps": 500, "train.eval_every": 250},
     "khop": {"train.steps": 500, "train.eval_every": 250},
     "lm": {"train.steps": 200, "train.eval_every": 100},
