@@ -354,7 +354,6 @@ def run_summary(
     """``summary.json``: the contract's keys, how far the run trained and why it stopped, and
     the task's chance level beside its metrics."""
     config, model, data = training.config, training.model, training.data
-    seen = steps_run * config.train.batch_size * data.train.inputs.shape[1]
     return {
         "task": config.task_name,
         "model": config.variant,
@@ -366,7 +365,7 @@ def run_summary(
         "params_total": sum(p.numel() for p in model.parameters()),
         "params_trainable": sum(p.numel() for p in model.trainable_parameters()),
         "train_seconds": train_seconds,
-        "tokens_per_second": seen / train_seconds,
+        "tokens_per_second": training.tokens(steps_run) / train_seconds,
         "metrics": dict(metrics),
         "chance": get_task(config.task_name).chance(data, config.task),
     }
@@ -430,8 +429,7 @@ def time_training(
         timed += 1
     step_seconds = (time.perf_counter() - started) / timed
     started = time.perf_counter()
-    with mixed_precision(training.device, config):
-        evaluate_run(training.model, data, config)
+    training.evaluate()
     eval_seconds = time.perf_counter() - started
     evaluations = math.ceil(config.train.steps / config.train.eval_every)
     return {
