@@ -5,7 +5,9 @@ import json
 import pytest
 
 from mixit.cli import main
-from mixit.experiments.ablation import EQUATIONS, ablate, flips, plan_ablation
+from mixit.experiments.ablation import ablate, plan_ablation
+from mixit.experiments.base import Reproduction
+from mixit.experiments.differences import EQUATIONS, flips
 from mixit.runs import run_dir_name
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "train.eval_examples": 64}
@@ -31,7 +33,7 @@ def test_a_task_difference_applies_to_its_task_only():
 
 
 def test_unflipped_runs_share_the_equations_run_directories():
-    _, configs = plan_ablation(["sink"], ["C1"], "tiny", 1, 1)
+    _, configs = plan_ablation(["sink"], ["C1"], Reproduction("tiny", seeds=1))
     names = {
         d: {run: run_dir_name(c) for (e, run), c in configs.items() if e == d}
         for d in (EQUATIONS, "sink")
@@ -43,15 +45,17 @@ def test_unflipped_runs_share_the_equations_run_directories():
 
 def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     out = tmp_path / "rep"
-    results = ablate(["sink"], ["C1"], "tiny", 1, 1, out, overrides=QUICK)
+    results = ablate(["sink"], ["C1"], Reproduction("tiny", 1, out=out, overrides=QUICK))
     assert results["runs_trained"] == 8 + 2  # table1's runs, then the two MixiT runs again
     assert set(results["differences"]) == {EQUATIONS, "sink"}
     assert results["differences"]["sink"]["C1"]["shift"]["retrieval"] != "-"
     report = (out / "ablation" / "report.md").read_text()
     assert "| sink |" in report and "| equations |" in report
-    again = ablate(["sink"], ["C1"], "tiny", 1, 1, out, overrides=QUICK)
+    again = ablate(["sink"], ["C1"], Reproduction("tiny", 1, out=out, overrides=QUICK))
     assert again["runs_trained"] == 0
-    partial = ablate(["sink", "biases"], ["C1"], "tiny", 1, 1, out, overrides=QUICK, train=False)
+    partial = ablate(
+        ["sink", "biases"], ["C1"], Reproduction("tiny", 1, out=out, overrides=QUICK), train=False
+    )
     assert partial["unfinished"] == ["biases"] and partial["runs_trained"] == 0
     assert set(partial["differences"]) == {EQUATIONS, "sink"}
     assert (
@@ -73,7 +77,7 @@ def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     [
         (["--claims", "C4"], "does not cover claim 'C4'"),
         (["--differences", "colour"], "unknown difference 'colour'"),
-        (["--estimate"], "takes no --tuned, --estimate or --seed"),
+        (["--estimate"], "takes no --tuned or --estimate"),
         (["--no-train"], "equations' runs of the ablation"),
     ],
 )
@@ -90,7 +94,7 @@ def test_claims_option_belongs_to_the_ablation(tmp_path, capsys):
 
 def test_every_option_the_authors_construction_changes_has_a_difference():
     from mixit.constructions import construction_overrides
-    from mixit.experiments.ablation import DIFFERENCES
+    from mixit.experiments.differences import DIFFERENCES
     from mixit.resolve import resolve_config
     from mixit.tasks import get_task
     from mixit.variants import VARIANTS, get_variant
@@ -110,7 +114,7 @@ def test_every_option_the_authors_construction_changes_has_a_difference():
 
 def test_a_claims_shift_reads_only_its_own_experiments_runs():
     from mixit.experiments import EXPERIMENTS
-    from mixit.experiments.ablation import HEADLINES, per_seed
+    from mixit.experiments.ablation_report import HEADLINES, per_seed
 
     seeds = range(2)
     every = {run for e in EXPERIMENTS.values() for run in e.plan("tiny", seeds)}

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from mixit.cli import main
 from mixit.compare import compare
 from mixit.experiments import EXPERIMENTS, estimate, reproduce, throughput
-from mixit.experiments.base import NOT_RUN, SCALES, Run
+from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.experiments.runner import list_schedule, plan_reproduction
 from mixit.model import Decoder
@@ -32,7 +32,7 @@ def summaries_mtimes(out):
 
 def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypatch):
     out = tmp_path / "rep"
-    claims = reproduce(["table4"], "tiny", seeds=2, jobs=1, out=out, overrides=QUICK)
+    claims = reproduce(["table4"], Reproduction("tiny", seeds=2, jobs=1, out=out, overrides=QUICK))
     assert (out / "table4" / "report.md").read_text().startswith("# Table 4")
     results = json.loads((out / "table4" / "results.json").read_text())
     assert len(results["bits_per_param"]["mixit"]) == 2  # one value per seed
@@ -49,7 +49,7 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     timing = json.loads((out / "timing.json").read_text())
     assert timing["table4"]["runs"] == 8 and timing["table4"]["train_seconds"] > 0
 
-    reproduce(["table4"], "tiny", seeds=2, jobs=1, out=out, overrides=QUICK)
+    reproduce(["table4"], Reproduction("tiny", seeds=2, jobs=1, out=out, overrides=QUICK))
     assert summaries_mtimes(out) == finished  # nothing retrained
     again = json.loads((out / "timing.json").read_text())
     assert again["runs_trained"] == 0
@@ -65,13 +65,14 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     assert again["calls"][0]["train_wall_seconds"] == timing["train_wall_seconds"]
 
     monkeypatch.setattr(throughput, "ROUNDS", 2)  # another experiment, same setting: C6 is kept
-    reproduce(["throughput"], "tiny", seeds=2, out=out, overrides=QUICK)
+    reproduce(["throughput"], Reproduction("tiny", seeds=2, out=out, overrides=QUICK))
     merged = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
     assert (
         merged["C6"] == next(c for c in stored if c["id"] == "C6")
         and merged["C11"]["verdict"] != NOT_RUN
     )
-    reproduce(["throughput"], "tiny", seeds=1, out=out, overrides=QUICK)  # other seeds
+    # other seeds
+    reproduce(["throughput"], Reproduction("tiny", seeds=1, out=out, overrides=QUICK))
     merged = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
     assert merged["C6"]["verdict"] == NOT_RUN
 
@@ -79,8 +80,8 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
 def test_claims_md_holds_one_setting_and_damaged_outputs_are_rebuilt(tmp_path, monkeypatch):
     out = tmp_path / "rep"
     monkeypatch.setattr(throughput, "ROUNDS", 2)
-    reproduce(["throughput"], "tiny", seeds=1, out=out)
-    reproduce(["table4"], "small", seeds=1, out=out, overrides=QUICK)
+    reproduce(["throughput"], Reproduction("tiny", seeds=1, out=out))
+    reproduce(["table4"], Reproduction("small", seeds=1, out=out, overrides=QUICK))
     stored = json.loads((out / "claims.json").read_text())
     verdicts = {c["id"]: c["verdict"] for c in stored["claims"]}
     assert stored["scale"] == "small" and verdicts["C6"] != NOT_RUN
@@ -97,7 +98,7 @@ def test_claims_md_holds_one_setting_and_damaged_outputs_are_rebuilt(tmp_path, m
     damaged.write_text('{"task": "memoriz')
     (out / "claims.json").write_text("[1, 2")
     (out / "throughput" / "measurements.json").write_text("{")
-    reproduce(["table4", "throughput"], "small", seeds=1, out=out, overrides=QUICK)
+    reproduce(["table4", "throughput"], Reproduction("small", seeds=1, out=out, overrides=QUICK))
     after = summaries_mtimes(out)
     assert after[damaged] != finished[damaged]  # trained again
     assert all(after[p] == finished[p] for p in finished if p != damaged)
@@ -106,11 +107,11 @@ def test_claims_md_holds_one_setting_and_damaged_outputs_are_rebuilt(tmp_path, m
 
 def test_an_interrupted_reproduction_trains_only_what_is_missing(tmp_path):
     out = tmp_path / "rep"
-    reproduce(["table4"], "tiny", seeds=1, jobs=2, out=out, overrides=QUICK)
+    reproduce(["table4"], Reproduction("tiny", seeds=1, jobs=2, out=out, overrides=QUICK))
     finished = summaries_mtimes(out)
     victim = next(iter(finished))
     victim.unlink()  # as if killed before its summary was written
-    reproduce(["table4"], "tiny", seeds=1, jobs=2, out=out, overrides=QUICK)
+    reproduce(["table4"], Reproduction("tiny", seeds=1, jobs=2, out=out, overrides=QUICK))
     after = summaries_mtimes(out)
     assert set(after) == set(finished)
     assert [p for p in after if after[p] != finished[p]] == [victim]
@@ -243,9 +244,9 @@ def test_no_train_reports_only_finished_experiments(tmp_path):
 
 def test_estimate_times_what_would_train_and_trains_nothing(tmp_path, capsys):
     out = tmp_path / "rep"
-    reproduce(["table4"], "tiny", seeds=1, jobs=1, out=out, overrides=QUICK)
+    reproduce(["table4"], Reproduction("tiny", seeds=1, jobs=1, out=out, overrides=QUICK))
     finished = summaries_mtimes(out)
-    guess = estimate(["table4"], "tiny", seeds=2, jobs=2, out=out, overrides=QUICK)
+    guess = estimate(["table4"], Reproduction("tiny", seeds=2, jobs=2, out=out, overrides=QUICK))
     assert guess["runs_to_train"] == 4  # seed 1 of the four models; seed 0 is finished
     assert guess["configs_timed"] == 4 and guess["experiments"]["table4"]["runs"] == 8
     assert 0 < guess["wall_seconds"] <= guess["train_seconds"]
@@ -272,13 +273,13 @@ def test_runs_go_to_whichever_worker_is_free_first():
 
 @pytest.mark.parametrize("scale", SCALES)
 def test_every_experiment_plans_valid_runs_at_every_scale(scale):
-    experiments, configs = plan_reproduction(["all"], scale, seeds=range(1), jobs=1)
+    experiments, configs = plan_reproduction(["all"], Reproduction(scale, seeds=1))
     assert len(experiments) == len(EXPERIMENTS) and len(configs) > 50
 
 
 def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
-    _, tiny = plan_reproduction(["all"], "tiny", seeds=range(1), jobs=1)
-    _, small = plan_reproduction(["all"], "small", seeds=range(1), jobs=1)
+    _, tiny = plan_reproduction(["all"], Reproduction("tiny", seeds=1))
+    _, small = plan_reproduction(["all"], Reproduction("small", seeds=1))
     tiny_names = {run_dir_name(c) for c in tiny.values()}
     small_configs = {run_dir_name(c): c for c in small.values()}
     # Runs tiny trains at their presets' budgets are the very same runs at small ...
@@ -346,7 +347,7 @@ GOLDEN = Path(__file__).parent / "fixtures" / "table1-tiny"
 def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path):
     out = tmp_path / "rep"
     few = {"train.steps": 2, "train.eval_every": 2, "task.n_train": 512, "task.n_test": 200}
-    reproduce(["table1"], "tiny", seeds=1, out=out, overrides=few)
+    reproduce(["table1"], Reproduction("tiny", seeds=1, out=out, overrides=few))
     # The same files, byte for byte, as the code wrote before the runs layer was refactored
     # (89e292f): a change to a report or to the numbers shows here.
     for name in ("table1/report.md", "table1/results.json", "claims.json", "claims.md"):
@@ -360,7 +361,7 @@ def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path):
 
 def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):
     out = tmp_path / "rep"
-    reproduce(["table4"], "tiny", seeds=2, out=out, overrides=QUICK, first_seed=100)
+    reproduce(["table4"], Reproduction("tiny", seeds=2, out=out, overrides=QUICK, first_seed=100))
     seeds = {json.loads(p.read_text())["seed"] for p in (out / "runs").glob("*/summary.json")}
     assert seeds == {100, 101}
     stored = json.loads((out / "claims.json").read_text())
@@ -368,7 +369,8 @@ def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):
     assert "confirmation on seeds [100, 101]" in (out / "claims.md").read_text()
     assert "2 seeds (100-101)" in (out / "table4" / "report.md").read_text()
     c6_fresh = {c["id"]: c for c in stored["claims"]}["C6"]["verdict"]
-    reproduce(["table4"], "tiny", seeds=2, out=out, overrides=QUICK)  # the tuning seeds again
+    # the tuning seeds again
+    reproduce(["table4"], Reproduction("tiny", seeds=2, out=out, overrides=QUICK))
     stored = json.loads((out / "claims.json").read_text())
     claims_md = (out / "claims.md").read_text()
     assert stored["confirmed_on_seeds"] == [] and "confirm nothing" in claims_md
@@ -397,7 +399,7 @@ def test_compare_and_reproduce_on_one_output_train_each_run_once(tmp_path):
     compare("retrieval", ["standard", "mixit"], seeds=2, out=out, overrides=quick)
     by_compare = summaries_mtimes(out)
     assert len(by_compare) == 4
-    reproduce(["table1"], "tiny", seeds=2, out=out, overrides=quick)
+    reproduce(["table1"], Reproduction("tiny", seeds=2, out=out, overrides=quick))
     after = summaries_mtimes(out)
     assert {run: after[run] for run in by_compare} == by_compare  # read back, not retrained
     assert len(after) == 16  # 2 tasks x 4 models x 2 seeds

@@ -15,6 +15,7 @@ from mixit.analysis.theory import (
     upper_indices,
 )
 from mixit.experiments import reproduce, theorem21
+from mixit.experiments.base import Reproduction
 
 PHI = torch.tensor([[1.0, 0.3, -0.2], [0.3, 0.8, 0.1], [-0.2, 0.1, 1.2]], dtype=torch.float64)
 
@@ -59,7 +60,7 @@ def test_theorem21_experiment_writes_its_results(tmp_path, monkeypatch):
     monkeypatch.setitem(theorem21.WIDTHS, "tiny", (16, 64))
     monkeypatch.setitem(theorem21.PATHS, "tiny", 400)
     monkeypatch.setattr(theorem21, "DEPTHS", (2, 8))
-    claims = reproduce(["theorem21"], "tiny", seeds=1, out=tmp_path)
+    claims = reproduce(["theorem21"], Reproduction("tiny", seeds=1, out=tmp_path))
     results = json.loads((tmp_path / "theorem21" / "results.json").read_text())
     assert results["widths"] == [16, 64] and len(results["discrepancy"]) == 2
     correlation = results["model_correlation"]

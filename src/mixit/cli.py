@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mixit.compare import compare, estimate, format_estimate, format_table
 from mixit.config import parse_overrides
@@ -20,6 +20,9 @@ from mixit.resolve import resolve_config
 from mixit.tasks import PRESET_NAMES, TASKS
 from mixit.train import train
 from mixit.variants import VARIANTS
+
+if TYPE_CHECKING:  # the experiments load when a reproduce command runs, not at start-up
+    from mixit.experiments.base import Reproduction
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 1
@@ -485,48 +488,39 @@ def _torchrun(nproc: int, argv: Sequence[str]) -> int:
 
 def _reproduce(args: argparse.Namespace) -> int:
     from mixit.experiments import estimate, reproduce
+    from mixit.experiments.base import Reproduction
     from mixit.experiments.runner import format_estimate
 
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     experiment, overrides = args.what[0], parse_overrides(args.what[1:])
+    how = Reproduction(
+        args.scale, args.seeds, args.seed, args.jobs, Path(out), overrides, args.tuned, progress
+    )
     if experiment == "ablation":
-        return _ablation(args, out, progress, overrides)
+        return _ablation(args, how)
     if args.claims or args.differences:
         raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
-    common = dict(scale=args.scale, seeds=args.seeds, jobs=args.jobs, out=out, progress=progress)
-    common |= dict(overrides=overrides, tuned=args.tuned, first_seed=args.seed)
     if args.estimate:
-        print(format_estimate(estimate([experiment], **common)))
+        print(format_estimate(estimate([experiment], how)))
         return 0
-    claims = reproduce([experiment], train=not args.no_train, **common)
+    claims = reproduce([experiment], how, train=not args.no_train)
     for claim in claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)
     return 0
 
 
-def _ablation(args: argparse.Namespace, out: str, progress: bool, overrides: dict[str, str]) -> int:
+def _ablation(args: argparse.Namespace, how: Reproduction) -> int:
     from mixit.experiments.ablation import ablate
 
-    if args.estimate or args.tuned or args.seed:
-        raise UsageError("`reproduce ablation` takes no --tuned, --estimate or --seed")
-    differences, claims = _names(args.differences), _names(args.claims)
-    results = ablate(
-        differences,
-        claims,
-        scale=args.scale,
-        seeds=args.seeds,
-        jobs=args.jobs,
-        out=out,
-        progress=progress,
-        overrides=overrides,
-        train=not args.no_train,
-    )
+    if args.estimate or args.tuned:
+        raise UsageError("`reproduce ablation` takes no --tuned or --estimate")
+    results = ablate(_names(args.differences), _names(args.claims), how, not args.no_train)
     for difference, by_claim in results["differences"].items():
         verdicts = ", ".join(f"{c} {r['verdict']}" for c, r in by_claim.items())
         print(f"{difference:<18} {verdicts}")
-    print(f"report: {out}/ablation/report.md", file=sys.stderr)
+    print(f"report: {how.out}/ablation/report.md", file=sys.stderr)
     return 0
 
 

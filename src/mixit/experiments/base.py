@@ -33,6 +33,28 @@ TUNED_ON_SEEDS = range(3)
 
 
 @dataclass(frozen=True)
+class Reproduction:
+    """What a reproduction runs under, shared by ``reproduce``, its ``estimate`` and the
+    ablation: the scale, the seeds (``seeds`` of them from ``first_seed``: seeds 100-102
+    confirm settings chosen on 0-2), where the runs go, how many train at once, the overrides
+    applied to every run (dotted keys; they change the runs' hashes) and the ``best.json`` of
+    ``mixit sweep --best`` to train each task and model with."""
+
+    scale: str = "tiny"
+    seeds: int = 3
+    first_seed: int = 0
+    jobs: int = 1
+    out: Path = Path("runs/reproduce")
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    tuned: str | Path | None = None
+    progress: bool = False
+
+    @property
+    def seed_range(self) -> range:
+        return range(self.first_seed, self.first_seed + self.seeds)
+
+
+@dataclass(frozen=True)
 class Run:
     """One training run: a task, a model, a seed and the overrides on top of the scale preset."""
 

@@ -23,6 +23,7 @@ from mixit.experiments.base import (
     TUNED_ON_SEEDS,
     Claim,
     Experiment,
+    Reproduction,
     Run,
     seeds_text,
 )
@@ -74,41 +75,37 @@ def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
         ) from None
 
 
-def judged_under(
-    scale: str, seeds: range, overrides: Mapping[str, Any] | None, tuned: str | Path | None
-) -> dict[str, Any]:
+def judged_under(how: Reproduction) -> dict[str, Any]:
     """What a verdict depends on beyond the rule: recorded in claims.json and claims.md, with
     the seeds the settings were chosen on and those of this call that nothing was tuned on."""
     return {
-        "scale": scale,
-        "seeds": len(seeds),
-        "first_seed": seeds.start,
-        "overrides": dict(overrides or {}),
-        "tuned": None if tuned is None else str(tuned),
+        "scale": how.scale,
+        "seeds": how.seeds,
+        "first_seed": how.first_seed,
+        "overrides": dict(how.overrides),
+        "tuned": None if how.tuned is None else str(how.tuned),
         "tuned_on_seeds": list(TUNED_ON_SEEDS),
-        "confirmed_on_seeds": [seed for seed in seeds if seed not in TUNED_ON_SEEDS],
+        "confirmed_on_seeds": [seed for seed in how.seed_range if seed not in TUNED_ON_SEEDS],
     }
 
 
 def plan_reproduction(
     names: Sequence[str],
-    scale: str,
-    seeds: range,
-    jobs: int,
-    overrides: Mapping[str, Any] | None = None,
-    tuned: str | Path | Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    how: Reproduction,
+    tuned: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> tuple[list[Experiment], dict[Run, RunConfig]]:
     """The named experiments (``["all"]``: every one) and the resolved config of each run they
-    plan; a bad name or setting fails here, before anything trains. ``tuned`` is a
-    ``best.json`` path, or its ``{(task, model): overrides}`` already loaded."""
+    plan; a bad name or setting fails here, before anything trains. ``tuned``, per task and
+    model, stands in for ``how.tuned``'s ``best.json`` (the ablation's flipped options)."""
     from mixit.experiments import EXPERIMENTS
 
+    scale, seeds = how.scale, how.seed_range
     if scale not in SCALES:
         raise UsageError(f"--scale '{scale}' is not one of: {', '.join(SCALES)}")
-    if len(seeds) < 1 or jobs < 1:
-        raise UsageError(f"--seeds and --jobs must be >= 1, got {len(seeds)} and {jobs}")
-    if not 0 <= seeds.start < MAX_SEED:
-        raise UsageError(f"--seed must be in [0, 2^62), got {seeds.start}")
+    if how.seeds < 1 or how.jobs < 1:
+        raise UsageError(f"--seeds and --jobs must be >= 1, got {how.seeds} and {how.jobs}")
+    if not 0 <= how.first_seed < MAX_SEED:
+        raise UsageError(f"--seed must be in [0, 2^62), got {how.first_seed}")
     if list(names) == ["all"]:
         names = list(EXPERIMENTS)
     unknown = [name for name in names if name not in EXPERIMENTS]
@@ -117,9 +114,12 @@ def plan_reproduction(
             f"unknown experiment '{unknown[0]}'; choose 'all' or: {', '.join(EXPERIMENTS)}"
         )
     experiments = [EXPERIMENTS[name] for name in names]
-    best = load_tuned(tuned) if isinstance(tuned, str | Path) else dict(tuned or {})
+    if tuned is None:
+        tuned = load_tuned(how.tuned) if how.tuned is not None else {}
     configs = {
-        run: run.config(scale, overrides, best) for e in experiments for run in e.plan(scale, seeds)
+        run: run.config(scale, how.overrides, tuned)
+        for e in experiments
+        for run in e.plan(scale, seeds)
     }
     return experiments, configs
 
@@ -147,27 +147,17 @@ def list_schedule(seconds: Sequence[float], jobs: int) -> float:
     return max(free_at)
 
 
-def estimate(
-    names: Sequence[str],
-    scale: str = "tiny",
-    seeds: int = 3,
-    jobs: int = 1,
-    out: str | Path = "runs/reproduce",
-    progress: bool = False,
-    overrides: Mapping[str, Any] | None = None,
-    tuned: str | Path | None = None,
-    first_seed: int = 0,
-) -> dict[str, Any]:
+def estimate(names: Sequence[str], how: Reproduction) -> dict[str, Any]:
     """What ``reproduce`` with these arguments would train, and for how long, without
     training: each distinct config (seeds share one) is timed for a few steps on this machine
     at the thread count a worker would get (``mixit.runs.pending_timings``). Runs already
     finished in ``out`` cost nothing. The wall-time estimate assumes the ``jobs`` processes do
     not slow each other down; it covers training, not the reports.
     """
-    seed_range = range(first_seed, first_seed + seeds)
-    experiments, configs = plan_reproduction(names, scale, seed_range, jobs, overrides, tuned)
+    scale, seed_range, jobs = how.scale, how.seed_range, how.jobs
+    experiments, configs = plan_reproduction(names, how)
     dir_names = {run: run_dir_name(config) for run, config in configs.items()}
-    timings = pending_timings(configs, Path(out) / "runs", jobs, progress)
+    timings = pending_timings(configs, Path(how.out) / "runs", jobs, how.progress)
     seconds = {name: timing["run_seconds"] for name, timing in timings.items()}
     per_experiment = {}
     for experiment in experiments:
@@ -180,7 +170,7 @@ def estimate(
         }
     return {
         "scale": scale,
-        "seeds": seeds,
+        "seeds": how.seeds,
         "jobs": jobs,
         "threads_per_job": worker_threads(jobs),
         "device": str(resolve_device("auto")),
@@ -215,37 +205,23 @@ def format_estimate(estimate: Mapping[str, Any]) -> str:
     )
 
 
-def reproduce(
-    names: Sequence[str],
-    scale: str = "tiny",
-    seeds: int = 3,
-    jobs: int = 1,
-    out: str | Path = "runs/reproduce",
-    progress: bool = False,
-    overrides: Mapping[str, Any] | None = None,
-    train: bool = True,
-    tuned: str | Path | None = None,
-    first_seed: int = 0,
-) -> list[Claim]:
+def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> list[Claim]:
     """Run the named experiments (or ``["all"]``) and write their reports and the claims.
 
-    ``overrides`` (dotted keys) apply to every training run on top of the experiment's own,
-    e.g. ``{"train.steps": 50}`` for a quick look; they change the runs' hashes.
-    ``train=False`` trains nothing and reports the experiments whose runs are all finished
-    (a look at a reproduction still running elsewhere). ``tuned`` is a ``best.json`` from
-    ``mixit sweep --best``: each task and model then trains with its best hyperparameters.
-    ``first_seed`` starts the seeds there: seeds 100-102 confirm settings chosen on 0-2.
+    ``how.overrides`` apply to every training run on top of the experiment's own, e.g.
+    ``{"train.steps": 50}`` for a quick look. ``train=False`` trains nothing and reports the
+    experiments whose runs are all finished (a look at a reproduction still running
+    elsewhere).
     """
-    seed_range = range(first_seed, first_seed + seeds)
-    experiments, configs = plan_reproduction(names, scale, seed_range, jobs, overrides, tuned)
-    out = Path(out)
+    scale, seed_range, jobs, out = how.scale, how.seed_range, how.jobs, Path(how.out)
+    experiments, configs = plan_reproduction(names, how)
     start = time.perf_counter()
-    summaries, trained = train_missing(configs, out / "runs", jobs, progress, train)
+    summaries, trained = train_missing(configs, out / "runs", jobs, how.progress, train)
     this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
     this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
-    this_call |= {"scale": scale, "seeds": seeds}
+    this_call |= {"scale": scale, "seeds": how.seeds}
     timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
-    setting = judged_under(scale, seed_range, overrides, tuned)
+    setting = judged_under(how)
     changed = changed_settings_note(setting)
     judged: list[Claim] = []
     for experiment in experiments:

@@ -151,7 +151,7 @@ def _fmt(value: Any) -> str:
 def write_claims(out: Path, claims: Sequence[Claim], setting: Mapping[str, Any]) -> None:
     """``OUT/claims.json`` and ``claims.md``, each claim with what an ablation in ``OUT`` at
     the same scale and seeds says its verdict turns on."""
-    from mixit.experiments.ablation import dependence
+    from mixit.experiments.ablation_report import dependence
 
     notes = dependence(out, setting)
     for claim in claims:

@@ -1,0 +1,234 @@
+"""Reading the ablation: each difference's verdicts, the shift of the claims' MixiT numbers
+against the equations' construction, the report's table, and what each verdict of a
+reproduction turns on (written beside it in claims.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mixit.experiments.base import REPRODUCED, Claim, Reproduction, Run, markdown_table, seeds_text
+from mixit.experiments.differences import CLAIM_EXPERIMENT, DIFFERENCES, EQUATIONS, WHOLE
+from mixit.io import make_dir
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A number a claim turns on: ``metric`` of the runs of one experiment that ``selects``."""
+
+    label: str
+    selects: Callable[[Run], bool]
+    metric: str = "test_accuracy"
+
+
+def _mixit(task: str, without: tuple[str, ...] = (), **settings: Any) -> Callable[[Run], bool]:
+    """Selects the MixiT runs of ``task`` whose overrides hold ``settings`` and none of the keys
+    ``without``."""
+
+    def selects(run: Run) -> bool:
+        own = dict(run.overrides)
+        return (
+            run.task == task
+            and run.model == "mixit"
+            and all(own.get(k) == v for k, v in settings.items())
+            and not any(k in own for k in without)
+        )
+
+    return selects
+
+
+HEADLINES: dict[str, list[Headline]] = {
+    "C1": [Headline("retrieval", _mixit("retrieval"))],
+    "C2": [Headline("k-hop", _mixit("khop"))],
+    "C5": [
+        Headline(task, _mixit(task))
+        for task in ("addition", "dyck", "modular-addition", "sentiment")
+    ],
+    "C6": [Headline("memorization bits/param", _mixit("memorization"), "bits_per_param")],
+    "C7": [Headline(f"{t}, 64 heads", _mixit(t, **{"model.n_head": 64})) for t in ("addition",)],
+    "C8": [
+        Headline(
+            "addition, depth 16",
+            _mixit("addition", without=("model.residual_lambda",), **{"model.n_layer": 16}),
+        )
+    ],
+}
+
+
+def per_seed(
+    summaries: Mapping[Run, Mapping[str, Any]], headline: Headline, planned: Collection[Run]
+) -> dict[int, float]:
+    """The headline's value per seed, over the runs of the claim's own experiment
+    (``planned``): another experiment's MixiT runs on the same task are not the claim's."""
+    values: dict[int, float] = {}
+    for run, summary in summaries.items():
+        if run in planned and headline.selects(run):
+            if run.seed in values:
+                raise ValueError(f"headline '{headline.label}' selects two runs of seed {run.seed}")
+            values[run.seed] = float(summary["metrics"][headline.metric])
+    return values
+
+
+def _shift(base: dict[int, float], flipped: dict[int, float]) -> str:
+    paired = [flipped[s] - base[s] for s in sorted(base) if s in flipped]
+    if not paired:
+        return "-"
+    spread = statistics.stdev(paired) if len(paired) > 1 else 0.0
+    return f"{statistics.fmean(paired):+.3f} ± {spread:.3f}"
+
+
+def difference_results(
+    verdicts: Mapping[str, Mapping[str, Any]],
+    shifts: Mapping[str, Mapping[str, Any]],
+    claims: Sequence[str],
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """results.json's per-difference, per-claim verdict, measured numbers and shift."""
+    return {
+        d: {
+            c: {"verdict": verdicts[d][c].verdict, "measured": verdicts[d][c].measured}
+            | {"shift": shifts[d][c]}
+            for c in claims
+        }
+        for d in verdicts
+    }
+
+
+def judge(
+    differences: Sequence[str],
+    claims: Sequence[str],
+    names: Sequence[str],
+    how: Reproduction,
+    summaries: Mapping[tuple[str, Run], Mapping[str, Any]],
+    folder: Path,
+) -> tuple[dict[str, dict[str, Claim]], dict[str, dict[str, dict[str, str]]]]:
+    """Each difference's verdict on each claim (its experiments' reports, plots under
+    ``folder``) and the shift of the claim's MixiT numbers from the equations' runs."""
+    from mixit.experiments import EXPERIMENTS
+
+    scale, seeds = how.scale, how.seed_range
+    planned = {c: set(EXPERIMENTS[CLAIM_EXPERIMENT[c]].plan(scale, seeds)) for c in claims}
+    base = {run: s for (d, run), s in summaries.items() if d == EQUATIONS}
+    verdicts: dict[str, dict[str, Claim]] = {}
+    shifts: dict[str, dict[str, dict[str, str]]] = {}
+    for difference in differences:
+        mine = {run: s for (d, run), s in summaries.items() if d == difference}
+        plots = make_dir(folder / re.sub(r"[^a-z0-9]+", "-", difference.lower()).strip("-"))
+        reports = [EXPERIMENTS[name].report(scale, seeds, mine, plots) for name in names]
+        judged = [c for report in reports for c in report.claims]
+        verdicts[difference] = {c.id: c for c in judged if c.id in claims}
+        shifts[difference] = {
+            c: {
+                h.label: _shift(per_seed(base, h, planned[c]), per_seed(mine, h, planned[c]))
+                for h in HEADLINES[c]
+            }
+            for c in claims
+        }
+    return verdicts, shifts
+
+
+def _same_setting(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    def key(s: Mapping[str, Any]) -> tuple:
+        overrides = {k: str(v) for k, v in s.get("overrides", {}).items()}  # CLI: strings
+        return s["scale"], s["seeds"], s.get("first_seed", 0), overrides
+
+    return key(a) == key(b)
+
+
+def dependence(out: Path, setting: Mapping[str, Any]) -> dict[str, str]:
+    """Per claim id, what ``OUT/ablation/results.json`` says its verdict turns on: the
+    differences that flip it against the equations' construction, or that none does. Nothing
+    when there is no ablation at this ``setting``'s scale, seeds and overrides."""
+    try:
+        results = json.loads((out / "ablation" / "results.json").read_text())
+        if not _same_setting(results, setting):
+            return {}
+        differences = results["differences"]
+        base = differences[EQUATIONS]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    where = f"(`{results['scale']}`, {results['seeds']} seeds, ablation/report.md)"
+    notes = {}
+    for claim, judged in base.items():
+        others = {d: v[claim]["verdict"] for d, v in differences.items() if d != EQUATIONS}
+        flipped = [f"`{d}` ({verdict})" for d, verdict in others.items() if verdict != judged]
+        if flipped:
+            notes[claim] = (
+                f"{judged} under the equations' construction, flipped by "
+                f"{', '.join(flipped)} {where}"
+            )
+        else:
+            notes[claim] = (
+                f"{judged} under each of {', '.join(f'`{d}`' for d in others)} as under the "
+                f"equations' construction {where}"
+            )
+    return notes
+
+
+def annotate_claims(out: Path) -> None:
+    """Rewrite ``OUT/claims.json`` and ``claims.md``, if a reproduction wrote them, with what
+    the ablation now says each verdict turns on."""
+    from mixit.experiments.verdicts import write_claims
+
+    try:
+        stored = json.loads((out / "claims.json").read_text())
+        claims = [Claim(**claim) for claim in stored.pop("claims")]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    write_claims(out, claims, stored)
+
+
+def ablation_markdown(
+    verdicts: Mapping[str, Mapping[str, Claim]],
+    shifts: Mapping[str, Mapping[str, Mapping[str, str]]],
+    claims: Sequence[str],
+    how: Reproduction,
+    cost: Mapping[str, Any],
+) -> str:
+    base = verdicts[EQUATIONS]
+
+    def cell(difference: str, claim_id: str) -> str:
+        verdict = verdicts[difference][claim_id].verdict
+        mark = "yes" if verdict == REPRODUCED else "no"
+        if difference != EQUATIONS and verdict != base[claim_id].verdict:
+            mark += " (flips)"
+        moved = "; ".join(f"{k} {v}" for k, v in shifts[difference][claim_id].items())
+        return f"{mark}: {moved}" if difference != EQUATIONS else mark
+
+    rows = [[d, *(cell(d, c) for c in claims)] for d in verdicts]
+    return "\n\n".join(
+        [
+            "# Ablation: which detail of the authors' code decides which claim",
+            f"Scale `{how.scale}`, {seeds_text(how.seed_range)}. Each row sets one group of "
+            "options to the authors' values (docs/constructions.md) for the runs the authors' "
+            "construction gives them to, on top of the equations' construction; the last row is "
+            "the whole authors' construction. A cell is the claim's verdict (reproduced: yes or "
+            "no), whether it flips against the equations' row, and the shift of MixiT's metric: "
+            "mean ± standard deviation over seeds of the paired per-seed difference.",
+            markdown_table(["difference", *claims], rows),
+            "Differences: "
+            + "; ".join(f"`{name}`: {what}" for name, (what, _) in DIFFERENCES.items())
+            + f"; `{WHOLE}`: all of them at once (docs/constructions.md). `row-sum-drift` "
+            "alone builds the equations' matrices again under the causal mask; it acts only "
+            "with non-causal mixing, inside the authors' row.",
+            cost_line(cost),
+        ]
+    )
+
+
+def cost_line(cost: Mapping[str, Any]) -> str:
+    """What the table cost to train, over every call that trained part of it."""
+    total = (
+        f"The ablation's {cost['runs']} finished runs took {cost['run_seconds'] / 3600:.1f} "
+        "hours of training, summed over runs as each was measured when it trained"
+    )
+    if not cost["runs_trained"]:
+        return total + "; this call trained nothing, every run was already in the output folder."
+    return (
+        f"{total}; this call trained {cost['runs_trained']} of them in "
+        f"{cost['train_wall_seconds'] / 60:.1f} minutes of wall time with --jobs {cost['jobs']}."
+    )
