@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mixit.compare import compare, estimate, format_estimate, format_table
+from mixit.compare import Comparison, compare, estimate, format_estimate, format_table
 from mixit.config import parse_overrides
 from mixit.errors import Terminated, TrainingDiverged, UsageError
 from mixit.io import write_json
@@ -380,9 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _train(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.overrides)
     if args.estimate:
-        one_run = estimate(
-            args.task, [args.model], args.preset, seed=args.seed, seeds=1, overrides=overrides
-        )
+        one_seed = range(args.seed, args.seed + 1)
+        plan = Comparison(args.task, (args.model,), args.preset, one_seed, None, overrides)
+        one_run = estimate(plan)
         print(format_estimate(one_run))
         return 0
     if args.nproc != 1:
@@ -417,9 +417,9 @@ def _compare(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.overrides)
     out = args.out or f"runs/compare/{args.task}"
     if args.estimate:
-        cost = estimate(
-            args.task, models, args.preset, args.seed, args.seeds, out=out, overrides=overrides
-        )
+        seeds = range(args.seed, args.seed + args.seeds)
+        plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
+        cost = estimate(plan)
         print(format_estimate(cost))
         return 0
     result = compare(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +20,31 @@ from mixit.tasks import get_task
 from mixit.variants import VARIANTS
 
 
-def resolve_all(
-    task: str,
-    models: Sequence[str],
-    preset: str,
-    seeds: range,
-    overrides: Mapping[str, Any] | None,
-    per_model: Mapping[str, Mapping[str, Any]] | None = None,
-) -> dict[tuple[str, int], RunConfig]:
-    """Every (model, seed)'s resolved config, first, so a bad model name or key fails before
-    any training or timing; ``per_model`` adds a model's own overrides (its tuned values)."""
-    return {
-        (m, s): resolve_config(
-            task, m, preset, s, {**(overrides or {}), **(per_model or {}).get(m, {})}
-        )
-        for m in models
-        for s in seeds
-    }
+@dataclass(frozen=True)
+class Comparison:
+    """What a comparison trains: ``models`` on ``task`` at ``preset``, one run per seed of
+    ``seeds``, with ``overrides`` on every run, into ``out/runs`` (None: nowhere yet)."""
+
+    task: str
+    models: tuple[str, ...]
+    preset: str
+    seeds: range
+    out: Path | None
+    overrides: Mapping[str, Any]
+
+    def configs(
+        self, per_model: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> dict[tuple[str, int], RunConfig]:
+        """Every (model, seed)'s resolved config, first, so a bad model name or key fails
+        before any training or timing; ``per_model`` adds a model's own overrides (its tuned
+        values)."""
+        return {
+            (m, s): resolve_config(
+                self.task, m, self.preset, s, {**self.overrides, **(per_model or {}).get(m, {})}
+            )
+            for m in self.models
+            for s in self.seeds
+        }
 
 
 TUNABLE = ("lr",)
@@ -46,32 +55,27 @@ VALIDATION_FRACTION = 0.1
 
 
 def tune_lr(
-    task: str,
-    models: Sequence[str],
-    preset: str,
-    seed: int,
-    out: str | Path,
-    overrides: Mapping[str, Any] | None = None,
-    progress: bool | None = None,
-    factors: Sequence[float] = LR_FACTORS,
+    plan: Comparison, progress: bool | None = None, factors: Sequence[float] = LR_FACTORS
 ) -> dict[str, dict[str, Any]]:
     """Each model's learning rate: the value of the grid (``factors`` times the model's
-    resolved ``train.lr``) whose run on ``seed`` scores best on a validation split carved from
-    the training data, never on the test split. Its runs land in ``out/runs`` beside the
-    others (their configs hold the validation split, so their names differ). Returns
+    resolved ``train.lr``) whose run on the plan's first seed scores best on a validation
+    split carved from the training data, never on the test split. Its runs land in
+    ``out/runs`` beside the others (their configs hold the validation split, so their names
+    differ). Returns
     ``{model: {"train.lr": chosen, "validation": {lr: metric}}}``."""
+    task, preset, seed, out = plan.task, plan.preset, plan.seeds.start, plan.out
     spec = get_task(task)
     better = 1.0 if spec.higher_is_better else -1.0
     configs = {}
-    for model in models:
-        preset_lr = resolve_config(task, model, preset, seed, overrides).train.lr
+    for model in plan.models:
+        preset_lr = resolve_config(task, model, preset, seed, plan.overrides).train.lr
         for lr in (preset_lr * factor for factor in factors):
-            tuning = {**(overrides or {}), "train.lr": lr}
+            tuning = {**plan.overrides, "train.lr": lr}
             tuning["train.validation_fraction"] = VALIDATION_FRACTION
             configs[model, lr] = resolve_config(task, model, preset, seed, tuning)
     summaries, _ = train_missing(configs, Path(out) / "runs", progress=progress, each=True)
     chosen = {}
-    for model in models:
+    for model in plan.models:
         scores = {lr: summaries[m, lr]["metrics"][spec.metric] for m, lr in configs if m == model}
         best = max(scores, key=lambda lr: better * scores[lr])
         chosen[model] = {"train.lr": best, "validation": scores}
@@ -114,10 +118,11 @@ def compare(
     if unknown:
         raise UsageError(f"--tune '{unknown[0]}' is not tunable; choose from: {', '.join(TUNABLE)}")
     seed_range = range(seed, seed + seeds)
-    resolve_all(task, models, preset, seed_range, overrides)  # bad input fails before tuning
-    tuned = tune_lr(task, models, preset, seed, out, overrides, progress) if tune else {}
+    plan = Comparison(task, tuple(models), preset, seed_range, Path(out), dict(overrides or {}))
+    plan.configs()  # bad input fails before tuning
+    tuned = tune_lr(plan, progress) if tune else {}
     chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
-    configs = resolve_all(task, models, preset, seed_range, overrides, chosen)
+    configs = plan.configs(chosen)
     trained, _ = train_missing(configs, Path(out) / "runs", progress=progress, each=True)
     by_model = {model: [trained[model, s] for s in seed_range] for model in models}
     rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
@@ -160,21 +165,13 @@ def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -
     }
 
 
-def estimate(
-    task: str,
-    models: Sequence[str] | None = None,
-    preset: str = "tiny",
-    seed: int = 0,
-    seeds: int = 1,
-    out: str | Path | None = None,
-    overrides: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+def estimate(plan: Comparison) -> dict[str, Any]:
     """What `compare` (or, with one model and seed, `train`) would cost on this machine,
     without training or writing anything: each model's config is timed once (its seeds cost
-    the same, see ``time_training``); a finished run in ``out`` costs nothing."""
-    models = list(models or VARIANTS)
-    configs = resolve_all(task, models, preset, range(seed, seed + seeds), overrides)
-    timings = pending_timings(configs, None if out is None else Path(out) / "runs")
+    the same, see ``time_training``); a finished run in ``plan.out`` costs nothing."""
+    models, seed = plan.models, plan.seeds.start
+    configs = plan.configs()
+    timings = pending_timings(configs, None if plan.out is None else plan.out / "runs")
     rows = []
     for model in models:
         names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
@@ -191,8 +188,8 @@ def estimate(
         )
     device = resolve_device(configs[models[0], seed].train.device)
     return {
-        "task": task,
-        "preset": preset,
+        "task": plan.task,
+        "preset": plan.preset,
         "device": f"{device.type}, {torch.get_num_threads()} threads",
         "rows": rows,
         "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),

@@ -32,8 +32,10 @@ from mixit.tasks.base import (
     answer_split,
     check_choice,
     check_positive,
+    model_size,
     register,
     sample_disjoint,
+    schedule,
 )
 
 DIGIT0 = 1  # digit d is token DIGIT0 + d (0 is PAD)
@@ -186,24 +188,14 @@ register(
             # Small enough that standard and MixiT both solve it on a CPU (docs/presets.md).
             "tiny": {
                 "task.num_digits": 3,
-                "model.n_layer": 2,
-                "model.n_embd": 128,
-                "model.n_head": 4,
+                **model_size(n_layer=2, n_embd=128, n_head=4),
                 "model.mixing_scale": "sequence",
-                "train.batch_size": 128,
-                "train.lr": 2e-3,
-                "train.steps": 900,
-                "train.eval_every": 300,
+                **schedule(batch_size=128, lr=2e-3, steps=900, eval_every=300),
             },
             "small": {
                 "task.num_digits": 5,
-                "model.n_layer": 4,
-                "model.n_embd": 256,
-                "model.n_head": 4,
-                "train.batch_size": 128,
-                "train.lr": 1e-3,
-                "train.steps": 6000,
-                "train.eval_every": 500,
+                **model_size(n_layer=4, n_embd=256, n_head=4),
+                **schedule(batch_size=128, lr=1e-3, steps=6000, eval_every=500),
             },
             # Appendix C.1 data, Table 9 hyper-parameters; the paper gives no step count.
             "paper": {
@@ -211,9 +203,7 @@ register(
                 "task.num_digits": 10,
                 "task.n_train": 50_000,
                 "task.n_test": 4_000,
-                "model.n_layer": 8,
-                "model.n_embd": 512,
-                "model.n_head": 64,
+                **model_size(n_layer=8, n_embd=512, n_head=64),
                 "train.batch_size": 128,
                 "train.lr": 1e-3,
                 "train.steps": 10_000,

@@ -147,6 +147,23 @@ class TaskSpec:
 TASKS: dict[str, TaskSpec] = {}
 
 
+def model_size(n_layer: int, n_embd: int, n_head: int) -> dict[str, int]:
+    """A preset's model, as the overrides that set it."""
+    return {"model.n_layer": n_layer, "model.n_embd": n_embd, "model.n_head": n_head}
+
+
+def schedule(
+    batch_size: int, lr: float, steps: int, eval_every: int, weight_decay: float | None = None
+) -> dict[str, float]:
+    """A preset's training budget, as the overrides that set it (weight decay when it differs
+    from the default)."""
+    settings = {"train.batch_size": batch_size, "train.lr": lr, "train.steps": steps}
+    settings["train.eval_every"] = eval_every
+    if weight_decay is not None:
+        settings["train.weight_decay"] = weight_decay
+    return settings
+
+
 def register(spec: TaskSpec) -> TaskSpec:
     TASKS[spec.name] = spec
     return spec

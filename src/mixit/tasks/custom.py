@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mixit.errors import UsageError
-from mixit.tasks.base import TaskData, TaskSpec, answer_split, register
+from mixit.tasks.base import TaskData, TaskSpec, answer_split, model_size, register, schedule
 
 PAD, SEP, UNK = 0, 1, 2
 FIRST_SYMBOL = 3  # ids below are special; symbol i (a character, or integer token i) is 3 + i
@@ -178,33 +178,18 @@ register(
         summary="your own input -> target pairs from JSONL files (the paper's litmus test)",
         presets={
             "tiny": {
-                "model.n_layer": 2,
-                "model.n_embd": 64,
-                "model.n_head": 4,
+                **model_size(n_layer=2, n_embd=64, n_head=4),
                 "model.mixing_scale": "sequence",
-                "train.batch_size": 64,
-                "train.lr": 2e-3,
-                "train.steps": 1000,
-                "train.eval_every": 250,
+                **schedule(batch_size=64, lr=2e-3, steps=1000, eval_every=250),
             },
             "small": {
-                "model.n_layer": 4,
-                "model.n_embd": 256,
-                "model.n_head": 8,
-                "train.batch_size": 128,
-                "train.lr": 1e-3,
-                "train.steps": 5000,
-                "train.eval_every": 500,
+                **model_size(n_layer=4, n_embd=256, n_head=8),
+                **schedule(batch_size=128, lr=1e-3, steps=5000, eval_every=500),
             },
             "paper": {
                 "model.construction": "authors",
-                "model.n_layer": 4,
-                "model.n_embd": 512,
-                "model.n_head": 8,
-                "train.batch_size": 256,
-                "train.lr": 5e-4,
-                "train.steps": 10000,
-                "train.eval_every": 1000,
+                **model_size(n_layer=4, n_embd=512, n_head=8),
+                **schedule(batch_size=256, lr=5e-4, steps=10000, eval_every=1000),
             },
         },
     )

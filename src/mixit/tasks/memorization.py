@@ -24,7 +24,9 @@ from mixit.tasks.base import (
     TaskSpec,
     check_choice,
     check_positive,
+    model_size,
     register,
+    schedule,
     suffix_split,
 )
 
@@ -120,27 +122,18 @@ register(
             "tiny": {
                 "task.num_values": 128,
                 "task.num_pairs": 16384,
-                "model.n_layer": 2,
-                "model.n_embd": 32,
-                "model.n_head": 4,
+                **model_size(n_layer=2, n_embd=32, n_head=4),
                 "model.mixing_scale": "sequence",
-                "train.batch_size": 256,
-                "train.lr": 3e-3,
-                "train.weight_decay": 0.0,
-                "train.steps": 10_000,
-                "train.eval_every": 2500,
+                **schedule(
+                    batch_size=256, lr=3e-3, weight_decay=0.0, steps=10_000, eval_every=2500
+                ),
                 "train.eval_examples": 16384,
             },
             "small": {
                 "task.num_values": 128,
                 "task.num_pairs": 16_384,
-                "model.n_layer": 2,
-                "model.n_embd": 128,
-                "model.n_head": 4,
-                "train.batch_size": 256,
-                "train.lr": 1e-3,
-                "train.steps": 6000,
-                "train.eval_every": 1000,
+                **model_size(n_layer=2, n_embd=128, n_head=4),
+                **schedule(batch_size=256, lr=1e-3, steps=6000, eval_every=1000),
             },
             # Appendix C.1 data; C.2 (Table 4): L=2, 4 heads, lr 0.005, 10,000 steps; Table 9
             # width and batch.
@@ -148,9 +141,7 @@ register(
                 "model.construction": "authors",
                 "task.num_values": 512,
                 "task.num_pairs": 512 * 512,
-                "model.n_layer": 2,
-                "model.n_embd": 1024,
-                "model.n_head": 4,
+                **model_size(n_layer=2, n_embd=1024, n_head=4),
                 "train.batch_size": 256,
                 "train.lr": 5e-3,
                 "train.steps": 10_000,

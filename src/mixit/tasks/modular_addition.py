@@ -11,7 +11,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from mixit.errors import UsageError
-from mixit.tasks.base import TaskData, TaskSpec, check_positive, register, suffix_split
+from mixit.tasks.base import (
+    TaskData,
+    TaskSpec,
+    check_positive,
+    model_size,
+    register,
+    schedule,
+    suffix_split,
+)
 
 NUMBER0 = 1  # the number x in [0, p) is token NUMBER0 + x (0 is PAD); '=' is token p + 1
 
@@ -86,29 +94,17 @@ register(
                 "task.p": 59,
                 "task.n_train": 1392,
                 "task.n_test": 2089,
-                "model.n_layer": 1,
-                "model.n_embd": 64,
-                "model.n_head": 4,
+                **model_size(n_layer=1, n_embd=64, n_head=4),
                 "model.mixing_scale": "sequence",
-                "train.batch_size": 1392,
-                "train.lr": 3e-3,
-                "train.weight_decay": 3.0,
-                "train.steps": 1200,
-                "train.eval_every": 200,
+                **schedule(batch_size=1392, lr=3e-3, weight_decay=3.0, steps=1200, eval_every=200),
             },
             # p=113 (the usual grokking prime), 40 % of the pairs for training, full batch.
             "small": {
                 "task.p": 113,
                 "task.n_train": 5107,
                 "task.n_test": 4000,
-                "model.n_layer": 1,
-                "model.n_embd": 128,
-                "model.n_head": 4,
-                "train.batch_size": 5107,
-                "train.lr": 3e-3,
-                "train.weight_decay": 1.0,
-                "train.steps": 4000,
-                "train.eval_every": 200,
+                **model_size(n_layer=1, n_embd=128, n_head=4),
+                **schedule(batch_size=5107, lr=3e-3, weight_decay=1.0, steps=4000, eval_every=200),
             },
             # Appendix C.1 data, Table 9 hyper-parameters; the paper gives no step count.
             "paper": {
@@ -116,9 +112,7 @@ register(
                 "task.p": 599,
                 "task.n_train": 40_000,
                 "task.n_test": 4_000,
-                "model.n_layer": 2,
-                "model.n_embd": 512,
-                "model.n_head": 32,
+                **model_size(n_layer=2, n_embd=512, n_head=32),
                 "train.batch_size": 256,
                 "train.lr": 1e-3,
                 "train.steps": 10_000,

@@ -34,9 +34,11 @@ from mixit.tasks.base import (
     check_positive,
     constant_answer_accuracy,
     last_token_split,
+    model_size,
     move_padding_right,
     register,
     sample_disjoint,
+    schedule,
     suffix_split,
 )
 
@@ -184,9 +186,7 @@ register(
             "tiny": {
                 "task.vocab_size": 64,
                 "task.max_pairs": 8,
-                "model.n_layer": 2,
-                "model.n_embd": 64,
-                "model.n_head": 2,
+                **model_size(n_layer=2, n_embd=64, n_head=2),
                 "model.mixing_scale": "sequence",
                 "train.batch_size": 128,
                 "train.lr": 2e-3,
@@ -201,13 +201,8 @@ register(
             "small": {
                 "task.vocab_size": 128,
                 "task.max_pairs": 12,
-                "model.n_layer": 2,
-                "model.n_embd": 128,
-                "model.n_head": 4,
-                "train.batch_size": 128,
-                "train.lr": 1e-3,
-                "train.steps": 6000,
-                "train.eval_every": 500,
+                **model_size(n_layer=2, n_embd=128, n_head=4),
+                **schedule(batch_size=128, lr=1e-3, steps=6000, eval_every=500),
             },
             # Appendix C.1 data; width 1024, 4 heads, 2 layers (C.2, Figure 2) and Table 9's
             # learning rate and batch; the paper gives no step count.
@@ -217,9 +212,7 @@ register(
                 "task.max_pairs": 30,
                 "task.n_train": 40_000,
                 "task.n_test": 4_000,
-                "model.n_layer": 2,
-                "model.n_embd": 1024,
-                "model.n_head": 4,
+                **model_size(n_layer=2, n_embd=1024, n_head=4),
                 "train.batch_size": 1024,
                 "train.lr": 1e-4,
                 "train.steps": 10_000,
