@@ -2,6 +2,7 @@
 
 import json
 import math
+import shutil
 import sys
 
 import pytest
@@ -153,3 +154,52 @@ def test_each_compiled_run_compiles_afresh(monkeypatch):
         graphs = counters["stats"]["unique_graphs"]
         train("addition", "standard", overrides={**overrides, "model.n_embd": width})
         assert counters["stats"]["unique_graphs"] > graphs
+
+
+BF16_CHECK = {
+    "train.steps": 4,
+    "train.eval_every": 2,
+    "train.checkpoint_every": 2,
+    "model.n_embd": 32,
+    "task.n_test": 64,
+    "task.n_train": 256,
+}
+
+
+def train_losses(run_dir):
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [r["train_loss"] for r in records if "train_loss" in r]
+
+
+@pytest.mark.parametrize("model", list(VARIANTS))
+def test_bf16_steps_track_fp32_and_resume_exactly(model, tmp_path, monkeypatch):
+    """CPU autocast runs the GPU's default precision: a few steps of every variant stay finite
+    and near fp32, and a bf16 run resumed from its step-2 checkpoint ends where the
+    uninterrupted run did."""
+    from mixit.checkpoint import CHECKPOINT, save_checkpoint
+
+    fp32_dir, bf16_dir, kept = tmp_path / "fp32", tmp_path / "bf16", tmp_path / "step2"
+
+    def save_and_keep_step_2(out, *state):
+        save_checkpoint(out, *state)
+        if state[-1]["step"] == 2:
+            shutil.copytree(out / CHECKPOINT, kept)
+
+    # ``mixit.train`` is also the package's ``train`` function: the module is reached by name.
+    monkeypatch.setattr(sys.modules["mixit.train"], "save_checkpoint", save_and_keep_step_2)
+    train("addition", model, out=fp32_dir, overrides=BF16_CHECK)
+    shutil.rmtree(kept)
+    bf16_settings = {**BF16_CHECK, "train.precision": "bf16"}
+    finished = train("addition", model, out=bf16_dir, overrides=bf16_settings)
+    fp32_losses, bf16_losses = train_losses(fp32_dir), train_losses(bf16_dir)
+    assert all(math.isfinite(loss) for loss in bf16_losses) and len(bf16_losses) == 2
+    assert bf16_losses == pytest.approx(fp32_losses, rel=0.02)
+    assert bf16_losses != fp32_losses  # autocast did run in bf16
+    # Back to the step-2 checkpoint, as if the run had been stopped there.
+    for name in ("summary.json", "model.safetensors"):
+        (bf16_dir / name).unlink()
+    shutil.rmtree(bf16_dir / CHECKPOINT)
+    kept.rename(bf16_dir / CHECKPOINT)
+    resumed = train("addition", model, out=bf16_dir, overrides=bf16_settings, resume=True)
+    assert resumed["metrics"] == finished["metrics"]
+    assert train_losses(bf16_dir) == bf16_losses
