@@ -28,6 +28,7 @@ from mixit.attention import mixer_traits
 from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.generate import cache_bytes_per_token, generate
+from mixit.resolve import resolve_config, resolve_device
 from mixit.tasks import TASKS
 from mixit.variants import get_variant
 
@@ -125,8 +126,6 @@ def _decode_rows(
 
 def synthetic_data_seconds(examples: int = 100_000) -> dict[str, float]:
     """Seconds to generate ``examples`` training examples of each synthetic task."""
-    from mixit.resolve import resolve_config
-
     sizes = {
         "addition": {"task.n_train": examples},
         "dyck": {"task.n_train": examples},
@@ -182,9 +181,7 @@ def bench(
     Rows: ``impl`` "mixit" (the default eager path), "mixit+compile" (``train.compile``, with
     its ``compile_s``) and "hf"; each with its training FLOPs per token and MFU.
     """
-    target = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else "cpu")
-    if device not in ("auto", "cpu", "cuda"):
-        target = torch.device(device)
+    target = resolve_device(device)
     peak = matmul_peak_gflops(target, torch.float32)
     result: dict[str, Any] = {"device": str(target), "peak_gflops": peak}
     if target.type == "cuda":
@@ -253,6 +250,4 @@ def bench_configs(
     models: Sequence[str], overrides: Mapping[str, Any], preset: str = "tiny"
 ) -> dict[str, RunConfig]:
     """Each variant's config at the lm task's shape with the overrides applied."""
-    from mixit.resolve import resolve_config
-
     return {m: resolve_config("lm", m, preset, 0, overrides) for m in models}

@@ -12,6 +12,7 @@ import torch
 from mixit.attention import mixer_traits
 from mixit.config import MAX_SEED, RunConfig, apply_overrides
 from mixit.constructions import construction_overrides
+from mixit.devices import auto_device
 from mixit.errors import UsageError
 from mixit.memory import check_fits
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
@@ -91,6 +92,4 @@ def classification_layout(split: Split) -> bool:
 
 
 def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    return auto_device() if name == "auto" else torch.device(name)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import sys
 from collections.abc import Hashable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -21,6 +22,7 @@ import torch
 
 from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
+from mixit.devices import sharing_note, worker_devices
 from mixit.processes import start_worker
 from mixit.train import run as train_run
 
@@ -35,6 +37,22 @@ def run_dir_name(config: RunConfig) -> str:
     return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
 
 
+# The device this worker process trains on (``worker_devices``); None: each run's own.
+_PINNED: str | None = None
+
+
+def _start_pinned_worker(parent_pid: int, devices: Any) -> None:
+    """A pool worker's start: it ends with its parent and takes the next device of the
+    pool's queue for every run it trains."""
+    global _PINNED
+    start_worker(parent_pid)
+    _PINNED = devices.get()
+
+
+def pinned_device() -> str | None:
+    return _PINNED
+
+
 def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
     import torch
 
@@ -44,17 +62,26 @@ def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) ->
 
     torch.set_num_threads(threads)
     config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
+    if _PINNED is not None and config.train.device == "auto":
+        config.train.device = _PINNED  # an execution setting: the run's identity is unchanged
     return run(config, Path(run_dir), progress=False)
 
 
 def worker_pool(jobs: int) -> ProcessPoolExecutor:
-    """``jobs`` spawned worker processes (no forked OpenMP state) that end with this one."""
+    """``jobs`` spawned worker processes (no forked OpenMP state) that end with this one,
+    worker i on GPU i mod G where G GPUs are visible (``mixit.devices``)."""
     context = multiprocessing.get_context("spawn")
+    devices = context.Queue()
+    for device in worker_devices(jobs):
+        devices.put(device)
+    note = sharing_note(jobs)
+    if note:
+        print(f"mixit: {note}", file=sys.stderr)
     return ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
-        initializer=start_worker,
-        initargs=(os.getpid(),),
+        initializer=_start_pinned_worker,
+        initargs=(os.getpid(), devices),
     )
 
 

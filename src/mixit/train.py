@@ -365,6 +365,7 @@ def run_summary(
         "params_total": sum(p.numel() for p in model.parameters()),
         "params_trainable": sum(p.numel() for p in model.trainable_parameters()),
         "train_seconds": train_seconds,
+        "device": str(training.device),
         "tokens_per_second": training.tokens(steps_run) / train_seconds,
         "metrics": dict(metrics),
         "chance": get_task(config.task_name).chance(data, config.task),

@@ -38,11 +38,10 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 
 def _measure(scale: str, seeds: range) -> dict[str, Any]:
-    import torch
-
+    from mixit.devices import auto_device
     from mixit.resolve import resolve_config
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = auto_device().type
     preset = SCALE_PRESET[scale]
     configs = {m: resolve_config("lm", m, preset, 0) for m in MODELS}
     seq_len, batch = configs["standard"].task.seq_len, configs["standard"].train.batch_size
