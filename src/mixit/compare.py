@@ -11,8 +11,9 @@ from typing import Any
 import torch
 
 from mixit.config import RunConfig
-from mixit.errors import UsageError
+from mixit.errors import RunsPending, UsageError
 from mixit.io import write_json
+from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, litmus_lines, reading
 from mixit.resolve import resolve_config, resolve_device
 from mixit.runs import pending_timings, run_dir_name, train_missing
@@ -99,6 +100,7 @@ def compare(
     progress: bool | None = None,
     tolerance: float | None = None,
     tune: Sequence[str] = (),
+    launch: Launch | None = None,
 ) -> dict[str, Any]:
     """Train each model with seeds ``seed .. seed+seeds-1`` on the same data.
 
@@ -110,7 +112,9 @@ def compare(
     `reproduce` keeps its runs too: a finished run of the same config, from either command, is
     read back instead of retrained. Writes and returns ``out/compare.json``, with the
     litmus reading of each variant against the standard model (``litmus``; ``tolerance``
-    defaults to ``DEFAULT_TOLERANCE`` of the task's metric).
+    defaults to ``DEFAULT_TOLERANCE`` of the task's metric). ``launch`` submits the missing
+    runs as a job array (``mixit.launchers``); without waiting, ``RunsPending`` says how many
+    are still in flight.
     """
     models = list(models or VARIANTS)
     spec = get_task(task)
@@ -123,7 +127,15 @@ def compare(
     tuned = tune_lr(plan, progress) if tune else {}
     chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
     configs = plan.configs(chosen)
-    trained, _ = train_missing(configs, Path(out) / "runs", progress=progress, each=True)
+    trained, _ = train_missing(
+        configs, Path(out) / "runs", progress=progress, each=True, launch=launch
+    )
+    missing = len(configs) - len(trained)
+    if missing:
+        raise RunsPending(
+            f"{missing} of {len(configs)} runs are not finished yet; the same command collects "
+            "them once their jobs end"
+        )
     by_model = {model: [trained[model, s] for s in seed_range] for model in models}
     rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
     chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]

@@ -11,3 +11,13 @@ class TrainingDiverged(Exception):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a scheduler's kill, ``kill PID``): handled as Ctrl-C is, exit status 143."""
+
+
+class RunsFailed(Exception):
+    """Submitted runs whose jobs ended without a summary: one line per run with its log
+    (exit status 1)."""
+
+
+class RunsPending(Exception):
+    """Submitted runs still in flight for a command that needs them all (``--no-wait``):
+    the same command collects them later (exit status 0)."""

@@ -23,6 +23,8 @@ import torch
 from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
 from mixit.devices import sharing_note, worker_devices
+from mixit.errors import RunsFailed
+from mixit.launchers import JobArray, Launch
 from mixit.processes import start_worker
 from mixit.train import run as train_run
 
@@ -53,14 +55,19 @@ def pinned_device() -> str | None:
     return _PINNED
 
 
-def _train_in_worker(config_dict: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
+def _train_in_worker(
+    config_dict: dict[str, Any], run_dir: str, threads: int | None
+) -> dict[str, Any]:
+    """Train one run in this process (a pool worker, or a submitted job: ``threads`` None
+    keeps the threads the job was given)."""
     import torch
 
     from mixit.config import from_dict
     from mixit.tasks import get_task
     from mixit.train import run
 
-    torch.set_num_threads(threads)
+    if threads is not None:
+        torch.set_num_threads(threads)
     config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
     if _PINNED is not None and config.train.device == "auto":
         config.train.device = _PINNED  # an execution setting: the run's identity is unchanged
@@ -106,13 +113,13 @@ def train_missing(
     progress: bool | None = False,
     train: bool = True,
     each: bool = False,
+    launch: Launch | None = None,
 ) -> tuple[dict[Key, dict[str, Any]], int]:
     """Summaries of every run (with its ``run_dir``), training those not finished yet (with
-    ``train=False``, of the finished runs only), and how many distinct runs it trained. Keys
-    whose configs are equal share one run. ``each`` also shows each run's own progress bar
-    (one job only)."""
-    from tqdm import tqdm
-
+    ``train=False``, of the finished runs only), and how many distinct runs it trained (or
+    submitted). Keys whose configs are equal share one run. ``each`` also shows each run's
+    own progress bar (one job only). ``launch`` submits the missing runs as a job array
+    (``mixit.launchers``); without waiting, the summaries are those of the finished runs."""
     summaries: dict[Key, dict[str, Any]] = {}
     todo: dict[str, tuple[RunConfig, list[Key]]] = {}
     for run, config in configs.items():
@@ -124,6 +131,26 @@ def train_missing(
             todo.setdefault(name, (config, []))[1].append(run)
     if not todo or not train:
         return summaries, 0
+    if launch is not None and launch.submits:
+        _submit_missing(todo, runs_dir, launch, jobs)
+        collected, _ = train_missing(configs, runs_dir, train=False)
+        return collected, len(todo)
+    _train_locally(todo, summaries, runs_dir, jobs, progress, each)
+    return summaries, len(todo)
+
+
+def _train_locally(
+    todo: Mapping[str, tuple[RunConfig, list[Key]]],
+    summaries: dict[Key, dict[str, Any]],
+    runs_dir: Path,
+    jobs: int,
+    progress: bool | None,
+    each: bool,
+) -> None:
+    """Train the ``todo`` runs here (one at a time, or in a pool of ``jobs`` workers), adding
+    each one's summary under all its keys."""
+    from tqdm import tqdm
+
     bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
 
     def finished(name: str, summary: dict[str, Any]) -> None:
@@ -150,7 +177,39 @@ def train_missing(
         finally:
             pool.shutdown()
     bar.close()
-    return summaries, len(todo)
+
+
+def _submit_missing(
+    todo: Mapping[str, tuple[RunConfig, list[Key]]], runs_dir: Path, launch: Launch, jobs: int
+) -> None:
+    """Submit the ``todo`` runs not already in flight as one job array (a run whose earlier
+    job failed is said, with its log, and submitted again); wait for them all when
+    ``launch.wait``, then fail with every run that ended without a summary."""
+    array = JobArray(runs_dir.parent / "slurm", launch.launcher, launch.options)
+    flying, failed, fresh = array.split(list(todo))
+    for line in array.failure_lines(failed):
+        print(f"mixit: {line}; submitting it again", file=sys.stderr)
+    # Local "jobs" share this machine's cores, as a pool's workers do; a cluster's jobs keep
+    # the cores their allocation gives them.
+    threads = worker_threads(max(jobs, len(todo))) if launch.launcher == "submitit-local" else None
+    submitted = array.submit(
+        _train_in_worker,
+        {
+            name: (todo[name][0].to_dict(), str(runs_dir / name), threads)
+            for name in [*failed, *fresh]
+        },
+    )
+    print(
+        f"mixit: {len(submitted)} runs submitted ({launch.launcher}), {len(flying)} already in "
+        f"flight; logs in {array.folder}",
+        file=sys.stderr,
+    )
+    if not launch.wait:
+        return
+    array.wait([*flying, *submitted], submitted)
+    unfinished = [name for name in todo if finished_summary(runs_dir / name, todo[name][0]) is None]
+    if unfinished:
+        raise RunsFailed("\n".join(array.failure_lines(unfinished)))
 
 
 def pending_timings(

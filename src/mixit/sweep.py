@@ -22,6 +22,7 @@ from typing import Any
 from mixit.checkpoint import finished_summary
 from mixit.errors import TrainingDiverged, UsageError
 from mixit.io import make_dir
+from mixit.launchers import check_launcher, executor
 from mixit.processes import start_worker
 
 # Table 8 of the paper: the grid searched for every architecture, per task family.
@@ -282,15 +283,10 @@ def sweep(
 
 
 def _launcher(name: str) -> Callable[[Mapping[str, Any], int, Path], None]:
+    check_launcher(name)
     if name == "local":
         return lambda spec, workers, out: _run_local(spec, workers)
-    if name != "slurm":
-        raise UsageError(f"--launcher '{name}' is not one of: local, slurm")
-    try:
-        import submitit  # noqa: F401
-    except ImportError:
-        raise UsageError("--launcher slurm needs submitit: pip install submitit") from None
-    return _submit_slurm
+    return lambda spec, workers, out: _submit_workers(spec, workers, out, name)
 
 
 def _run_local(spec: Mapping[str, Any], workers: int) -> None:
@@ -318,13 +314,11 @@ def _local_worker(spec: Mapping[str, Any], parent_pid: int) -> None:
     work(spec, 1)
 
 
-def _submit_slurm(spec: Mapping[str, Any], workers: int, out: Path) -> None:
-    import submitit
-
-    executor = submitit.AutoExecutor(folder=str(out / "slurm"))
-    executor.update_parameters(slurm_array_parallelism=workers, timeout_min=24 * 60)
-    jobs = executor.map_array(work, [dict(spec)] * workers)
-    print(f"submitted {len(jobs)} SLURM workers; logs in {out / 'slurm'}")
+def _submit_workers(spec: Mapping[str, Any], workers: int, out: Path, launcher: str) -> None:
+    """``workers`` sweep workers as one submitit job array; they share the study's trials."""
+    array = executor(launcher, out / "slurm", {"slurm_array_parallelism": workers})
+    jobs = array.map_array(work, [dict(spec)] * workers)
+    print(f"submitted {len(jobs)} workers ({launcher}); logs in {out / 'slurm'}")
 
 
 def trial_rows(spec: Mapping[str, Any]) -> list[dict[str, Any]]:

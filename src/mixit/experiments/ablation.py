@@ -88,7 +88,9 @@ def ablate(
     names, configs = plan_ablation(differences, claims, how)
     out = Path(how.out)
     started = time.perf_counter()
-    summaries, trained = train_missing(configs, out / "runs", how.jobs, how.progress, train)
+    summaries, trained = train_missing(
+        configs, out / "runs", how.jobs, how.progress, train, launch=how.launch
+    )
     wall = time.perf_counter() - started
     unfinished = [
         d

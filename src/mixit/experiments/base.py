@@ -17,6 +17,7 @@ from typing import Any
 
 from mixit.config import RunConfig
 from mixit.io import write_json
+from mixit.launchers import Launch
 from mixit.resolve import resolve_config
 from mixit.tasks import Split, get_task
 
@@ -38,7 +39,8 @@ class Reproduction:
     ablation: the scale, the seeds (``seeds`` of them from ``first_seed``: seeds 100-102
     confirm settings chosen on 0-2), where the runs go, how many train at once, the overrides
     applied to every run (dotted keys; they change the runs' hashes) and the ``best.json`` of
-    ``mixit sweep --best`` to train each task and model with."""
+    ``mixit sweep --best`` to train each task and model with, and where the missing runs
+    train (``launch``: here, or submitted as a job array)."""
 
     scale: str = "tiny"
     seeds: int = 3
@@ -48,6 +50,7 @@ class Reproduction:
     overrides: Mapping[str, Any] = field(default_factory=dict)
     tuned: str | Path | None = None
     progress: bool = False
+    launch: Launch = field(default_factory=Launch)
 
     @property
     def seed_range(self) -> range:

@@ -216,7 +216,9 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     scale, seed_range, jobs, out = how.scale, how.seed_range, how.jobs, Path(how.out)
     experiments, configs = plan_reproduction(names, how)
     start = time.perf_counter()
-    summaries, trained = train_missing(configs, out / "runs", jobs, how.progress, train)
+    summaries, trained = train_missing(
+        configs, out / "runs", jobs, how.progress, train, launch=how.launch
+    )
     this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
     this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
     this_call |= {"scale": scale, "seeds": how.seeds}

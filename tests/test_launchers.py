@@ -1,0 +1,68 @@
+"""Runs as a submitit job array, through submitit's local executor: the cluster path without
+a cluster (``--launcher submitit-local``)."""
+
+import json
+
+import pytest
+
+from mixit.cli import main
+from mixit.launchers import JOBS_FILE, parse_options
+
+pytest.importorskip("submitit")
+QUICK = ["train.steps=4", "train.eval_every=4", "train.eval_examples=256"]
+
+
+def jobs(out):
+    return json.loads((out / "slurm" / JOBS_FILE).read_text())
+
+
+@pytest.mark.processes
+def test_reproduce_table1_through_a_job_array_submits_each_run_once(tmp_path, capsys):
+    out = tmp_path / "r"
+    argv = ["reproduce", "table1", "--seeds", "1", "--out", str(out), *QUICK]
+    assert main([*argv, "--launcher", "submitit-local", "--no-wait"]) == 0
+    submitted = jobs(out)
+    assert len(submitted) == 8  # k-hop and retrieval, four models each
+    # Waiting collects them: nothing in flight is submitted again.
+    assert main([*argv, "--launcher", "submitit-local"]) == 0
+    assert jobs(out) == submitted
+    assert "0 runs submitted" in capsys.readouterr().err
+    report = (out / "table1" / "report.md").read_text()
+    assert "Not reported yet" not in report and "| khop |" in report
+    assert len(list((out / "runs").glob("*/summary.json"))) == 8
+    # Finished runs are read back as any finished run: neither submitted nor trained again.
+    assert main([*argv, "--launcher", "submitit-local"]) == 0
+    assert jobs(out) == submitted
+
+
+@pytest.mark.processes
+def test_a_run_that_fails_on_its_node_is_named_with_its_log(tmp_path, capsys):
+    out = tmp_path / "c"
+    argv = ["compare", "--task", "addition", "--models", "standard", "--out", str(out)]
+    diverging = ["train.lr=1e30", "train.steps=4", "train.eval_every=4"]
+    assert main([*argv, "--launcher", "submitit-local", *diverging]) == 1
+    err = capsys.readouterr().err
+    (job,) = jobs(out).values()
+    assert f"(job {job['job_id']}) ended without a summary; its log: " in err
+    assert str(out / "slurm" / f"{job['job_id']}_0_log.err") in err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--launcher", "pbs"], "--launcher 'pbs' is not one of: local, slurm, submitit-local"),
+        (["--no-wait"], "--no-wait and --slurm-option need --launcher slurm or submitit-local"),
+        (["--launcher", "slurm", "--slurm-option", "partition"], "is not KEY=VALUE"),
+    ],
+)
+def test_bad_launch_options_exit_2_before_anything_is_written(extra, message, tmp_path, capsys):
+    out = tmp_path / "x"
+    assert main(["compare", "--task", "addition", "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_slurm_options_keep_numbers_as_numbers():
+    options = parse_options(["slurm_partition=gpu", "gpus_per_node=1", "timeout_min=90.5"])
+    assert options == {"slurm_partition": "gpu", "gpus_per_node": 1, "timeout_min": 90.5}
