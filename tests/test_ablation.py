@@ -77,7 +77,7 @@ def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     [
         (["--claims", "C4"], "does not cover claim 'C4'"),
         (["--differences", "colour"], "unknown difference 'colour'"),
-        (["--estimate"], "takes no --tuned or --estimate"),
+        (["--estimate"], "takes no --tuned, --estimate or --target"),
         (["--no-train"], "equations' runs of the ablation"),
     ],
 )

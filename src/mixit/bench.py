@@ -24,13 +24,12 @@ from mixit.analysis.throughput import (
     synchronize,
     time_interleaved,
 )
-from mixit.attention import mixer_traits
 from mixit.config import RunConfig
+from mixit.cost import flops_per_token
 from mixit.errors import UsageError
 from mixit.generate import cache_bytes_per_token, generate
 from mixit.resolve import resolve_config, resolve_device
 from mixit.tasks import TASKS
-from mixit.variants import get_variant
 
 
 def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, size: int = 1024) -> float:
@@ -47,30 +46,6 @@ def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, size: int = 102
         synchronize(device)
         times.append(time.perf_counter() - start)
     return 2 * size**3 / statistics.median(times) / 1e9
-
-
-def flops_per_token(config: RunConfig, seq_len: int) -> float:
-    """Training FLOPs of one token for ``config``'s variant (a multiply-add counts 2).
-
-    Every matrix costs 2 FLOPs per weight forward and 2 backward for the gradient of its input;
-    only a trainable matrix costs 2 more for its own gradient (so the standard model gets the
-    usual 6 N). Softmax attention adds 4 T n per layer forward (scores and the weighted sum,
-    counted unmasked) and twice that backward: 12 L T n. MixiT's fixed mixing is one
-    weighted sum forward and the gradient for V backward: 4 L T n.
-    """
-    m = config.model
-    variant = get_variant(config.variant)
-    n, L, T = m.n_embd, m.n_layer, seq_len
-    softmax = "k" in mixer_traits(variant.attention, m).cached  # a mixer with keys has queries
-    matrices = {
-        "qk": 2 * n * n * L if softmax else 0,
-        "vo": 2 * n * n * L,
-        "mlp": 3 * m.mlp_ratio * n * n * L,
-        "unembed": n * (m.vocab_size or 1024),
-    }
-    trained = sum(size for group, size in matrices.items() if group not in variant.frozen)
-    attention = (12 if softmax else 4) * L * T * n
-    return 4 * sum(matrices.values()) + 2 * trained + attention
 
 
 def _hf_step(config: RunConfig, seq_len: int, batch: int, device: torch.device):

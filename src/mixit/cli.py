@@ -58,12 +58,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "(appendix C and Table 9)",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument(
-        "--estimate",
-        action="store_true",
-        help="time a few training steps of each model on this machine and print how long the "
-        "command would take; trains nothing and writes no run directory",
-    )
+    _add_estimate_options(parser)
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -204,12 +199,7 @@ def _add_reproduce(commands: Any) -> None:
         help="train nothing; report the experiments (the ablation: the differences) whose "
         "runs are all finished",
     )
-    parser.add_argument(
-        "--estimate",
-        action="store_true",
-        help="train and write nothing; time a few steps of each run's config on this machine "
-        "and print how long the training would take with --jobs",
-    )
+    _add_estimate_options(parser)
     _add_ablation_options(parser)
     _add_launch_options(parser)
     # One positional list, so that options may come before or after the overrides.
@@ -221,6 +211,21 @@ def _add_reproduce(commands: Any) -> None:
         "training run, e.g. train.steps=50",
     )
     parser.set_defaults(run=_reproduce)
+
+
+def _add_estimate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="train and write nothing; time a few steps of each run's config on this machine "
+        "and print how long the training would take (with --jobs processes)",
+    )
+    parser.add_argument(
+        "--target",
+        default=None,
+        help="with --estimate: predict instead for this device from each run's FLOPs and "
+        "memory, without timing anything: h100, a100 or cpu (docs/cost.md)",
+    )
 
 
 def _add_launch_options(parser: argparse.ArgumentParser) -> None:
@@ -315,6 +320,12 @@ def _add_bench(commands: Any) -> None:
     parser.add_argument(
         "--data", action="store_true", help="also time 100k examples of each synthetic task"
     )
+    parser.add_argument(
+        "--cost-check",
+        action="store_true",
+        help="instead: the --estimate --target cost model against this machine, for every "
+        "config of `reproduce all --scale tiny` (a few steps each, in its own process)",
+    )
     parser.add_argument("--json", default=None, help="write the figures to this file")
     parser.add_argument(
         "overrides", nargs="*", metavar="KEY=VALUE", help="shape, e.g. model.n_embd=512"
@@ -393,6 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if command == "reproduce":
             args.what += extra
+        if getattr(args, "target", None) and not args.estimate:
+            raise UsageError("--target goes with --estimate: it predicts, it does not train")
         args.argv = argv
         return args.run(args)
     except UsageError as error:
@@ -420,7 +433,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.estimate:
         one_seed = range(args.seed, args.seed + 1)
         plan = Comparison(args.task, (args.model,), args.preset, one_seed, None, overrides)
-        one_run = estimate(plan)
+        one_run = estimate(plan, args.target)
         print(format_estimate(one_run))
         return 0
     if args.nproc != 1:
@@ -457,7 +470,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.estimate:
         seeds = range(args.seed, args.seed + args.seeds)
         plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
-        cost = estimate(plan)
+        cost = estimate(plan, args.target)
         print(format_estimate(cost))
         return 0
     result = compare(
@@ -543,7 +556,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.claims or args.differences:
         raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
     if args.estimate:
-        print(format_estimate(estimate([experiment], how)))
+        print(format_estimate(estimate([experiment], how, args.target)))
         return 0
     claims = reproduce([experiment], how, train=not args.no_train)
     for claim in claims:
@@ -555,8 +568,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _ablation(args: argparse.Namespace, how: Reproduction) -> int:
     from mixit.experiments.ablation import ablate
 
-    if args.estimate or args.tuned:
-        raise UsageError("`reproduce ablation` takes no --tuned or --estimate")
+    if args.estimate or args.tuned or args.target:
+        raise UsageError("`reproduce ablation` takes no --tuned, --estimate or --target")
     results = ablate(_names(args.differences), _names(args.claims), how, not args.no_train)
     for difference, by_claim in results["differences"].items():
         verdicts = ", ".join(f"{c} {r['verdict']}" for c, r in by_claim.items())
@@ -574,6 +587,14 @@ def _bench(args: argparse.Namespace) -> int:
 
     if min(args.seq_len, args.batch, args.rounds) < 1:
         raise UsageError("--seq-len, --batch and --rounds must be >= 1")
+    if args.cost_check:
+        from mixit.cost_check import cost_check, format_cost_check
+
+        checked = cost_check("tiny", progress=sys.stderr.isatty())
+        print(format_cost_check(checked))
+        if args.json:
+            write_json(Path(args.json), checked)
+        return 0
     configs = bench_configs(_models(args.models), parse_overrides(args.overrides))
     result = bench(
         configs,

@@ -11,12 +11,13 @@ from typing import Any
 import torch
 
 from mixit.config import RunConfig
+from mixit.cost import get_target
 from mixit.errors import RunsPending, UsageError
 from mixit.io import write_json
 from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, litmus_lines, reading
 from mixit.resolve import resolve_config, resolve_device
-from mixit.runs import pending_timings, run_dir_name, train_missing
+from mixit.runs import pending_timings, predicted_timings, run_dir_name, train_missing
 from mixit.tasks import get_task
 from mixit.variants import VARIANTS
 
@@ -177,32 +178,38 @@ def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -
     }
 
 
-def estimate(plan: Comparison) -> dict[str, Any]:
+def estimate(plan: Comparison, target: str | None = None) -> dict[str, Any]:
     """What `compare` (or, with one model and seed, `train`) would cost on this machine,
     without training or writing anything: each model's config is timed once (its seeds cost
-    the same, see ``time_training``); a finished run in ``plan.out`` costs nothing."""
+    the same, see ``time_training``), or, with ``target``, predicted for that device with its
+    memory (``mixit.cost``); a finished run in ``plan.out`` costs nothing."""
     models, seed = plan.models, plan.seeds.start
     configs = plan.configs()
-    timings = pending_timings(configs, None if plan.out is None else plan.out / "runs")
+    runs_dir = None if plan.out is None else plan.out / "runs"
+    if target is None:
+        timings = pending_timings(configs, runs_dir)
+    else:
+        timings = predicted_timings(configs, runs_dir, target)
     rows = []
     for model in models:
         names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
         pending = [timings[name] for name in names if name in timings]
         timing = pending[0] if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
-        rows.append(
-            {
-                "model": model,
-                "runs": len(pending),
-                "steps": configs[model, seed].train.steps,
-                "step_seconds": timing["step_seconds"],
-                "run_seconds": timing["run_seconds"],
-            }
-        )
+        row = {"model": model, "runs": len(pending), "steps": configs[model, seed].train.steps}
+        row |= {"step_seconds": timing["step_seconds"], "run_seconds": timing["run_seconds"]}
+        if "memory_bytes" in timing:
+            row["memory_gib"] = timing["memory_bytes"] / 2**30
+        rows.append(row)
     device = resolve_device(configs[models[0], seed].train.device)
+    where = f"timed on this machine ({device.type}, {torch.get_num_threads()} threads)"
+    if target is not None:
+        chosen = get_target(target)
+        source = "measured" if chosen.measured else "assumed"
+        where = f"predicted for {chosen.name} ({chosen.efficiency:.0%} of peak, {source})"
     return {
         "task": plan.task,
         "preset": plan.preset,
-        "device": f"{device.type}, {torch.get_num_threads()} threads",
+        "device": where,
         "rows": rows,
         "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
     }
@@ -211,16 +218,19 @@ def estimate(plan: Comparison) -> dict[str, Any]:
 def format_estimate(result: Mapping[str, Any]) -> str:
     """The estimate as a plain-text table, and the total with the runs one after another."""
     title = (
-        f"task: {result['task']} (preset {result['preset']}), timed on this machine "
-        f"({result['device']}); nothing was trained"
+        f"task: {result['task']} (preset {result['preset']}), {result['device']}; "
+        "nothing was trained"
     )
+    memory = "memory_gib" in result["rows"][0]
     header = f"{'model':<12} {'runs':>5} {'steps':>7} {'ms/step':>9} {'per run':>10}"
+    header += f" {'GiB':>8}" if memory else ""
     lines = [title, header, "-" * len(header)]
     for row in result["rows"]:
-        lines.append(
+        line = (
             f"{row['model']:<12} {row['runs']:>5} {row['steps']:>7,} "
             f"{row['step_seconds'] * 1e3:>9.1f} {duration(row['run_seconds']):>10}"
         )
+        lines.append(line + (f" {row['memory_gib']:>8.2f}" if memory else ""))
     lines.append(f"about {duration(result['total_seconds'])} in all, one run after another")
     return "\n".join(lines)
 

@@ -212,6 +212,15 @@ def _submit_missing(
         raise RunsFailed("\n".join(array.failure_lines(unfinished)))
 
 
+def unfinished(configs: Mapping[Key, RunConfig], runs_dir: Path | None) -> dict[str, RunConfig]:
+    """The distinct configs not finished in ``runs_dir`` (all of them when None), by run
+    directory name."""
+    named = {run_dir_name(config): config for config in configs.values()}
+    if runs_dir is None:
+        return named
+    return {name: c for name, c in named.items() if finished_summary(runs_dir / name, c) is None}
+
+
 def pending_timings(
     configs: Mapping[Key, RunConfig], runs_dir: Path | None, jobs: int = 1, progress: bool = False
 ) -> dict[str, dict[str, float]]:
@@ -222,13 +231,7 @@ def pending_timings(
 
     from mixit.train import time_training
 
-    pending = {run_dir_name(config): config for config in configs.values()}
-    if runs_dir is not None:
-        pending = {
-            name: config
-            for name, config in pending.items()
-            if finished_summary(runs_dir / name, config) is None
-        }
+    pending = unfinished(configs, runs_dir)
     by_shape: dict[str, dict[str, float]] = {}
     timings = {}
     threads = torch.get_num_threads()
@@ -242,3 +245,17 @@ def pending_timings(
     finally:
         torch.set_num_threads(threads)
     return timings
+
+
+def predicted_timings(
+    configs: Mapping[Key, RunConfig], runs_dir: Path | None, target: str
+) -> dict[str, dict[str, Any]]:
+    """``mixit.cost.predict``'s seconds and memory on ``target`` for each run not finished in
+    ``runs_dir`` (all of them when None), by run directory name: nothing is timed here."""
+    from mixit.cost import get_target, predict, shapes
+
+    device = get_target(target)
+    pending = unfinished(configs, runs_dir)
+    return {
+        name: predict(filled, shape, device) for name, (filled, shape) in shapes(pending).items()
+    }

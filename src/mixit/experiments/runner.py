@@ -30,7 +30,13 @@ from mixit.experiments.base import (
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.io import make_dir, write_json, write_text
 from mixit.resolve import resolve_device
-from mixit.runs import pending_timings, run_dir_name, train_missing, worker_threads
+from mixit.runs import (
+    pending_timings,
+    predicted_timings,
+    run_dir_name,
+    train_missing,
+    worker_threads,
+)
 
 
 def experiment_seconds(
@@ -147,17 +153,22 @@ def list_schedule(seconds: Sequence[float], jobs: int) -> float:
     return max(free_at)
 
 
-def estimate(names: Sequence[str], how: Reproduction) -> dict[str, Any]:
+def estimate(names: Sequence[str], how: Reproduction, target: str | None = None) -> dict[str, Any]:
     """What ``reproduce`` with these arguments would train, and for how long, without
     training: each distinct config (seeds share one) is timed for a few steps on this machine
-    at the thread count a worker would get (``mixit.runs.pending_timings``). Runs already
-    finished in ``out`` cost nothing. The wall-time estimate assumes the ``jobs`` processes do
-    not slow each other down; it covers training, not the reports.
+    at the thread count a worker would get (``mixit.runs.pending_timings``), or, with
+    ``target`` (``mixit.cost.TARGETS``), predicted for that device from its FLOPs, with its
+    memory. Runs already finished in ``out`` cost nothing. The wall-time estimate assumes the
+    ``jobs`` processes (one per GPU on a target) do not slow each other down; it covers
+    training, not the reports.
     """
     scale, seed_range, jobs = how.scale, how.seed_range, how.jobs
     experiments, configs = plan_reproduction(names, how)
     dir_names = {run: run_dir_name(config) for run, config in configs.items()}
-    timings = pending_timings(configs, Path(how.out) / "runs", jobs, how.progress)
+    if target is None:
+        timings = pending_timings(configs, Path(how.out) / "runs", jobs, how.progress)
+    else:
+        timings = predicted_timings(configs, Path(how.out) / "runs", target)
     seconds = {name: timing["run_seconds"] for name, timing in timings.items()}
     per_experiment = {}
     for experiment in experiments:
@@ -168,7 +179,7 @@ def estimate(names: Sequence[str], how: Reproduction) -> dict[str, Any]:
             "runs_to_train": len(todo),
             "train_seconds": sum(seconds[name] for name in todo),
         }
-    return {
+    result = {
         "scale": scale,
         "seeds": how.seeds,
         "jobs": jobs,
@@ -179,6 +190,25 @@ def estimate(names: Sequence[str], how: Reproduction) -> dict[str, Any]:
         "configs_timed": len({id(timing) for timing in timings.values()}),
         "train_seconds": sum(seconds.values()),
         "wall_seconds": list_schedule(list(seconds.values()), jobs),
+    }
+    if target is not None:
+        result |= memory_summary(timings, target)
+    return result
+
+
+def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dict[str, Any]:
+    """The target device and the largest run's memory, and the runs that do not fit."""
+    from mixit.cost import GIB, get_target
+
+    device = get_target(target)
+    largest = max((t["memory_bytes"] for t in timings.values()), default=0)
+    return {
+        "device": f"{device.name} (predicted from FLOPs at {device.efficiency:.0%} of peak, "
+        f"{'measured' if device.measured else 'assumed'})",
+        "target": device.name,
+        "memory_gib_largest_run": largest / GIB,
+        "memory_gib_device": device.memory_gib,
+        "runs_not_fitting": sorted(name for name, t in timings.items() if not t["fits"]),
     }
 
 
@@ -191,18 +221,37 @@ def format_estimate(estimate: Mapping[str, Any]) -> str:
     return "\n".join(
         [
             f"Estimated training at `{estimate['scale']}` scale, {estimate['seeds']} seed(s), "
-            f"on {estimate['device']} ({estimate['threads_per_job']} thread(s) per job):",
+            f"on {estimate['device']}"
+            + (
+                ""
+                if "target" in estimate
+                else f" ({estimate['threads_per_job']} thread(s) per job)"
+            )
+            + ":",
             "",
             "| experiment | runs | to train | seconds (one job) |",
             "|---|---:|---:|---:|",
             *rows,
             "",
             f"{estimate['runs_to_train']} runs to train ({estimate['configs_timed']} configs "
-            f"timed): {estimate['train_seconds']:,.0f} s in one job, about "
+            f"{'predicted' if 'target' in estimate else 'timed'}): "
+            f"{estimate['train_seconds']:,.0f} s in one job, about "
             f"{duration(estimate['wall_seconds'])} of wall time with --jobs {estimate['jobs']} "
             "(runs shared by experiments count in each row, once in the total).",
+            *memory_lines(estimate),
         ]
     )
+
+
+def memory_lines(estimate: Mapping[str, Any]) -> list[str]:
+    if "memory_gib_largest_run" not in estimate:
+        return []
+    misfits = estimate["runs_not_fitting"]
+    return [
+        f"The largest run needs about {estimate['memory_gib_largest_run']:,.1f} GiB; one "
+        f"{estimate['target']} has {estimate['memory_gib_device']:,.0f} GiB"
+        + (f"; {len(misfits)} runs do not fit: {', '.join(misfits[:3])}" if misfits else ".")
+    ]
 
 
 def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> list[Claim]:

@@ -142,6 +142,10 @@ class TaskSpec:
     # The dotted settings ``model.construction=authors`` adds for this task: its data layout
     # and set-up where the authors' scripts differ from the paper's text (mixit.constructions).
     authors_settings: Mapping[str, Any] = field(default_factory=dict)
+    # For a task whose data may be out of reach (a hub corpus): its sequence length,
+    # vocabulary and share of scored tokens from the config alone, where the config says them,
+    # so that a cost estimate (mixit.cost) need not build the data; else (None) it builds them.
+    declared_shape: Callable[[Any], tuple[int, int, float] | None] | None = None
 
 
 TASKS: dict[str, TaskSpec] = {}

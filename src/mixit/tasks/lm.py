@@ -168,6 +168,12 @@ def lm_metrics(metrics: dict[str, float], params_trainable: int, config: LMConfi
     return {"log_ppl": metrics["test_loss"]}
 
 
+def lm_shape(config: LMConfig) -> tuple[int, int, float] | None:
+    """Windows of ``seq_len`` tokens, every one scored, over a trained BPE's vocabulary (a
+    named tokenizer's size is known once it is loaded)."""
+    return (config.seq_len, config.vocab_size, 1.0) if config.tokenizer == "bpe" else None
+
+
 register(
     TaskSpec(
         name="lm",
@@ -179,6 +185,7 @@ register(
         chance=unigram_log_ppl,
         exact_match=False,
         extra_metrics=lm_metrics,
+        declared_shape=lm_shape,
         presets={
             # 170 ms a step on 2 cores: about 3.5 minutes a model (docs/presets.md).
             "tiny": {

@@ -172,6 +172,16 @@ def encoded_splits(config: SentimentConfig) -> tuple[np.ndarray, np.ndarray, int
     return train, test, label0
 
 
+def sentiment_shape(config: SentimentConfig) -> tuple[int, int, float] | None:
+    """The review's tokens (after a BOS token where there is one), the separator and the
+    label: one scored position per row, over a trained tokenizer's vocabulary and the two
+    labels (a named tokenizer's size is known once it is loaded)."""
+    if config.tokenizer not in ("bpe", "words"):
+        return None
+    seq_len = config.seq_len + 1 + config.bos_token
+    return seq_len, config.vocab_size + 2 + config.bos_token, 1 / seq_len
+
+
 register(
     TaskSpec(
         name="sentiment",
@@ -190,6 +200,7 @@ register(
             "model.width_base": 1.0,
             "task.bos_token": True,
         },
+        declared_shape=sentiment_shape,
         presets={
             # Words, not BPE pieces: a snippet stays short in tokens, and both standard
             # (0.712 -> 0.738) and mixit (0.627 -> 0.671) score higher (docs/presets.md).

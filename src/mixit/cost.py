@@ -1,0 +1,215 @@
+"""What a run costs on a device it has not run on: FLOPs, time and accelerator memory from its
+config alone (``--estimate --target DEVICE``).
+
+Time is the run's training and evaluation FLOPs over the device's peak at the run's precision
+times an efficiency (the share of peak a run of this size reaches): measured on this project's
+CPU machine, assumed for GPUs until one is measured (``TARGETS`` says which; docs/cost.md has the
+validation against measured runs). Memory adds up what a training step holds: the fp32 weights,
+the trainable weights' gradients and AdamW's two moments, MixiT's fixed (H, T, T) mixing
+matrices or the RoPE tables, the activations kept for the backward pass, and the logits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mixit.attention import mixer_traits
+from mixit.config import RunConfig
+from mixit.errors import UsageError
+from mixit.variants import get_variant
+
+FLOAT = 4  # bytes per fp32 value
+GIB = 2**30
+# Autograd keeps more than the tensors counted in ``memory_parts`` (the activation's input,
+# head-split copies): the median measured / counted ratio over the tiny experiments on this
+# project's CPU machine is 1.69 for the counted parts alone, and 1.8 on the activations brings
+# it to 1.02 (chosen from that measurement: docs/cost.md).
+ACTIVATION_FACTOR = 1.8
+
+
+@dataclass(frozen=True)
+class Target:
+    """A device to estimate for: its peak dense matmul throughput per precision (TFLOP/s),
+    its memory, and the share of peak mixit's runs reach on it (``measured``: on this
+    project's machines; else an assumption)."""
+
+    name: str
+    peak_tflops: Mapping[str, float]
+    memory_gib: float
+    efficiency: float
+    measured: bool
+
+
+TARGETS = {
+    # Peaks are the vendors' dense figures (no sparsity); fp32 without TF32, which mixit
+    # leaves off. 0.35 of peak is an assumption for models this small, not a measurement.
+    "h100": Target("h100", {"bf16": 989.0, "fp32": 67.0}, 80.0, 0.35, measured=False),
+    "a100": Target("a100", {"bf16": 312.0, "fp32": 19.5}, 80.0, 0.35, measured=False),
+    # This project's 2-core machine: the measured fp32 matmul peak (`mixit bench`) and the
+    # median share of it the tiny experiments' steps reach (docs/cost.md). CPU bf16 autocast
+    # is no faster than fp32 here.
+    "cpu": Target("cpu", {"bf16": 0.180, "fp32": 0.180}, 24.0, 0.38, measured=True),
+}
+
+
+def get_target(name: str) -> Target:
+    if name not in TARGETS:
+        raise UsageError(f"--target '{name}' is not one of: {', '.join(TARGETS)}")
+    return TARGETS[name]
+
+
+def _mixes_with_keys(config: RunConfig) -> bool:
+    """Softmax attention (it caches keys, so it has queries); MixiT's fixed mixing has none."""
+    return "k" in mixer_traits(get_variant(config.variant).attention, config.model).cached
+
+
+def matrices(config: RunConfig) -> dict[str, int]:
+    """Weights of each parameter group's matrices (the unembedding at the config's vocab)."""
+    m = config.model
+    n, layers = m.n_embd, m.n_layer
+    return {
+        "qk": 2 * n * n * layers if _mixes_with_keys(config) else 0,
+        "vo": 2 * n * n * layers,
+        "mlp": 3 * m.mlp_ratio * n * n * layers,
+        "unembed": n * (m.vocab_size or 1024),
+    }
+
+
+def flops_per_token(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> float:
+    """Training FLOPs of one token for ``config``'s variant (a multiply-add counts 2), where
+    ``scored_share`` of the tokens are scored (the output head runs at those alone).
+
+    Every matrix costs 2 FLOPs per weight forward and 2 backward for the gradient of its input;
+    only a trainable matrix costs 2 more for its own gradient (so the standard model gets the
+    usual 6 N). Softmax attention adds 4 T n per layer forward (scores and the weighted sum,
+    counted unmasked) and twice that backward: 12 L T n. MixiT's fixed mixing is one
+    weighted sum forward and the gradient for V backward: 4 L T n.
+    """
+    m = config.model
+    frozen = get_variant(config.variant).frozen
+    weights = matrices(config)
+    weights["unembed"] = round(weights["unembed"] * scored_share)
+    trained = sum(size for group, size in weights.items() if group not in frozen)
+    attention = (12 if _mixes_with_keys(config) else 4) * m.n_layer * seq_len * m.n_embd
+    return 4 * sum(weights.values()) + 2 * trained + attention
+
+
+def forward_flops_per_token(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> float:
+    """An evaluation's FLOPs per token: the forward pass alone."""
+    m = config.model
+    weights = matrices(config)
+    weights["unembed"] = round(weights["unembed"] * scored_share)
+    attention = (4 if _mixes_with_keys(config) else 2) * m.n_layer * seq_len * m.n_embd
+    return 2 * sum(weights.values()) + attention
+
+
+def run_flops(config: RunConfig, shape: Shape) -> float:
+    """A whole run's FLOPs: every training step, and every evaluation."""
+    train = config.train
+    evaluations = -(-train.steps // train.eval_every)
+    per_token = flops_per_token(config, shape.seq_len, shape.scored_share)
+    steps = train.steps * train.batch_size * shape.seq_len * per_token
+    forward = forward_flops_per_token(config, shape.seq_len, shape.scored_share)
+    return steps + evaluations * shape.eval_tokens * forward
+
+
+def memory_parts(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> dict[str, int]:
+    """Bytes a training step holds, by part. Activations kept for the backward pass, per token
+    and layer: the block's two norm inputs and outputs, Q, K, V and the mixed output (8 n), and
+    the gated MLP's four hidden tensors (4 r n), in the autocast dtype; the logits and their
+    gradient in fp32, at the scored positions. The activations are then scaled by
+    ``ACTIVATION_FACTOR``, measured."""
+    m = config.model
+    n, layers, block = m.n_embd, m.n_layer, m.block_size or seq_len
+    parameters = sum(matrices(config).values()) + m.vocab_size * n + block * n
+    frozen = get_variant(config.variant).frozen
+    trainable = sum(size for group, size in matrices(config).items() if group not in frozen)
+    trainable += m.vocab_size * n  # the embedding
+    if _mixes_with_keys(config):
+        buffers = layers * block * (n // m.n_head)  # RoPE tables
+    else:
+        buffers = layers * m.n_head * block * block  # MixiT's (H, T, T) matrices
+    tokens = config.train.batch_size * seq_len
+    autocast = 2 if config.train.precision == "bf16" else FLOAT
+    return {
+        "weights": FLOAT * parameters,
+        "gradients": FLOAT * trainable,
+        "optimizer": 2 * FLOAT * trainable,
+        "buffers": FLOAT * buffers,
+        "activations": round(
+            ACTIVATION_FACTOR * autocast * tokens * (layers * (8 * n + 4 * m.mlp_ratio * n) + 3 * n)
+        ),
+        "logits": round(2 * FLOAT * tokens * scored_share * m.vocab_size),
+    }
+
+
+def predict(config: RunConfig, shape: Shape, target: Target) -> dict[str, Any]:
+    """Seconds and memory of one run of ``config`` (filled in from its data: ``shape``) on
+    ``target``."""
+    peak = target.peak_tflops[config.train.precision] * 1e12
+    flops = run_flops(config, shape)
+    per_token = flops_per_token(config, shape.seq_len, shape.scored_share)
+    step_flops = config.train.batch_size * shape.seq_len * per_token
+    parts = memory_parts(config, shape.seq_len, shape.scored_share)
+    memory = sum(parts.values())
+    return {
+        "flops": flops,
+        "step_seconds": step_flops / (peak * target.efficiency),
+        "run_seconds": flops / (peak * target.efficiency),
+        "memory_bytes": memory,
+        "memory_parts": parts,
+        "fits": memory <= target.memory_gib * GIB,
+    }
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a run's data add to its config for the cost: the sequence length, the share of
+    tokens scored (the output head runs at those), the tokens one evaluation reads."""
+
+    seq_len: int
+    scored_share: float
+    eval_tokens: int
+
+
+def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape]]:
+    """Per key, the config filled in from its task's data (vocabulary, block size) and its
+    ``Shape``. The data are built once per task config (the seed does not change their
+    shape)."""
+    import copy
+    import dataclasses
+    import json
+
+    from mixit.tasks import IGNORE_INDEX, get_task
+
+    built: dict[str, Any] = {}
+    out = {}
+    for key, config in configs.items():
+        spec = get_task(config.task_name)
+        declared = spec.declared_shape(config.task) if spec.declared_shape else None
+        if declared is not None:
+            seq_len, vocab_size, scored = declared
+            filled = copy.deepcopy(config)
+            filled.model.vocab_size = filled.model.vocab_size or vocab_size
+            filled.model.block_size = filled.model.block_size or seq_len
+            eval_rows = config.train.eval_examples * (1 + spec.exact_match)
+            out[key] = (filled, Shape(seq_len, scored, eval_rows * seq_len))
+            continue
+        task = dataclasses.asdict(config.task)
+        task_key = json.dumps([config.task_name, task], sort_keys=True, default=str)
+        if task_key not in built:
+            built[task_key] = get_task(config.task_name).make_data(config.task, 0)
+        data = built[task_key]
+        seq_len = data.train.inputs.shape[1]
+        filled = copy.deepcopy(config)  # as fit_model_to_data fills it, without its checks
+        filled.model.vocab_size = filled.model.vocab_size or data.vocab_size
+        filled.model.block_size = filled.model.block_size or seq_len
+        scored = float((data.train.targets != IGNORE_INDEX).float().mean())
+        limit = config.train.eval_examples
+        rows = min(limit, len(data.test.inputs))
+        if get_task(config.task_name).exact_match and not data.test_is_train:
+            rows += min(limit, len(data.train.inputs))
+        out[key] = (filled, Shape(seq_len, scored, rows * seq_len))
+    return out

@@ -1,0 +1,96 @@
+"""The cost model of ``--estimate --target``: its counts against the model mixit builds."""
+
+import pytest
+
+from mixit.cli import main
+from mixit.cost import GIB, TARGETS, memory_parts, predict, shapes
+from mixit.resolve import resolve_config
+from mixit.train import build_model
+from mixit.variants import VARIANTS
+
+
+def filled(model, **overrides):
+    config = resolve_config("retrieval", model, "tiny", 0, overrides)
+    ((config, shape),) = shapes({0: config}).values()
+    return config, shape
+
+
+@pytest.mark.parametrize("model", list(VARIANTS))
+def test_weights_gradients_and_moments_count_the_built_model(model):
+    config, shape = filled(model)
+    built = build_model(config)
+    parts = memory_parts(config, shape.seq_len, shape.scored_share)
+    weights = sum(p.numel() for p in built.parameters())
+    trainable = sum(p.numel() for p in built.trainable_parameters())
+    assert parts["weights"] == pytest.approx(4 * weights, rel=0.02)
+    assert parts["gradients"] == pytest.approx(4 * trainable, rel=0.02)
+    assert parts["optimizer"] == pytest.approx(8 * trainable, rel=0.02)
+
+
+def test_mixits_fixed_matrices_are_counted_as_built():
+    config, shape = filled("mixit")
+    buffers = sum(b.numel() * b.element_size() for b in build_model(config).buffers())
+    assert memory_parts(config, shape.seq_len)["buffers"] == pytest.approx(buffers, rel=0.02)
+    m = config.model
+    assert memory_parts(config, shape.seq_len)["buffers"] == 4 * m.n_layer * m.n_head * (
+        m.block_size**2
+    )
+
+
+def test_activations_grow_with_the_batch_and_halve_under_bf16():
+    config, shape = filled("standard")
+    doubled, _ = filled("standard", **{"train.batch_size": 2 * config.train.batch_size})
+    bf16, _ = filled("standard", **{"train.precision": "bf16"})
+    one, two = (memory_parts(c, shape.seq_len)["activations"] for c in (config, doubled))
+    assert two == pytest.approx(2 * one, rel=1e-6)
+    assert memory_parts(bf16, shape.seq_len)["activations"] == pytest.approx(one / 2, rel=1e-6)
+
+
+def test_a_run_that_cannot_fit_is_said_and_time_follows_the_peak():
+    config, shape = filled("standard")
+    small = predict(config, shape, TARGETS["h100"])
+    assert small["fits"] and small["memory_bytes"] < GIB
+    big, big_shape = filled("standard", **{"model.n_embd": 16384, "model.n_layer": 48})
+    assert not predict(big, big_shape, TARGETS["h100"])["fits"]
+    a100 = predict(config, shape, TARGETS["a100"])
+    ratio = TARGETS["h100"].peak_tflops["fp32"] / TARGETS["a100"].peak_tflops["fp32"]
+    assert a100["run_seconds"] == pytest.approx(small["run_seconds"] * ratio)
+
+
+def test_compare_estimate_for_a_target_prints_memory_and_trains_nothing(tmp_path, capsys):
+    out = tmp_path / "c"
+    argv = ["compare", "--task", "retrieval", "--models", "standard,mixit", "--out", str(out)]
+    assert main([*argv, "--estimate", "--target", "h100"]) == 0
+    printed = capsys.readouterr().out
+    assert "predicted for h100" in printed and "GiB" in printed
+    assert not (out / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--estimate", "--target", "tpu"], "--target 'tpu' is not one of: h100, a100, cpu"),
+        (["--target", "h100"], "--target goes with --estimate"),
+    ],
+)
+def test_bad_targets_exit_2(extra, message, tmp_path, capsys):
+    argv = ["compare", "--task", "retrieval", "--out", str(tmp_path / "c"), *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "task, overrides",
+    [("lm", {}), ("sentiment", {}), ("sentiment", {"model.construction": "authors"})],
+)
+def test_a_declared_shape_is_the_shape_of_the_built_data(task, overrides):
+    from mixit.tasks import IGNORE_INDEX, get_task
+
+    config = resolve_config(task, "mixit", "tiny", 0, overrides)
+    spec = get_task(task)
+    data = spec.make_data(config.task, 0)
+    seq_len, vocab_size, scored = spec.declared_shape(config.task)
+    assert (seq_len, vocab_size) == (data.train.inputs.shape[1], data.vocab_size)
+    built = float((data.train.targets != IGNORE_INDEX).float().mean())
+    assert scored == pytest.approx(built, abs=1e-3)
