@@ -1,5 +1,6 @@
 """One GPU per worker: tested on CPU by faking the GPU count where mixit reads it."""
 
+import json
 import sys
 import time
 
@@ -35,7 +36,10 @@ def test_sharing_a_gpu_is_said(monkeypatch, capsys):
     monkeypatch.setattr(devices, "gpu_count", lambda: 2)
     pool = runs.worker_pool(3)
     pool.shutdown()
-    assert "--jobs 3 on 2 visible GPUs: up to 2 runs share" in capsys.readouterr().err
+    assert (
+        "--jobs 3 x 1 GPU(s) per run on 2 visible GPUs: up to 2 runs share"
+        in capsys.readouterr().err
+    )
 
 
 @pytest.mark.processes
@@ -52,7 +56,7 @@ def test_each_pool_worker_keeps_its_own_gpu(monkeypatch):
 def test_a_pinned_worker_trains_auto_runs_on_its_gpu_and_leaves_others(monkeypatch):
     trained = []
     monkeypatch.setattr(sys.modules["mixit.train"], "run", lambda c, *a, **k: trained.append(c))
-    monkeypatch.setattr(runs, "_PINNED", "cuda:1")
+    monkeypatch.setattr(runs, "_PINNED", (1,))
     auto = resolve_config("addition", "standard")
     chosen = resolve_config("addition", "standard", overrides={"train.device": "cpu"})
     for config in (auto, chosen):
@@ -66,3 +70,37 @@ def test_auto_is_the_cpu_without_gpus(monkeypatch):
     assert devices.auto_device().type == "cpu"
     monkeypatch.setattr(devices, "gpu_count", lambda: 1)
     assert devices.auto_device().type == "cuda"
+
+
+@pytest.mark.parametrize(
+    "gpus, jobs, per_run, expected",
+    [
+        (0, 2, 2, [(), ()]),
+        (4, 2, 2, [(0, 1), (2, 3)]),
+        (8, 3, 2, [(0, 1), (2, 3), (4, 5)]),
+        (2, 2, 2, [(0, 1), (0, 1)]),
+    ],
+)
+def test_a_run_of_k_gpus_takes_its_workers_k_gpus(gpus, jobs, per_run, expected, monkeypatch):
+    monkeypatch.setattr(devices, "gpu_count", lambda: gpus)
+    assert devices.worker_gpus(jobs, per_run) == expected
+    assert bool(devices.sharing_note(jobs, per_run)) == (gpus > 0 and jobs * per_run > gpus)
+
+
+@pytest.mark.processes
+def test_two_processes_per_run_train_what_one_does(tmp_path):
+    """``--gpus-per-run 2`` on a machine without GPUs: a torchrun group of two CPU processes
+    per run, which trains the single process's run (mixit.distributed)."""
+    from mixit.cli import main
+
+    quick = ["train.steps=6", "train.eval_every=6", "task.n_train=512", "task.n_test=64"]
+    argv = ["compare", "--task", "addition", "--models", "standard", *quick, "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "one")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "two"), "--gpus-per-run", "2"]) == 0
+    one, two = (
+        json.loads((tmp_path / name / "compare.json").read_text())["rows"][0]["values"]
+        for name in ("one", "two")
+    )
+    assert two == pytest.approx(one, abs=1e-5)
+    (log,) = (tmp_path / "two" / "runs").glob("*/torchrun.log")
+    assert log.is_file()

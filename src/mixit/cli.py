@@ -242,6 +242,13 @@ def _add_launch_options(parser: argparse.ArgumentParser) -> None:
         "command later collects them (and submits none twice)",
     )
     parser.add_argument(
+        "--gpus-per-run",
+        type=int,
+        default=1,
+        help="train each run data-parallel on this many GPUs through torchrun (one process per "
+        "GPU; CPU processes on a machine without GPUs); default 1",
+    )
+    parser.add_argument(
         "--slurm-option",
         action="append",
         default=[],
@@ -256,7 +263,15 @@ def _launch(args: argparse.Namespace) -> Launch:
     check_launcher(args.launcher)
     if args.launcher == "local" and (args.no_wait or args.slurm_option):
         raise UsageError("--no-wait and --slurm-option need --launcher slurm or submitit-local")
-    return Launch(args.launcher, not args.no_wait, parse_options(args.slurm_option))
+    if args.gpus_per_run < 1:
+        raise UsageError(f"--gpus-per-run must be >= 1, got {args.gpus_per_run}")
+    if args.gpus_per_run > 1 and args.launcher != "local":
+        raise UsageError(
+            "--gpus-per-run > 1 trains with local torchrun groups; on SLURM give each job its "
+            "GPUs with --slurm-option gpus_per_node=K and train one run per job"
+        )
+    options = parse_options(args.slurm_option)
+    return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run)
 
 
 def _add_ablation_options(parser: argparse.ArgumentParser) -> None:

@@ -16,20 +16,28 @@ def auto_device() -> torch.device:
     return torch.device("cuda" if gpu_count() else "cpu")
 
 
+def worker_gpus(jobs: int, per_run: int = 1) -> list[tuple[int, ...]]:
+    """The GPUs of each of ``jobs`` worker processes, ``per_run`` each: worker i on GPUs
+    i K .. i K + K - 1 (mod G) when G GPUs are visible, so no two workers share a GPU unless
+    ``jobs`` x K > G; none (each run's own ``train.device``) on a machine without GPUs."""
+    gpus = gpu_count()
+    if not gpus:
+        return [() for _ in range(jobs)]
+    return [tuple((i * per_run + j) % gpus for j in range(per_run)) for i in range(jobs)]
+
+
 def worker_devices(jobs: int) -> list[str | None]:
-    """The device of each of ``jobs`` worker processes: worker i on GPU i mod G when G GPUs
-    are visible, so no two workers share a GPU unless ``jobs`` > G; None (each run's own
-    ``train.device``) on a machine without GPUs."""
-    gpus = gpu_count()
-    return [f"cuda:{i % gpus}" if gpus else None for i in range(jobs)]
+    """One GPU per worker: worker i on ``cuda:`` i mod G; None without GPUs."""
+    return [f"cuda:{gpus[0]}" if gpus else None for gpus in worker_gpus(jobs)]
 
 
-def sharing_note(jobs: int) -> str:
-    """A line for a pool of ``jobs`` workers that must share GPUs; "" when none does."""
-    gpus = gpu_count()
-    if not gpus or jobs <= gpus:
+def sharing_note(jobs: int, per_run: int = 1) -> str:
+    """A line for a pool of ``jobs`` workers (``per_run`` GPUs each) that must share GPUs; ""
+    when none does."""
+    gpus, wanted = gpu_count(), jobs * per_run
+    if not gpus or wanted <= gpus:
         return ""
     return (
-        f"--jobs {jobs} on {gpus} visible GPU{'s' * (gpus != 1)}: up to {-(-jobs // gpus)} "
-        "runs share a GPU's memory and time"
+        f"--jobs {jobs} x {per_run} GPU(s) per run on {gpus} visible GPU{'s' * (gpus != 1)}: "
+        f"up to {-(-wanted // gpus)} runs share a GPU's memory and time"
     )

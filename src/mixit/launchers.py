@@ -33,11 +33,13 @@ POLL_SECONDS = 5.0
 class Launch:
     """How a command trains its missing runs: ``launcher`` (one of ``LAUNCHERS``; ``local``
     uses the worker pool of ``--jobs``), whether it waits for submitted runs, and submitit's
-    parameters for the job array (``--slurm-option``)."""
+    parameters for the job array (``--slurm-option``), and how many processes (one GPU each
+    where there are GPUs) train each run locally through torchrun (``--gpus-per-run``)."""
 
     launcher: str = "local"
     wait: bool = True
     options: Mapping[str, Any] = field(default_factory=dict)
+    gpus_per_run: int = 1
 
     @property
     def submits(self) -> bool:

@@ -8,6 +8,7 @@ planned once is trained once and found again by all of them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -22,10 +23,11 @@ import torch
 
 from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
-from mixit.devices import sharing_note, worker_devices
+from mixit.devices import sharing_note, worker_gpus
+from mixit.distributed import Ranks
 from mixit.errors import RunsFailed
 from mixit.launchers import JobArray, Launch
-from mixit.processes import start_worker
+from mixit.processes import exit_with_parent, start_worker
 from mixit.train import run as train_run
 
 Key = TypeVar("Key", bound=Hashable)
@@ -39,49 +41,87 @@ def run_dir_name(config: RunConfig) -> str:
     return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
 
 
-# The device this worker process trains on (``worker_devices``); None: each run's own.
-_PINNED: str | None = None
+# The GPUs this worker process trains on (``worker_gpus``); none: each run's own device.
+_PINNED: tuple[int, ...] = ()
 
 
 def _start_pinned_worker(parent_pid: int, devices: Any) -> None:
-    """A pool worker's start: it ends with its parent and takes the next device of the
-    pool's queue for every run it trains."""
+    """A pool worker's start: it ends with its parent and takes the next GPUs of the pool's
+    queue for every run it trains."""
     global _PINNED
     start_worker(parent_pid)
     _PINNED = devices.get()
 
 
 def pinned_device() -> str | None:
-    return _PINNED
+    """The device of this worker's one-process runs."""
+    return f"cuda:{_PINNED[0]}" if _PINNED else None
 
 
 def _train_in_worker(
-    config_dict: dict[str, Any], run_dir: str, threads: int | None
+    config_dict: dict[str, Any], run_dir: str, threads: int | None, ranks: int = 1
 ) -> dict[str, Any]:
-    """Train one run in this process (a pool worker, or a submitted job: ``threads`` None
-    keeps the threads the job was given)."""
+    """Train one run from this process (a pool worker, or a submitted job: ``threads`` None
+    keeps the threads the job was given); with ``ranks`` > 1 through torchrun, one process
+    per rank on this worker's GPUs (on the CPU without GPUs)."""
     import torch
 
     from mixit.config import from_dict
     from mixit.tasks import get_task
     from mixit.train import run
 
+    if ranks > 1:
+        return _train_with_torchrun(config_dict, Path(run_dir), ranks, threads)
     if threads is not None:
         torch.set_num_threads(threads)
     config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
-    if _PINNED is not None and config.train.device == "auto":
-        config.train.device = _PINNED  # an execution setting: the run's identity is unchanged
+    device = pinned_device()
+    if device is not None and config.train.device == "auto":
+        config.train.device = device  # an execution setting: the run's identity is unchanged
     return run(config, Path(run_dir), progress=False)
 
 
-def worker_pool(jobs: int) -> ProcessPoolExecutor:
+def _train_with_torchrun(
+    config_dict: dict[str, Any], run_dir: Path, ranks: int, threads: int | None
+) -> dict[str, Any]:
+    """``torchrun --standalone --nproc_per_node=RANKS -m mixit.rank`` on this worker's GPUs;
+    its output goes to ``RUN_DIR/torchrun.log``, named in the error if the run fails."""
+    import subprocess
+    import tempfile
+
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads or 1)}
+    if _PINNED:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, _PINNED))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = run_dir / "torchrun.log"
+    with tempfile.TemporaryDirectory() as scratch:
+        config_file = Path(scratch) / "config.json"
+        config_file.write_text(json.dumps(config_dict))
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+        command += [f"--nproc_per_node={ranks}", "-m", "mixit.rank", str(config_file), str(run_dir)]
+        ends_with_worker = functools.partial(exit_with_parent, os.getpid())
+        with log.open("w") as output:
+            done = subprocess.run(
+                command,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                preexec_fn=ends_with_worker,  # a stopped pool ends its torchrun groups too
+            )
+    if done.returncode:
+        raise RuntimeError(f"run {run_dir.name} failed under torchrun; its log: {log}")
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def worker_pool(jobs: int, per_run: int = 1) -> ProcessPoolExecutor:
     """``jobs`` spawned worker processes (no forked OpenMP state) that end with this one,
-    worker i on GPU i mod G where G GPUs are visible (``mixit.devices``)."""
+    worker i on GPUs i K .. i K + K - 1 mod G for ``per_run`` = K where G GPUs are visible
+    (``mixit.devices``)."""
     context = multiprocessing.get_context("spawn")
     devices = context.Queue()
-    for device in worker_devices(jobs):
-        devices.put(device)
-    note = sharing_note(jobs)
+    for gpus in worker_gpus(jobs, per_run):
+        devices.put(gpus)
+    note = sharing_note(jobs, per_run)
     if note:
         print(f"mixit: {note}", file=sys.stderr)
     return ProcessPoolExecutor(
@@ -131,11 +171,12 @@ def train_missing(
             todo.setdefault(name, (config, []))[1].append(run)
     if not todo or not train:
         return summaries, 0
-    if launch is not None and launch.submits:
+    launch = launch or Launch()
+    if launch.submits:
         _submit_missing(todo, runs_dir, launch, jobs)
         collected, _ = train_missing(configs, runs_dir, train=False)
         return collected, len(todo)
-    _train_locally(todo, summaries, runs_dir, jobs, progress, each)
+    _train_locally(todo, summaries, runs_dir, (jobs, launch.gpus_per_run), progress, each)
     return summaries, len(todo)
 
 
@@ -143,12 +184,14 @@ def _train_locally(
     todo: Mapping[str, tuple[RunConfig, list[Key]]],
     summaries: dict[Key, dict[str, Any]],
     runs_dir: Path,
-    jobs: int,
+    workers: tuple[int, int],
     progress: bool | None,
     each: bool,
 ) -> None:
-    """Train the ``todo`` runs here (one at a time, or in a pool of ``jobs`` workers), adding
-    each one's summary under all its keys."""
+    """Train the ``todo`` runs here (one at a time, or in a pool of ``jobs`` workers, each
+    run with ``ranks`` processes: ``workers`` is both), adding each one's summary under all
+    its keys."""
+    jobs, ranks = workers
     from tqdm import tqdm
 
     bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
@@ -158,15 +201,19 @@ def _train_locally(
             summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
         bar.update()
 
-    if jobs == 1:
+    if jobs == ranks == 1:
         for name, (config, _) in todo.items():
             finished(name, train_run(config, runs_dir / name, progress=each and progress))
     else:
-        threads = worker_threads(jobs)
-        pool = worker_pool(jobs)
+        for config, _ in todo.values():
+            Ranks(world=ranks).check_batch(config.train.batch_size)
+        threads = worker_threads(jobs * ranks)
+        pool = worker_pool(jobs, ranks)
         try:
             futures = {
-                pool.submit(_train_in_worker, config.to_dict(), str(runs_dir / name), threads): name
+                pool.submit(
+                    _train_in_worker, config.to_dict(), str(runs_dir / name), threads, ranks
+                ): name
                 for name, (config, _) in todo.items()
             }
             for future in as_completed(futures):

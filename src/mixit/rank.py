@@ -1,0 +1,25 @@
+"""One rank of a run that ``mixit.runs`` trains with several processes (``--gpus-per-run``):
+``torchrun --standalone --nproc_per_node=K -m mixit.rank CONFIG_JSON RUN_DIR``. The ranks
+form the data-parallel group of ``mixit.distributed``; rank 0 writes the run directory."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from mixit.config import from_dict
+from mixit.tasks import get_task
+from mixit.train import run
+
+
+def main(argv: Sequence[str]) -> None:
+    config_file, run_dir = argv
+    stored = json.loads(Path(config_file).read_text())
+    config = from_dict(stored, get_task(stored["task_name"]).config_cls)
+    run(config, Path(run_dir), progress=False)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
