@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -357,6 +358,21 @@ def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path):
     assert all(len(per_seed) == 1 and len(per_seed[0]) == 4 for per_seed in hops.values())
     assert all(0 <= a <= 1 for per_seed in hops.values() for a in per_seed[0] if a is not None)
     assert "| model | k=1 | k=2 | k=3 | k=4 |" in (out / "table1" / "report.md").read_text()
+    # A record of the runs without their weights (their configs and summaries, as the ablation
+    # commits them) reports the same verdicts; only the by-hops diagnostic needs the weights.
+    record = tmp_path / "record"
+    for run in (out / "runs").iterdir():
+        (record / "runs" / run.name).mkdir(parents=True)
+        for name in ("config.json", "summary.json"):
+            shutil.copy(run / name, record / "runs" / run.name / name)
+    reproduce(["table1"], Reproduction("tiny", seeds=1, out=record, overrides=few), False)
+    verdicts = [
+        {c["id"]: c["verdict"] for c in json.loads((d / "claims.json").read_text())["claims"]}
+        for d in (out, record)
+    ]
+    assert verdicts[0] == verdicts[1] and verdicts[0]["C1"] != "not run"
+    report = (record / "table1" / "report.md").read_text()
+    assert "Not reported yet" not in report and "weights are not in their run directories" in report
 
 
 def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):

@@ -30,23 +30,29 @@ PAPER = {  # Table 1, test accuracy
 CLAIM_OF = {"retrieval": "C1", "khop": "C2"}
 
 
-def by_hops(run_dir: str) -> list[float | None]:
-    """A k-hop run's test accuracy for k = 1..max_hops: which hops a model has learned."""
+def by_hops(run_dir: str) -> list[float | None] | None:
+    """A k-hop run's test accuracy for k = 1..max_hops: which hops a model has learned (None
+    for a run whose weights were not kept, e.g. a record of its config and summary alone)."""
     from mixit.rundir import load_run
     from mixit.scoring import correct_rows
     from mixit.tasks.khop import accuracy_by_hops
 
+    if not (Path(run_dir) / "model.safetensors").is_file():
+        return None
     model, config = load_run(run_dir)
     test = test_split(config)
     correct = correct_rows(model, test, len(test), batch_size=256)  # (N,)
     return accuracy_by_hops(correct, test.inputs, config.task)
 
 
-def hops_table(accuracy: dict[str, list[list[float | None]]]) -> str:
-    """Mean over seeds, per model and number of hops."""
-    hops = len(next(iter(accuracy.values()))[0])
+def hops_table(accuracy: dict[str, list[list[float | None] | None]]) -> str:
+    """Mean over seeds, per model and number of hops (over the runs whose weights are kept)."""
+    kept = {m: [seed for seed in per_seed if seed is not None] for m, per_seed in accuracy.items()}
+    if not any(kept.values()):
+        return "(not measured: the k-hop runs' weights are not in their run directories)"
+    hops = len(next(seeds[0] for seeds in kept.values() if seeds))
     rows = []
-    for model, per_seed in accuracy.items():
+    for model, per_seed in kept.items():
         cells = []
         for k in range(hops):
             values = [seed[k] for seed in per_seed if seed[k] is not None]
