@@ -375,7 +375,7 @@ def _add_analyze(commands: Any) -> None:
     parser = commands.add_parser(
         "analyze", help="analyse a finished run directory (attention heads, covariance)"
     )
-    parser.add_argument("analysis", help="attention | covariance")
+    parser.add_argument("analysis", choices=("attention", "covariance"), help="what to analyse")
     parser.add_argument("run_dir", help="a finished run directory")
     parser.add_argument(
         "--sequences", type=int, default=256, help="test sequences analysed (default 256)"
