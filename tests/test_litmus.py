@@ -84,7 +84,7 @@ def test_verdicts_use_every_seed_and_give_the_interval():
     "standard, others, problem",
     [
         ([0.30, 0.31], {}, "not clearly beyond chance"),  # the retrieval seed without a circuit
-        ([1.00, 0.32], {}, "seeds disagree by 0.680"),
+        ([1.00, 0.32], {}, "seeds disagree: standard deviation 0.481"),
         ([0.80, 0.80], {"frozen-qk": [0.90, 0.90]}, "frozen-qk beats standard by 0.100"),
     ],
 )
@@ -93,6 +93,16 @@ def test_a_reference_that_did_not_learn_gives_no_verdict(standard, others, probl
     given = reading(result, 0.02, steps=1200)
     assert given["rows"] == [] and any(problem in p for p in given["no_reference"])
     assert given["next"].startswith("train.steps=2400")
+
+
+def test_more_seeds_of_the_same_spread_do_not_refuse_the_reference():
+    """Ten seeds span a wider range than three of the same spread: the standard deviation,
+    not the range, decides whether the reference's seeds disagree."""
+    ten = [0.735, 0.742, 0.751, 0.723, 0.738, 0.745, 0.729, 0.733, 0.748, 0.741]  # range 0.028
+    result = _result(standard=ten, mixit=[v - 0.01 for v in ten])
+    assert reference_problems(result, 0.02) == []
+    result = _result(standard=[0.70, 0.76, 0.70, 0.76], mixit=[0.7] * 4)  # deviation 0.035
+    assert "seeds disagree" in reference_problems(result, 0.02)[0]
 
 
 def test_log_perplexity_must_fall_clearly_below_its_unigram_chance():
