@@ -20,12 +20,13 @@ from mixit.tasks import (
     khop,
     memorization,
     modular_addition,
+    mqar,
     retrieval,
 )
 from mixit.tasks.base import most_frequent_row
 
-MODULES = [addition, modular_addition, dyck, retrieval, khop, memorization]
-DISJOINT_TASKS = ["addition", "modular-addition", "dyck", "retrieval", "khop"]
+MODULES = [addition, modular_addition, dyck, retrieval, khop, memorization, mqar]
+DISJOINT_TASKS = ["addition", "modular-addition", "dyck", "retrieval", "khop", "mqar"]
 
 # Small configs so that each test runs in well under a second.
 SMALL = {
@@ -35,6 +36,7 @@ SMALL = {
     "retrieval": {"vocab_size": 32, "max_pairs": 6, "n_train": 3000, "n_test": 500},
     "khop": {"seq_len": 24, "max_hops": 4, "n_train": 3000, "n_test": 500},
     "memorization": {"num_values": 32, "num_pairs": 1000},
+    "mqar": {"vocab_size": 32, "num_pairs": 6, "num_queries": 3, "seq_len": 32, "n_test": 500},
 }
 # Sizes for the speed check: 100k examples of each task.
 LARGE = {
@@ -44,6 +46,7 @@ LARGE = {
     "retrieval": {"n_train": 100_000},
     "khop": {"n_train": 100_000},
     "memorization": {"num_pairs": 100_000},
+    "mqar": {"n_train": 100_000},
 }
 
 
@@ -123,6 +126,16 @@ def test_retrieval_answer_is_the_value_stored_with_the_query_key():
     assert (data.train.targets[:, :-1] == IGNORE_INDEX).all()
     used = keys != retrieval.PAD
     assert all(len(set(k[u])) == u.sum() for k, u in zip(keys, used, strict=True))  # distinct keys
+
+
+def test_mqar_scores_each_query_on_the_value_listed_with_its_key():
+    data = make("mqar")
+    inputs, targets = data.test.inputs, data.test.targets  # (N, T)
+    pairs = 6
+    for row, target in zip(inputs[:50].tolist(), targets[:50].tolist(), strict=True):
+        listed = dict(zip(row[0 : 2 * pairs : 2], row[1 : 2 * pairs : 2], strict=True))
+        scored = [(row[t], target[t]) for t in range(len(row)) if target[t] != IGNORE_INDEX]
+        assert len(scored) == 3 and all(listed[key] == value for key, value in scored)
 
 
 def test_hop_k_reference_on_the_papers_example():

@@ -8,6 +8,7 @@ from mixit.tasks import (
     lm,
     memorization,
     modular_addition,
+    mqar,
     retrieval,
     sentiment,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "lm",
     "memorization",
     "modular_addition",
+    "mqar",
     "register",
     "retrieval",
     "sentiment",
