@@ -22,11 +22,29 @@ from mixit.tasks import (
     modular_addition,
     mqar,
     retrieval,
+    selective_copying,
 )
 from mixit.tasks.base import most_frequent_row
 
-MODULES = [addition, modular_addition, dyck, retrieval, khop, memorization, mqar]
-DISJOINT_TASKS = ["addition", "modular-addition", "dyck", "retrieval", "khop", "mqar"]
+MODULES = [
+    addition,
+    modular_addition,
+    dyck,
+    retrieval,
+    khop,
+    memorization,
+    mqar,
+    selective_copying,
+]
+DISJOINT_TASKS = [
+    "addition",
+    "modular-addition",
+    "dyck",
+    "retrieval",
+    "khop",
+    "mqar",
+    "selective-copying",
+]
 
 # Small configs so that each test runs in well under a second.
 SMALL = {
@@ -37,6 +55,7 @@ SMALL = {
     "khop": {"seq_len": 24, "max_hops": 4, "n_train": 3000, "n_test": 500},
     "memorization": {"num_values": 32, "num_pairs": 1000},
     "mqar": {"vocab_size": 32, "num_pairs": 6, "num_queries": 3, "seq_len": 32, "n_test": 500},
+    "selective-copying": {"num_tokens": 4, "context_len": 12, "n_train": 3000, "n_test": 500},
 }
 # Sizes for the speed check: 100k examples of each task.
 LARGE = {
@@ -47,6 +66,7 @@ LARGE = {
     "khop": {"n_train": 100_000},
     "memorization": {"num_pairs": 100_000},
     "mqar": {"n_train": 100_000},
+    "selective-copying": {"n_train": 100_000},
 }
 
 
@@ -136,6 +156,17 @@ def test_mqar_scores_each_query_on_the_value_listed_with_its_key():
         listed = dict(zip(row[0 : 2 * pairs : 2], row[1 : 2 * pairs : 2], strict=True))
         scored = [(row[t], target[t]) for t in range(len(row)) if target[t] != IGNORE_INDEX]
         assert len(scored) == 3 and all(listed[key] == value for key, value in scored)
+
+
+def test_selective_copying_asks_for_the_scattered_tokens_in_order_at_blanks():
+    data = make("selective-copying")
+    inputs, targets = data.test.inputs, data.test.targets  # (N, 12 + 1 + 4)
+    scored = targets != IGNORE_INDEX
+    assert (scored.sum(1) == 4).all() and (inputs[scored] == selective_copying.BLANK).all()
+    context = inputs[:, :12]
+    for row, target in zip(context.tolist(), targets[:, -4:].tolist(), strict=True):
+        assert [t for t in row if t != selective_copying.BLANK] == target
+    assert (inputs[:, 12] == selective_copying.COPY).all()
 
 
 def test_hop_k_reference_on_the_papers_example():

@@ -10,6 +10,7 @@ from mixit.tasks import (
     modular_addition,
     mqar,
     retrieval,
+    selective_copying,
     sentiment,
 )
 from mixit.tasks.addition import AdditionConfig
@@ -55,5 +56,6 @@ __all__ = [
     "mqar",
     "register",
     "retrieval",
+    "selective_copying",
     "sentiment",
 ]
