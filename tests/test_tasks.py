@@ -21,6 +21,7 @@ from mixit.tasks import (
     memorization,
     modular_addition,
     mqar,
+    noisy_recall,
     retrieval,
     selective_copying,
 )
@@ -35,6 +36,7 @@ MODULES = [
     memorization,
     mqar,
     selective_copying,
+    noisy_recall,
 ]
 DISJOINT_TASKS = [
     "addition",
@@ -44,6 +46,7 @@ DISJOINT_TASKS = [
     "khop",
     "mqar",
     "selective-copying",
+    "noisy-recall",
 ]
 
 # Small configs so that each test runs in well under a second.
@@ -56,6 +59,7 @@ SMALL = {
     "memorization": {"num_values": 32, "num_pairs": 1000},
     "mqar": {"vocab_size": 32, "num_pairs": 6, "num_queries": 3, "seq_len": 32, "n_test": 500},
     "selective-copying": {"num_tokens": 4, "context_len": 12, "n_train": 3000, "n_test": 500},
+    "noisy-recall": {"num_slots": 8, "n_train": 3000, "n_test": 500},
 }
 # Sizes for the speed check: 100k examples of each task.
 LARGE = {
@@ -67,6 +71,7 @@ LARGE = {
     "memorization": {"num_pairs": 100_000},
     "mqar": {"n_train": 100_000},
     "selective-copying": {"n_train": 100_000},
+    "noisy-recall": {"n_train": 100_000},
 }
 
 
@@ -167,6 +172,19 @@ def test_selective_copying_asks_for_the_scattered_tokens_in_order_at_blanks():
     for row, target in zip(context.tolist(), targets[:, -4:].tolist(), strict=True):
         assert [t for t in row if t != selective_copying.BLANK] == target
     assert (inputs[:, 12] == selective_copying.COPY).all()
+
+
+def test_noisy_recall_answers_with_the_value_its_key_had_and_noise_is_noise():
+    data = make("noisy-recall")
+    config = noisy_recall.NoisyRecallConfig(num_slots=8)
+    inputs, answers = data.test.inputs, data.test.targets[:, -1]  # (N, 2 x 8 + 1), (N,)
+    noise_from = config.num_keys + config.num_values + 1
+    for row, answer in zip(inputs.tolist(), answers.tolist(), strict=True):
+        pairs = [tuple(row[i : i + 2]) for i in range(0, 16, 2) if row[i] < noise_from]
+        assert len({v for k, v in pairs if k == row[-1]}) == 1  # a key keeps its value
+        assert (row[-1], answer) in pairs
+    shown = (inputs[:, :16] >= noise_from).float().mean()
+    assert 0.25 < shown < 0.45  # 40 % noise, one slot per row kept a pair
 
 
 def test_hop_k_reference_on_the_papers_example():
