@@ -6,13 +6,13 @@ import time
 
 import pytest
 
-from mixit import devices, runs
+from mixit import devices, runs, workers
 from mixit.resolve import resolve_config
 
 
 def slow_pinned_device():
     time.sleep(0.5)  # keeps its worker busy, so that the other worker takes the next call
-    return runs.pinned_device()
+    return workers.pinned_device()
 
 
 @pytest.mark.parametrize(
@@ -34,7 +34,7 @@ def test_worker_i_trains_on_gpu_i_mod_g(gpus, jobs, expected, monkeypatch):
 
 def test_sharing_a_gpu_is_said(monkeypatch, capsys):
     monkeypatch.setattr(devices, "gpu_count", lambda: 2)
-    pool = runs.worker_pool(3)
+    pool = workers.worker_pool(3)
     pool.shutdown()
     assert (
         "--jobs 3 x 1 GPU(s) per run on 2 visible GPUs: up to 2 runs share"
@@ -45,7 +45,7 @@ def test_sharing_a_gpu_is_said(monkeypatch, capsys):
 @pytest.mark.processes
 def test_each_pool_worker_keeps_its_own_gpu(monkeypatch):
     monkeypatch.setattr(devices, "gpu_count", lambda: 2)
-    pool = runs.worker_pool(2)
+    pool = workers.worker_pool(2)
     try:
         pinned = [pool.submit(slow_pinned_device) for _ in range(4)]
         assert sorted(future.result() for future in pinned) == ["cuda:0"] * 2 + ["cuda:1"] * 2
@@ -56,11 +56,11 @@ def test_each_pool_worker_keeps_its_own_gpu(monkeypatch):
 def test_a_pinned_worker_trains_auto_runs_on_its_gpu_and_leaves_others(monkeypatch):
     trained = []
     monkeypatch.setattr(sys.modules["mixit.train"], "run", lambda c, *a, **k: trained.append(c))
-    monkeypatch.setattr(runs, "_PINNED", (1,))
+    monkeypatch.setattr(workers, "_PINNED", (1,))
     auto = resolve_config("addition", "standard")
     chosen = resolve_config("addition", "standard", overrides={"train.device": "cpu"})
     for config in (auto, chosen):
-        runs._train_in_worker(config.to_dict(), "unused", 1)
+        workers.train_in_worker(config.to_dict(), "unused", 1)
     assert [c.train.device for c in trained] == ["cuda:1", "cpu"]
     assert runs.run_dir_name(trained[0]) == runs.run_dir_name(auto)  # same run, same folder
 

@@ -18,8 +18,10 @@ from mixit.compare import compare
 from mixit.experiments import EXPERIMENTS, estimate, reproduce, throughput
 from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
-from mixit.experiments.runner import list_schedule, plan_reproduction
+from mixit.experiments.estimate import list_schedule
+from mixit.experiments.runner import plan_reproduction
 from mixit.model import Decoder
+from mixit.results import read_results_csv
 from mixit.runs import run_dir_name
 from mixit.train import make_optimizer, time_training
 from mixit.variants import get_variant
@@ -300,7 +302,7 @@ def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
 def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
     script = (
         "import os, time\n"
-        "from mixit.runs import worker_pool\n"
+        "from mixit.workers import worker_pool\n"
         "pool = worker_pool(1)\n"
         "print(pool.submit(os.getpid).result(), flush=True)\n"
         "pool.submit(time.sleep, 120)\n"
@@ -358,6 +360,7 @@ def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path):
     assert all(len(per_seed) == 1 and len(per_seed[0]) == 4 for per_seed in hops.values())
     assert all(0 <= a <= 1 for per_seed in hops.values() for a in per_seed[0] if a is not None)
     assert "| model | k=1 | k=2 | k=3 | k=4 |" in (out / "table1" / "report.md").read_text()
+    assert len(read_results_csv(out / "results.csv")) == 8  # one row per run
     # A record of the runs without their weights (their configs and summaries, as the ablation
     # commits them) reports the same verdicts; only the by-hops diagnostic needs the weights.
     record = tmp_path / "record"

@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_train,
         _add_compare,
         _add_reproduce,
+        _add_suite,
         _add_sweep,
         _add_bench,
         _add_generate,
@@ -211,6 +212,30 @@ def _add_reproduce(commands: Any) -> None:
         "training run, e.g. train.steps=50",
     )
     parser.set_defaults(run=_reproduce)
+
+
+def _add_suite(commands: Any) -> None:
+    parser = commands.add_parser(
+        "suite",
+        help="the spectrum on a set of tasks: results.csv, a heatmap and the litmus verdicts",
+        description="Compare the models on every task (default: every synthetic task) into "
+        "OUT/TASK, then write OUT/results.csv (one row per run), OUT/heatmap.png (0 = chance, "
+        "1 = standard) and OUT/summary.md.",
+    )
+    parser.add_argument("--tasks", default=None, help="comma-separated tasks (default: synthetic)")
+    parser.add_argument(
+        "--models", default=",".join(VARIANTS), help="comma-separated models (default: all five)"
+    )
+    parser.add_argument("--preset", default="tiny", help="the tasks' preset (default tiny)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per model (default 1)")
+    parser.add_argument("--out", default="runs/suite", help="output directory")
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars"
+    )
+    _add_launch_options(parser)
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="settings for every run")
+    parser.set_defaults(run=_suite)
 
 
 def _add_estimate_options(parser: argparse.ArgumentParser) -> None:
@@ -556,7 +581,7 @@ def _torchrun(nproc: int, argv: Sequence[str]) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     from mixit.experiments import estimate, reproduce
     from mixit.experiments.base import Reproduction
-    from mixit.experiments.runner import format_estimate
+    from mixit.experiments.estimate import format_estimate
 
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
@@ -590,6 +615,27 @@ def _ablation(args: argparse.Namespace, how: Reproduction) -> int:
         verdicts = ", ".join(f"{c} {r['verdict']}" for c, r in by_claim.items())
         print(f"{difference:<18} {verdicts}")
     print(f"report: {how.out}/ablation/report.md", file=sys.stderr)
+    return 0
+
+
+def _suite(args: argparse.Namespace) -> int:
+    from mixit.suite import suite
+
+    if args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    suite(
+        _names(args.tasks),
+        _models(args.models),
+        args.preset,
+        args.seed,
+        args.seeds,
+        args.out,
+        parse_overrides(args.overrides),
+        args.progress,
+        _launch(args),
+    )
+    print((Path(args.out) / "summary.md").read_text())
+    print(f"results: {args.out}/results.csv, {args.out}/heatmap.png", file=sys.stderr)
     return 0
 
 

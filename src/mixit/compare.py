@@ -17,6 +17,7 @@ from mixit.io import write_json
 from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, litmus_lines, reading
 from mixit.resolve import resolve_config, resolve_device
+from mixit.results import write_results_csv
 from mixit.runs import pending_timings, predicted_timings, run_dir_name, train_missing
 from mixit.tasks import get_task
 from mixit.variants import VARIANTS
@@ -113,9 +114,7 @@ def compare(
     `reproduce` keeps its runs too: a finished run of the same config, from either command, is
     read back instead of retrained. Writes and returns ``out/compare.json``, with the
     litmus reading of each variant against the standard model (``litmus``; ``tolerance``
-    defaults to ``DEFAULT_TOLERANCE`` of the task's metric). ``launch`` submits the missing
-    runs as a job array (``mixit.launchers``); without waiting, ``RunsPending`` says how many
-    are still in flight.
+    defaults to ``DEFAULT_TOLERANCE`` of the task's metric). ``launch``: see ``train_all``.
     """
     models = list(models or VARIANTS)
     spec = get_task(task)
@@ -128,15 +127,7 @@ def compare(
     tuned = tune_lr(plan, progress) if tune else {}
     chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
     configs = plan.configs(chosen)
-    trained, _ = train_missing(
-        configs, Path(out) / "runs", progress=progress, each=True, launch=launch
-    )
-    missing = len(configs) - len(trained)
-    if missing:
-        raise RunsPending(
-            f"{missing} of {len(configs)} runs are not finished yet; the same command collects "
-            "them once their jobs end"
-        )
+    trained = train_all(configs, Path(out), progress, launch)
     by_model = {model: [trained[model, s] for s in seed_range] for model in models}
     rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
     chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]
@@ -160,6 +151,26 @@ def compare(
     result["litmus"] = reading(result, tolerance, steps)
     write_json(Path(out) / "compare.json", result)
     return result
+
+
+def train_all(
+    configs: Mapping[tuple[str, int], RunConfig],
+    out: Path,
+    progress: bool | None,
+    launch: Launch | None,
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every run's summary, training the missing ones into ``out/runs`` (and writing
+    ``out/results.csv``). ``launch`` submits them as a job array (``mixit.launchers``);
+    without waiting, ``RunsPending`` says how many are still in flight."""
+    trained, _ = train_missing(configs, out / "runs", progress=progress, each=True, launch=launch)
+    missing = len(configs) - len(trained)
+    if missing:
+        raise RunsPending(
+            f"{missing} of {len(configs)} runs are not finished yet; the same command collects "
+            "them once their jobs end"
+        )
+    write_results_csv(out / "results.csv", trained.values())
+    return trained
 
 
 def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -> dict[str, Any]:

@@ -8,14 +8,11 @@ planned once is trained once and found again by all of them.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import multiprocessing
-import os
 import sys
 from collections.abc import Hashable, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,12 +20,11 @@ import torch
 
 from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
-from mixit.devices import sharing_note, worker_gpus
 from mixit.distributed import Ranks
 from mixit.errors import RunsFailed
 from mixit.launchers import JobArray, Launch
-from mixit.processes import exit_with_parent, start_worker
 from mixit.train import run as train_run
+from mixit.workers import stop_workers, train_in_worker, worker_pool, worker_threads
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -39,111 +35,6 @@ def run_dir_name(config: RunConfig) -> str:
     text = json.dumps(config.result_dict(), sort_keys=True)
     digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
-
-
-# The GPUs this worker process trains on (``worker_gpus``); none: each run's own device.
-_PINNED: tuple[int, ...] = ()
-
-
-def _start_pinned_worker(parent_pid: int, devices: Any) -> None:
-    """A pool worker's start: it ends with its parent and takes the next GPUs of the pool's
-    queue for every run it trains."""
-    global _PINNED
-    start_worker(parent_pid)
-    _PINNED = devices.get()
-
-
-def pinned_device() -> str | None:
-    """The device of this worker's one-process runs."""
-    return f"cuda:{_PINNED[0]}" if _PINNED else None
-
-
-def _train_in_worker(
-    config_dict: dict[str, Any], run_dir: str, threads: int | None, ranks: int = 1
-) -> dict[str, Any]:
-    """Train one run from this process (a pool worker, or a submitted job: ``threads`` None
-    keeps the threads the job was given); with ``ranks`` > 1 through torchrun, one process
-    per rank on this worker's GPUs (on the CPU without GPUs)."""
-    import torch
-
-    from mixit.config import from_dict
-    from mixit.tasks import get_task
-    from mixit.train import run
-
-    if ranks > 1:
-        return _train_with_torchrun(config_dict, Path(run_dir), ranks, threads)
-    if threads is not None:
-        torch.set_num_threads(threads)
-    config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
-    device = pinned_device()
-    if device is not None and config.train.device == "auto":
-        config.train.device = device  # an execution setting: the run's identity is unchanged
-    return run(config, Path(run_dir), progress=False)
-
-
-def _train_with_torchrun(
-    config_dict: dict[str, Any], run_dir: Path, ranks: int, threads: int | None
-) -> dict[str, Any]:
-    """``torchrun --standalone --nproc_per_node=RANKS -m mixit.rank`` on this worker's GPUs;
-    its output goes to ``RUN_DIR/torchrun.log``, named in the error if the run fails."""
-    import subprocess
-    import tempfile
-
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads or 1)}
-    if _PINNED:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, _PINNED))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    log = run_dir / "torchrun.log"
-    with tempfile.TemporaryDirectory() as scratch:
-        config_file = Path(scratch) / "config.json"
-        config_file.write_text(json.dumps(config_dict))
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-        command += [f"--nproc_per_node={ranks}", "-m", "mixit.rank", str(config_file), str(run_dir)]
-        ends_with_worker = functools.partial(exit_with_parent, os.getpid())
-        with log.open("w") as output:
-            done = subprocess.run(
-                command,
-                env=env,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                preexec_fn=ends_with_worker,  # a stopped pool ends its torchrun groups too
-            )
-    if done.returncode:
-        raise RuntimeError(f"run {run_dir.name} failed under torchrun; its log: {log}")
-    return json.loads((run_dir / "summary.json").read_text())
-
-
-def worker_pool(jobs: int, per_run: int = 1) -> ProcessPoolExecutor:
-    """``jobs`` spawned worker processes (no forked OpenMP state) that end with this one,
-    worker i on GPUs i K .. i K + K - 1 mod G for ``per_run`` = K where G GPUs are visible
-    (``mixit.devices``)."""
-    context = multiprocessing.get_context("spawn")
-    devices = context.Queue()
-    for gpus in worker_gpus(jobs, per_run):
-        devices.put(gpus)
-    note = sharing_note(jobs, per_run)
-    if note:
-        print(f"mixit: {note}", file=sys.stderr)
-    return ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=context,
-        initializer=_start_pinned_worker,
-        initargs=(os.getpid(), devices),
-    )
-
-
-def stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Drop the queued runs and end the running ones; their run directories stay unfinished,
-    so the next ``reproduce`` trains them again. The executor names no workers publicly, so
-    this ends every child process of this one, which while training are the pool's only."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    for worker in multiprocessing.active_children():
-        worker.terminate()
-
-
-def worker_threads(jobs: int) -> int:
-    """Threads per training process: the machine's cores shared between ``jobs`` processes."""
-    return torch.get_num_threads() if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
 
 
 def train_missing(
@@ -212,7 +103,7 @@ def _train_locally(
         try:
             futures = {
                 pool.submit(
-                    _train_in_worker, config.to_dict(), str(runs_dir / name), threads, ranks
+                    train_in_worker, config.to_dict(), str(runs_dir / name), threads, ranks
                 ): name
                 for name, (config, _) in todo.items()
             }
@@ -240,7 +131,7 @@ def _submit_missing(
     # the cores their allocation gives them.
     threads = worker_threads(max(jobs, len(todo))) if launch.launcher == "submitit-local" else None
     submitted = array.submit(
-        _train_in_worker,
+        train_in_worker,
         {
             name: (todo[name][0].to_dict(), str(runs_dir / name), threads)
             for name in [*failed, *fresh]

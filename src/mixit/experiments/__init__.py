@@ -14,7 +14,8 @@ from mixit.experiments import (
     throughput,
 )
 from mixit.experiments.base import Experiment
-from mixit.experiments.runner import estimate, reproduce
+from mixit.experiments.estimate import estimate
+from mixit.experiments.runner import reproduce
 
 _IN_ORDER = (table1, figure2, table2, table3, table4, table5, table6, table7, figure3)
 EXPERIMENTS: dict[str, Experiment] = {

@@ -9,7 +9,8 @@ from pathlib import Path
 from mixit.io import make_dir
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's pyplot on the Agg backend: figures go to files, no display is needed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -29,7 +30,7 @@ def line_plot(
     log_y: bool = False,
 ) -> None:
     """One line per series with its mean over seeds and an error bar of one std."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, per_x in series.items():
         means = [statistics.fmean(values) for values in per_x]
@@ -52,7 +53,7 @@ def line_plot(
 
 def bar_plot(path: Path, values: Mapping[str, Sequence[float]], title: str, ylabel: str) -> None:
     """One bar per name: the mean over seeds with an error bar of one std."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     names = list(values)
     means = [statistics.fmean(values[name]) for name in names]

@@ -1,0 +1,65 @@
+"""``results.csv``: one flat row per run, written by ``compare``, ``reproduce`` and ``suite``
+alike, for a spreadsheet or pandas instead of each command's own JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mixit.io import write_text
+from mixit.tasks import get_task
+
+COLUMNS = (
+    "task",
+    "model",
+    "seed",
+    "metric",
+    "value",
+    "chance",
+    "steps",
+    "steps_run",
+    "stopped",
+    "train_seconds",
+    "params_trainable",
+    "run_dir",
+)
+
+
+def result_row(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's row from its summary (with ``run_dir``, as the runs layer returns it): the
+    task's headline metric and the run's cost."""
+    metric = get_task(summary["task"]).metric
+    return {
+        "task": summary["task"],
+        "model": summary["model"],
+        "seed": summary["seed"],
+        "metric": metric,
+        "value": summary["metrics"][metric],
+        "chance": summary.get("chance", ""),
+        "steps": summary["steps"],
+        "steps_run": summary.get("steps_run", summary["steps"]),
+        "stopped": summary.get("stopped", "budget"),
+        "train_seconds": summary["train_seconds"],
+        "params_trainable": summary["params_trainable"],
+        "run_dir": summary.get("run_dir", ""),
+    }
+
+
+def write_results_csv(path: Path, summaries: Iterable[Mapping[str, Any]]) -> None:
+    """One row per distinct run (a run shared by two keys once), sorted by task, model and
+    seed; written whole, under a temporary name first."""
+    rows = {summary.get("run_dir") or id(summary): result_row(summary) for summary in summaries}
+    ordered = sorted(rows.values(), key=lambda r: (r["task"], r["model"], r["seed"]))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(ordered)
+    write_text(path, text.getvalue())
+
+
+def read_results_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as file:
+        return list(csv.DictReader(file))

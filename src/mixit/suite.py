@@ -1,0 +1,182 @@
+"""``mixit suite``: the spectrum over a set of tasks, and one picture of what each task needs.
+
+Each task is a ``compare`` into ``OUT/TASK`` (its runs, its table and litmus reading); the
+suite then writes ``OUT/results.csv`` (every run, one row each), ``OUT/heatmap.png`` (each
+variant's score on each task, from chance at 0 to the standard model at 1) and
+``OUT/summary.md`` (the same numbers and each task's litmus verdicts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mixit.compare import compare
+from mixit.errors import UsageError
+from mixit.experiments.base import markdown_table
+from mixit.io import make_dir, write_json, write_text
+from mixit.launchers import Launch
+from mixit.results import read_results_csv, write_results_csv
+from mixit.tasks import TASKS
+
+# Tasks that need no corpus or user file: the suite's default.
+SYNTHETIC = (
+    "addition",
+    "modular-addition",
+    "dyck",
+    "retrieval",
+    "khop",
+    "memorization",
+    "mqar",
+    "selective-copying",
+    "noisy-recall",
+)
+
+
+def relative_score(mean: float, standard: float, chance: float | None, lower_better: bool) -> float:
+    """A variant's mean as the share of the standard model's gain over chance: 0 at chance, 1
+    at the standard model (beyond 1: better than it). Without a chance level, mean / standard."""
+    if chance is None or standard == chance:
+        return mean / standard if standard else float("nan")
+    sign = -1.0 if lower_better else 1.0
+    return sign * (mean - chance) / (sign * (standard - chance))
+
+
+def suite(
+    tasks: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    preset: str = "tiny",
+    seed: int = 0,
+    seeds: int = 1,
+    out: str | Path = "runs/suite",
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+    launch: Launch | None = None,
+) -> dict[str, Any]:
+    """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
+    returns ``{task: compare.json}``."""
+    tasks = list(tasks or SYNTHETIC)
+    unknown = [task for task in tasks if task not in TASKS]
+    if unknown:
+        raise UsageError(f"unknown task '{unknown[0]}'; choose from: {', '.join(TASKS)}")
+    out = make_dir(Path(out))
+    results = {
+        task: compare(
+            task, models, preset, seed, seeds, out / task, overrides, progress, launch=launch
+        )
+        for task in tasks
+    }
+    rows = [row for task in tasks for row in read_results_csv(out / task / "results.csv")]
+    write_results_csv(out / "results.csv", [_summary_of(row) for row in rows])
+    scores = {task: relative_scores(result) for task, result in results.items()}
+    heatmap(out / "heatmap.png", scores, results)
+    write_text(out / "summary.md", summary_markdown(scores, results, preset, seeds))
+    write_json(out / "suite.json", {"tasks": tasks, "scores": scores})
+    return results
+
+
+def _summary_of(row: Mapping[str, str]) -> dict[str, Any]:
+    """A results.csv row back in the shape ``write_results_csv`` reads (a summary)."""
+    return {
+        "task": row["task"],
+        "model": row["model"],
+        "seed": int(row["seed"]),
+        "metrics": {row["metric"]: float(row["value"])},
+        "chance": float(row["chance"]) if row["chance"] else "",
+        "steps": int(row["steps"]),
+        "steps_run": int(row["steps_run"]),
+        "stopped": row["stopped"],
+        "train_seconds": float(row["train_seconds"]),
+        "params_trainable": int(row["params_trainable"]),
+        "run_dir": row["run_dir"],
+    }
+
+
+def relative_scores(result: Mapping[str, Any]) -> dict[str, float]:
+    """Each model's ``relative_score`` on one task's comparison."""
+    means = {row["model"]: row["mean"] for row in result["rows"]}
+    if "standard" not in means:
+        return {}
+    if result.get("litmus", {}).get("no_reference"):  # the standard model did not learn it
+        return dict.fromkeys(means, math.nan)
+    lower = not result["higher_is_better"]
+    return {
+        model: relative_score(mean, means["standard"], result.get("chance"), lower)
+        for model, mean in means.items()
+    }
+
+
+def heatmap(
+    path: Path, scores: Mapping[str, Mapping[str, float]], results: Mapping[str, Any]
+) -> None:
+    """Variants (rows) x tasks (columns), coloured from chance (0) to the standard model (1),
+    each cell with its score and the model's mean raw metric."""
+    from mixit.experiments.plots import pyplot
+
+    plt = pyplot()
+    tasks = [task for task in scores if scores[task]]
+    models = list(dict.fromkeys(m for task in tasks for m in scores[task]))
+    grid = [[scores[t].get(m, float("nan")) for t in tasks] for m in models]
+    fig, ax = plt.subplots(figsize=(1.3 * len(tasks) + 2.5, 0.6 * len(models) + 1.8))
+    image = ax.imshow(grid, cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
+    means = {t: {row["model"]: row["mean"] for row in results[t]["rows"]} for t in tasks}
+    for i, model in enumerate(models):
+        for j, task in enumerate(tasks):
+            raw = means[task].get(model)
+            if raw is not None:
+                score = "no ref." if math.isnan(grid[i][j]) else f"{grid[i][j]:.2f}"
+                ax.text(j, i, f"{score}\n({raw:.2f})", ha="center", va="center", size=7)
+    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
+    ax.set_yticks(range(len(models)), models)
+    ax.set_title(
+        "0 = chance, 1 = standard (raw metric in brackets; no ref.: standard did not learn)",
+        size=9,
+    )
+    fig.colorbar(image, ax=ax, fraction=0.03)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def summary_markdown(
+    scores: Mapping[str, Mapping[str, float]],
+    results: Mapping[str, Any],
+    preset: str,
+    seeds: int,
+) -> str:
+    """The scores as a table and each task's litmus verdicts (or why there are none)."""
+    models = list(dict.fromkeys(m for task in scores for m in scores[task]))
+    rows = [[task, *(_cell(scores[task].get(m, math.nan)) for m in models)] for task in scores]
+    lines = [
+        f"# Suite: preset `{preset}`, {seeds} seed(s)",
+        "Score per task: 0 is the task's chance level, 1 the standard model "
+        "(heatmap.png; every run in results.csv).",
+        markdown_table(["task", *models], rows),
+        "## Litmus verdicts",
+    ]
+    for task, result in results.items():
+        reading = result.get("litmus", {})
+        if reading.get("no_reference"):
+            lines.append(f"- **{task}**: no verdict, " + "; ".join(reading["no_reference"]))
+            continue
+        verdicts = [
+            f"{row['model']} {_verdict(row['matches'])} ({row['difference']:+.3f})"
+            for row in reading.get("rows", [])
+        ]
+        lines.append(f"- **{task}**: " + ", ".join(verdicts))
+    if seeds == 1:
+        lines.append("\nOne seed per run: no verdict here is certain (use --seeds 3 or more).")
+    spread = [v for task in scores for v in scores[task].values() if not math.isnan(v)]
+    if spread:
+        lines.append(f"\nScores range from {min(spread):.2f} to {max(spread):.2f}.")
+    return "\n\n".join(lines) + "\n"
+
+
+def _cell(score: float) -> str:
+    return "no reference" if math.isnan(score) else f"{score:.2f}"
+
+
+def _verdict(matches: bool | None) -> str:
+    return {True: "matches", False: "falls short", None: "unsure"}[matches]

@@ -1,0 +1,51 @@
+"""``mixit suite``: the spectrum over tasks, its results.csv, heatmap and summary."""
+
+import pytest
+
+from mixit.cli import main
+from mixit.results import COLUMNS, read_results_csv
+from mixit.suite import relative_score
+
+QUICK = ["train.steps=4", "train.eval_every=4", "train.stop_at=none"]
+
+
+def test_suite_writes_one_row_per_run_a_heatmap_and_the_verdicts(tmp_path, capsys):
+    out = tmp_path / "s"
+    argv = ["suite", "--tasks", "noisy-recall,selective-copying", "--out", str(out)]
+    assert main([*argv, "--models", "standard,mixit", "--seeds", "2", *QUICK]) == 0
+    rows = read_results_csv(out / "results.csv")
+    assert tuple(rows[0]) == COLUMNS and len(rows) == 2 * 2 * 2  # tasks x models x seeds
+    assert {(r["task"], r["model"], r["seed"]) for r in rows} == {
+        (t, m, s)
+        for t in ("noisy-recall", "selective-copying")
+        for m in ("standard", "mixit")
+        for s in ("0", "1")
+    }
+    assert (out / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = (out / "summary.md").read_text()
+    assert "**noisy-recall**" in summary and "**selective-copying**" in summary
+    assert summary in capsys.readouterr().out
+    # compare writes the same rows for its own runs
+    task_rows = read_results_csv(out / "noisy-recall" / "results.csv")
+    assert task_rows == [r for r in rows if r["task"] == "noisy-recall"]
+
+
+@pytest.mark.parametrize(
+    "mean, standard, chance, lower_better, score",
+    [
+        (0.625, 1.0, 0.25, False, 0.5),
+        (0.25, 1.0, 0.25, False, 0.0),
+        (1.0, 1.0, 0.25, False, 1.0),
+        (5.0, 4.0, 6.0, True, 0.5),  # log perplexity: chance above, lower is better
+        (0.5, 1.0, None, False, 0.5),
+    ],
+)
+def test_a_score_runs_from_chance_to_the_standard_model(
+    mean, standard, chance, lower_better, score
+):
+    assert relative_score(mean, standard, chance, lower_better) == pytest.approx(score)
+
+
+def test_an_unknown_task_exits_2(tmp_path, capsys):
+    assert main(["suite", "--tasks", "nope", "--out", str(tmp_path / "s")]) == 2
+    assert "unknown task 'nope'" in capsys.readouterr().err
