@@ -1,0 +1,232 @@
+"""The spectrum of any causal language model: ``mixit.spectrum(source)`` returns its standard,
+Frozen-QK, Frozen-MLP, random and MixiT versions, all from the same initialisation.
+
+A model's parts are found through a ``Parts`` description, never guessed from names: one per
+Hugging Face architecture (``ADAPTERS``: GPT-2, Llama, Qwen2, Mistral), or the user's own.
+GPT-2 computes queries, keys and values with one fused matrix; its adapter first splits it
+into three (the same outputs), so that the queries and keys can be frozen as whole tensors.
+
+MixiT replaces each attention module by fixed random mixing of its values (eq. 2.3, the
+matrices of ``mixit.attention``): y = W_O (A V), A fixed at initialisation, with learned
+positions added to the token embedding where the model has none (a RoPE model loses its only
+positional signal with its queries and keys). Unlike mixit's own MixiT, the model's residual
+stream is left as it is (no shaped residual).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from mixit.attention import mixing_matrices, mixing_std
+from mixit.errors import UsageError
+
+MODELS = ("standard", "frozen-qk", "frozen-mlp", "random", "mixit")
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Where a causal LM keeps what the spectrum freezes or replaces. ``blocks`` is the dotted
+    path from the model to its list of blocks; the other module paths are relative to one
+    block, except ``embedding`` and ``positions`` (relative to the model; ``positions`` None
+    when the model has no learned position table)."""
+
+    blocks: str
+    attention: str
+    queries_keys: tuple[str, ...]
+    value: str
+    output: str
+    mlp: str
+    embedding: str
+    positions: str | None
+    split: Callable[[nn.Module], None] | None = None  # run once on a fresh model first
+
+
+class SplitQKV(nn.Module):
+    """GPT-2's fused ``c_attn`` (x @ W + b, W (n, 3n)) as three (n, n) projections whose
+    concatenated outputs are the fused one's."""
+
+    def __init__(self, fused: nn.Module) -> None:
+        super().__init__()
+        n = fused.weight.shape[0]
+        self.query, self.key, self.value = (nn.Linear(n, n) for _ in range(3))
+        with torch.no_grad():
+            for i, part in enumerate((self.query, self.key, self.value)):
+                part.weight.copy_(fused.weight[:, i * n : (i + 1) * n].T)
+                part.bias.copy_(fused.bias[i * n : (i + 1) * n])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.query(x), self.key(x), self.value(x)], dim=-1)  # (B, T, 3n)
+
+
+def _split_gpt2(model: nn.Module) -> None:
+    for block in model.transformer.h:
+        block.attn.c_attn = SplitQKV(block.attn.c_attn)
+
+
+LLAMA_PARTS = Parts(
+    blocks="model.layers",
+    attention="self_attn",
+    queries_keys=("self_attn.q_proj", "self_attn.k_proj"),
+    value="self_attn.v_proj",
+    output="self_attn.o_proj",
+    mlp="mlp",
+    embedding="model.embed_tokens",
+    positions=None,
+)
+ADAPTERS: dict[str, Parts] = {
+    "gpt2": Parts(
+        blocks="transformer.h",
+        attention="attn",
+        queries_keys=("attn.c_attn.query", "attn.c_attn.key"),
+        value="attn.c_attn.value",
+        output="attn.c_proj",
+        mlp="mlp",
+        embedding="transformer.wte",
+        positions="transformer.wpe",
+        split=_split_gpt2,
+    ),
+    "llama": LLAMA_PARTS,
+    "qwen2": LLAMA_PARTS,
+    "mistral": LLAMA_PARTS,
+}
+
+
+class FixedMixingAttention(nn.Module):
+    """An attention module's stand-in: its value and output projections around fixed mixing
+    matrices A (H, T_max, T_max). Returns ``(output, None)`` as Hugging Face attention does."""
+
+    def __init__(
+        self, value: nn.Module, output: nn.Module, heads: int, kv_heads: int, mixing: torch.Tensor
+    ) -> None:
+        super().__init__()
+        self.value, self.output = value, output
+        self.heads, self.kv_heads = heads, kv_heads
+        self.register_buffer("mixing", mixing)
+
+    def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple:
+        B, T, _ = hidden_states.shape
+        v = self.value(hidden_states).view(B, T, self.kv_heads, -1)  # (B, T, H_kv, hs)
+        v = v.repeat_interleave(self.heads // self.kv_heads, dim=2)  # (B, T, H, hs)
+        y = torch.einsum("hts,bshd->bthd", self.mixing[:, :T, :T], v)  # (B, T, H, hs)
+        return self.output(y.reshape(B, T, -1)), None  # (B, T, n)
+
+
+class WithPositions(nn.Module):
+    """A token embedding plus a learned position table (MixiT on a model without one)."""
+
+    def __init__(self, embedding: nn.Embedding, block_size: int) -> None:
+        super().__init__()
+        self.embedding = embedding
+        self.positions = nn.Embedding(block_size, embedding.embedding_dim)
+        nn.init.normal_(self.positions.weight, std=0.02)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        T = input_ids.shape[-1]
+        return self.embedding(input_ids) + self.positions.weight[:T]  # (B, T, n)
+
+
+def _builder(source: Any, settings: Mapping[str, Any]) -> Callable[[], nn.Module]:
+    """A function that builds a fresh model from ``source``: a builder itself, a Hugging Face
+    config (built with no weights to load), or an architecture name of ``ADAPTERS`` with the
+    config ``settings`` (e.g. ``{"n_layer": 2}``)."""
+    if callable(source) and not hasattr(source, "model_type"):
+        return source
+    from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig
+
+    if isinstance(source, str):
+        if source not in ADAPTERS:
+            raise UsageError(f"unknown architecture '{source}'; choose from: {', '.join(ADAPTERS)}")
+        source = AutoConfig.for_model(source, **settings)
+    if not isinstance(source, PretrainedConfig):
+        raise UsageError("spectrum() takes a model builder, a transformers config or a name")
+    return lambda: AutoModelForCausalLM.from_config(source)
+
+
+def _find(root: nn.Module, path: str) -> nn.Module:
+    return root.get_submodule(path)
+
+
+def _set(root: nn.Module, path: str, module: nn.Module) -> None:
+    parent, _, name = path.rpartition(".")
+    setattr(root.get_submodule(parent) if parent else root, name, module)
+
+
+def parts_of(model: nn.Module, parts: Parts | None) -> Parts:
+    if parts is not None:
+        return parts
+    kind = getattr(getattr(model, "config", None), "model_type", None)
+    if kind not in ADAPTERS:
+        raise UsageError(
+            f"no adapter for model type '{kind}' (adapters: {', '.join(ADAPTERS)}); "
+            "describe its parts with mixit.spectrum.Parts"
+        )
+    return ADAPTERS[kind]
+
+
+def frozen_modules(model: nn.Module, parts: Parts, variant: str) -> list[nn.Module]:
+    """The modules whose parameters ``variant`` freezes, block by block."""
+    blocks: Sequence[nn.Module] = _find(model, parts.blocks)
+    if variant == "frozen-qk":
+        return [_find(block, path) for block in blocks for path in parts.queries_keys]
+    if variant == "frozen-mlp":
+        return [_find(block, parts.mlp) for block in blocks]
+    if variant == "random":  # Zhong & Andreas: only embeddings, final norm and head train
+        return list(blocks)
+    return []
+
+
+def _mixit(model: nn.Module, parts: Parts, scale: str, seed: int) -> None:
+    config = model.config
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    n, block_size = config.hidden_size, config.max_position_embeddings
+    generator = torch.Generator().manual_seed(seed)
+    for block in _find(model, parts.blocks):
+        sigma = mixing_std(scale, n, heads, block_size)  # (H, 1, 1)
+        weights = sigma * torch.randn(heads, block_size, block_size, generator=generator)
+        attention = FixedMixingAttention(
+            _find(block, parts.value),
+            _find(block, parts.output),
+            heads,
+            kv_heads,
+            mixing_matrices(weights),  # (H, T, T): causal, rows centred, plus the identity
+        )
+        _set(block, parts.attention, attention)
+    if parts.positions is None:
+        _set(model, parts.embedding, WithPositions(_find(model, parts.embedding), block_size))
+
+
+def spectrum(
+    source: Any,
+    parts: Parts | None = None,
+    models: Sequence[str] = MODELS,
+    seed: int = 0,
+    mixing_scale: str = "sequence",
+    settings: Mapping[str, Any] | None = None,
+) -> dict[str, nn.Module]:
+    """The ``models`` of the spectrum of ``source`` (a function that builds a causal LM, a
+    Hugging Face config, or an architecture name built with the config ``settings``), each
+    built afresh from the same seed, so that every variant starts from the same weights;
+    ``parts`` where no adapter knows the model."""
+    build = _builder(source, settings or {})
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise UsageError(f"unknown model '{unknown[0]}'; choose from: {', '.join(MODELS)}")
+    built = {}
+    for variant in models:
+        torch.manual_seed(seed)
+        model = build()
+        found = parts_of(model, parts)
+        if found.split is not None:
+            found.split(model)
+        for module in frozen_modules(model, found, variant):
+            module.requires_grad_(False)
+        if variant == "mixit":
+            _mixit(model, found, mixing_scale, seed)
+        built[variant] = model
+    return built
