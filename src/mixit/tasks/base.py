@@ -168,6 +168,16 @@ def schedule(
     return settings
 
 
+# The tiny preset the recall and copying tasks of architecture research share (mqar,
+# selective-copying, noisy-recall): retrieval's model and ceiling, so their readings compare.
+RECALL_TINY: dict[str, Any] = {
+    **model_size(n_layer=2, n_embd=64, n_head=2),
+    "model.mixing_scale": "sequence",
+    **schedule(batch_size=128, lr=2e-3, steps=2400, eval_every=400),
+    "train.stop_at": 0.99,
+}
+
+
 def register(spec: TaskSpec) -> TaskSpec:
     TASKS[spec.name] = spec
     return spec

@@ -19,6 +19,7 @@ import numpy as np
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
+    RECALL_TINY,
     TaskData,
     TaskSpec,
     answer_split,
@@ -143,12 +144,7 @@ register(
         metric="test_token_accuracy",
         chance=context_value_guess,
         presets={
-            "tiny": {
-                **model_size(n_layer=2, n_embd=64, n_head=2),
-                "model.mixing_scale": "sequence",
-                **schedule(batch_size=128, lr=2e-3, steps=2400, eval_every=400),
-                "train.stop_at": 0.99,
-            },
+            "tiny": RECALL_TINY,
             "small": {
                 "task.vocab_size": 256,
                 "task.num_pairs": 32,

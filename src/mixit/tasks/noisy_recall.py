@@ -16,6 +16,7 @@ import numpy as np
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
+    RECALL_TINY,
     TaskData,
     TaskSpec,
     check_positive,
@@ -113,12 +114,7 @@ register(
         summary="key-value pairs among noise tokens, then a key again: emit its value",
         chance=context_value_guess,
         presets={
-            "tiny": {
-                **model_size(n_layer=2, n_embd=64, n_head=2),
-                "model.mixing_scale": "sequence",
-                **schedule(batch_size=128, lr=2e-3, steps=2400, eval_every=400),
-                "train.stop_at": 0.99,
-            },
+            "tiny": RECALL_TINY,
             "small": {
                 "task.num_keys": 32,
                 "task.num_values": 32,

@@ -17,6 +17,7 @@ import torch
 from mixit.errors import UsageError
 from mixit.tasks.base import (
     IGNORE_INDEX,
+    RECALL_TINY,
     Split,
     TaskData,
     TaskSpec,
@@ -118,12 +119,7 @@ register(
         metric="test_token_accuracy",
         chance=token_guess,
         presets={
-            "tiny": {
-                **model_size(n_layer=2, n_embd=64, n_head=2),
-                "model.mixing_scale": "sequence",
-                **schedule(batch_size=128, lr=2e-3, steps=2400, eval_every=400),
-                "train.stop_at": 0.99,
-            },
+            "tiny": RECALL_TINY,
             "small": {
                 "task.num_tokens": 16,
                 "task.context_len": 128,
