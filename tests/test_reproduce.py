@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from mixit.cli import main
 from mixit.compare import compare
-from mixit.experiments import EXPERIMENTS, estimate, reproduce, throughput
+from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce, throughput
 from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.experiments.estimate import list_schedule
@@ -249,7 +249,9 @@ def test_estimate_times_what_would_train_and_trains_nothing(tmp_path, capsys):
     out = tmp_path / "rep"
     reproduce(["table4"], Reproduction("tiny", seeds=1, jobs=1, out=out, overrides=QUICK))
     finished = summaries_mtimes(out)
-    guess = estimate(["table4"], Reproduction("tiny", seeds=2, jobs=2, out=out, overrides=QUICK))
+    guess = estimate_reproduction(
+        ["table4"], Reproduction("tiny", seeds=2, jobs=2, out=out, overrides=QUICK)
+    )
     assert guess["runs_to_train"] == 4  # seed 1 of the four models; seed 0 is finished
     assert guess["configs_timed"] == 4 and guess["experiments"]["table4"]["runs"] == 8
     assert 0 < guess["wall_seconds"] <= guess["train_seconds"]

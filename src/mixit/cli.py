@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mixit.compare import Comparison, compare, estimate, format_estimate, format_table
+from mixit.compare import (
+    Comparison,
+    compare,
+    estimate_comparison,
+    format_comparison_estimate,
+    format_table,
+)
 from mixit.config import parse_overrides
 from mixit.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
 from mixit.io import write_json
@@ -473,8 +479,8 @@ def _train(args: argparse.Namespace) -> int:
     if args.estimate:
         one_seed = range(args.seed, args.seed + 1)
         plan = Comparison(args.task, (args.model,), args.preset, one_seed, None, overrides)
-        one_run = estimate(plan, args.target)
-        print(format_estimate(one_run))
+        one_run = estimate_comparison(plan, args.target)
+        print(format_comparison_estimate(one_run))
         return 0
     if args.nproc != 1:
         if args.nproc < 1:
@@ -510,8 +516,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.estimate:
         seeds = range(args.seed, args.seed + args.seeds)
         plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
-        cost = estimate(plan, args.target)
-        print(format_estimate(cost))
+        cost = estimate_comparison(plan, args.target)
+        print(format_comparison_estimate(cost))
         return 0
     result = compare(
         args.task,
@@ -579,9 +585,9 @@ def _torchrun(nproc: int, argv: Sequence[str]) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from mixit.experiments import estimate, reproduce
+    from mixit.experiments import estimate_reproduction, reproduce
     from mixit.experiments.base import Reproduction
-    from mixit.experiments.estimate import format_estimate
+    from mixit.experiments.estimate import format_reproduction_estimate
 
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
@@ -596,7 +602,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.claims or args.differences:
         raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
     if args.estimate:
-        print(format_estimate(estimate([experiment], how, args.target)))
+        print(format_reproduction_estimate(estimate_reproduction([experiment], how, args.target)))
         return 0
     claims = reproduce([experiment], how, train=not args.no_train)
     for claim in claims:

@@ -189,7 +189,7 @@ def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -
     }
 
 
-def estimate(plan: Comparison, target: str | None = None) -> dict[str, Any]:
+def estimate_comparison(plan: Comparison, target: str | None = None) -> dict[str, Any]:
     """What `compare` (or, with one model and seed, `train`) would cost on this machine,
     without training or writing anything: each model's config is timed once (its seeds cost
     the same, see ``time_training``), or, with ``target``, predicted for that device with its
@@ -226,7 +226,7 @@ def estimate(plan: Comparison, target: str | None = None) -> dict[str, Any]:
     }
 
 
-def format_estimate(result: Mapping[str, Any]) -> str:
+def format_comparison_estimate(result: Mapping[str, Any]) -> str:
     """The estimate as a plain-text table, and the total with the runs one after another."""
     title = (
         f"task: {result['task']} (preset {result['preset']}), {result['device']}; "

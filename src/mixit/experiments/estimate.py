@@ -25,7 +25,9 @@ def list_schedule(seconds: Sequence[float], jobs: int) -> float:
     return max(free_at)
 
 
-def estimate(names: Sequence[str], how: Reproduction, target: str | None = None) -> dict[str, Any]:
+def estimate_reproduction(
+    names: Sequence[str], how: Reproduction, target: str | None = None
+) -> dict[str, Any]:
     """What ``reproduce`` with these arguments would train, and for how long, without
     training: each distinct config (seeds share one) is timed for a few steps on this machine
     at the thread count a worker would get (``mixit.runs.pending_timings``), or, with
@@ -84,7 +86,7 @@ def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dic
     }
 
 
-def format_estimate(estimate: Mapping[str, Any]) -> str:
+def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
     """``estimate``'s result as a markdown table and a closing line."""
     rows = [
         f"| {name} | {e['runs']} | {e['runs_to_train']} | {e['train_seconds']:,.0f} |"
