@@ -63,6 +63,13 @@ def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     )
     stored = json.loads((out / "ablation" / "results.json").read_text())
     assert stored["claims"] == ["C1"]
+    # A claim whose runs have not trained (C6: Table 4) is left out, the finished one reported.
+    some = ablate(
+        ["sink"], ["C1", "C6"], Reproduction("tiny", 1, out=out, overrides=QUICK), train=False
+    )
+    assert some["claims"] == ["C1"] and some["claims_left_out"] == ["C6"]
+    assert set(some["differences"]["sink"]) == {"C1"}
+    assert "claim C6" in (out / "ablation" / "report.md").read_text()
     quick = [f"{k}={v}" for k, v in QUICK.items()]
     argv = ["reproduce", "table1", "--seeds", "1", "--no-train", "--out", str(out), *quick]
     assert main(argv) == 0

@@ -80,7 +80,8 @@ def ablate(
     """Train what the ablation needs into ``OUT/runs`` and write ``OUT/ablation/report.md``
     and ``results.json``: per difference and claim, the verdict and the shift of the claim's
     MixiT numbers against the equations' construction. With ``train=False`` nothing is
-    trained and the report covers the differences whose runs are all finished."""
+    trained and the report covers the claims and differences whose runs are finished
+    (``reportable``)."""
     from mixit.runs import train_missing
 
     differences = check_differences(differences or DEFAULT_DIFFERENCES)
@@ -92,34 +93,53 @@ def ablate(
         configs, out / "runs", how.jobs, how.progress, train, launch=how.launch
     )
     wall = time.perf_counter() - started
-    unfinished = [
-        d
-        for d in (EQUATIONS, *differences)
-        if any(e == d and (e, run) not in summaries for e, run in configs)
-    ]
-    if EQUATIONS in unfinished:
-        raise UsageError(
-            f"the equations' runs of the ablation in {out} are not all finished; "
-            "run it without --no-train"
-        )
-    differences = [d for d in differences if d not in unfinished]
+    claims, ready, left_out = reportable(differences, claims, how, summaries)
+    unfinished = [d for d in differences if d not in ready]
+    differences = ready
+    names = [name for name in names if name in {CLAIM_EXPERIMENT[c] for c in claims}]
     folder = make_dir(out / "ablation")
     verdicts, shifts = judge([EQUATIONS, *differences], claims, names, how, summaries, folder)
     cost = training_cost(summaries, wall, trained, how.jobs)
     markdown = ablation_markdown(verdicts, shifts, claims, how, cost)
-    if unfinished:
+    if unfinished or left_out:
         markdown += (
-            f"\n\nNot finished yet, so not in the table: {', '.join(unfinished)} "
-            "(the same command without --no-train trains them).\n"
+            "\n\nNot finished yet, so not in the table: "
+            + ", ".join([*unfinished, *(f"claim {c}" for c in left_out)])
+            + " (the same command without --no-train trains them).\n"
         )
     results = {"scale": how.scale, "seeds": how.seeds, "first_seed": how.first_seed}
-    results |= {"overrides": dict(how.overrides), "claims": claims}
+    results |= {"overrides": dict(how.overrides), "claims": claims, "claims_left_out": left_out}
     results["differences"] = difference_results(verdicts, shifts, claims)
     results |= {**cost, "unfinished": unfinished}
     write_text(folder / "report.md", markdown)
     write_json(folder / "results.json", results)
     annotate_claims(out)
     return results
+
+
+def reportable(
+    differences: Sequence[str],
+    claims: Sequence[str],
+    how: Reproduction,
+    summaries: Mapping[tuple[str, Run], Any],
+) -> tuple[list[str], list[str], list[str]]:
+    """What a report can say while the ablation trains: the claims whose experiment's
+    equations' runs are all finished, the differences whose runs for those claims are, and the
+    claims left out. None ready is a UsageError."""
+    from mixit.experiments import EXPERIMENTS
+
+    def finished(difference: str, claim: str) -> bool:
+        plan = EXPERIMENTS[CLAIM_EXPERIMENT[claim]].plan(how.scale, how.seed_range)
+        return all((difference, run) in summaries for run in plan)
+
+    ready = [c for c in claims if finished(EQUATIONS, c)]
+    if not ready:
+        raise UsageError(
+            f"no claim's equations' runs of the ablation in {how.out} are all finished yet; "
+            "run it without --no-train"
+        )
+    done = [d for d in differences if all(finished(d, c) for c in ready)]
+    return ready, done, [c for c in claims if c not in ready]
 
 
 def training_cost(
