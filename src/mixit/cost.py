@@ -123,9 +123,10 @@ def memory_parts(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> 
     ``ACTIVATION_FACTOR``, measured."""
     m = config.model
     n, layers, block = m.n_embd, m.n_layer, m.block_size or seq_len
-    parameters = sum(matrices(config).values()) + m.vocab_size * n + block * n
+    weights = matrices(config)
+    parameters = sum(weights.values()) + m.vocab_size * n + block * n
     frozen = get_variant(config.variant).frozen
-    trainable = sum(size for group, size in matrices(config).items() if group not in frozen)
+    trainable = sum(size for group, size in weights.items() if group not in frozen)
     trainable += m.vocab_size * n  # the embedding
     if _mixes_with_keys(config):
         buffers = layers * block * (n // m.n_head)  # RoPE tables
@@ -178,7 +179,6 @@ def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape
     """Per key, the config filled in from its task's data (vocabulary, block size) and its
     ``Shape``. The data are built once per task config (the seed does not change their
     shape)."""
-    import copy
     import dataclasses
     import json
 
@@ -191,11 +191,11 @@ def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape
         declared = spec.declared_shape(config.task) if spec.declared_shape else None
         if declared is not None:
             seq_len, vocab_size, scored = declared
-            filled = copy.deepcopy(config)
-            filled.model.vocab_size = filled.model.vocab_size or vocab_size
-            filled.model.block_size = filled.model.block_size or seq_len
             eval_rows = config.train.eval_examples * (1 + spec.exact_match)
-            out[key] = (filled, Shape(seq_len, scored, eval_rows * seq_len))
+            out[key] = (
+                _filled(config, vocab_size, seq_len),
+                Shape(seq_len, scored, eval_rows * seq_len),
+            )
             continue
         task = dataclasses.asdict(config.task)
         task_key = json.dumps([config.task_name, task], sort_keys=True, default=str)
@@ -203,9 +203,7 @@ def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape
             built[task_key] = get_task(config.task_name).make_data(config.task, 0)
         data = built[task_key]
         seq_len = data.train.inputs.shape[1]
-        filled = copy.deepcopy(config)  # as fit_model_to_data fills it, without its checks
-        filled.model.vocab_size = filled.model.vocab_size or data.vocab_size
-        filled.model.block_size = filled.model.block_size or seq_len
+        filled = _filled(config, data.vocab_size, seq_len)
         scored = float((data.train.targets != IGNORE_INDEX).float().mean())
         limit = config.train.eval_examples
         rows = min(limit, len(data.test.inputs))
@@ -213,3 +211,14 @@ def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape
             rows += min(limit, len(data.train.inputs))
         out[key] = (filled, Shape(seq_len, scored, rows * seq_len))
     return out
+
+
+def _filled(config: RunConfig, vocab_size: int, seq_len: int) -> RunConfig:
+    """A copy of ``config`` with its vocabulary and block size filled in as
+    ``fit_model_to_data`` fills them, without its checks against this machine."""
+    import copy
+
+    filled = copy.deepcopy(config)
+    filled.model.vocab_size = filled.model.vocab_size or vocab_size
+    filled.model.block_size = filled.model.block_size or seq_len
+    return filled

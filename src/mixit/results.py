@@ -52,7 +52,12 @@ def write_results_csv(path: Path, summaries: Iterable[Mapping[str, Any]]) -> Non
     """One row per distinct run (a run shared by two keys once), sorted by task, model and
     seed; written whole, under a temporary name first."""
     rows = {summary.get("run_dir") or id(summary): result_row(summary) for summary in summaries}
-    ordered = sorted(rows.values(), key=lambda r: (r["task"], r["model"], r["seed"]))
+    write_rows(path, rows.values())
+
+
+def write_rows(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """``results.csv`` rows (``COLUMNS``), sorted by task, model and seed."""
+    ordered = sorted(rows, key=lambda r: (r["task"], r["model"], int(r["seed"])))
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()

@@ -18,7 +18,7 @@ from mixit.errors import UsageError
 from mixit.experiments.base import markdown_table
 from mixit.io import make_dir, write_json, write_text
 from mixit.launchers import Launch
-from mixit.results import read_results_csv, write_results_csv
+from mixit.results import read_results_csv, write_rows
 from mixit.tasks import TASKS
 
 # Tasks that need no corpus or user file: the suite's default.
@@ -69,29 +69,12 @@ def suite(
         for task in tasks
     }
     rows = [row for task in tasks for row in read_results_csv(out / task / "results.csv")]
-    write_results_csv(out / "results.csv", [_summary_of(row) for row in rows])
+    write_rows(out / "results.csv", rows)
     scores = {task: relative_scores(result) for task, result in results.items()}
     heatmap(out / "heatmap.png", scores, results)
     write_text(out / "summary.md", summary_markdown(scores, results, preset, seeds))
     write_json(out / "suite.json", {"tasks": tasks, "scores": scores})
     return results
-
-
-def _summary_of(row: Mapping[str, str]) -> dict[str, Any]:
-    """A results.csv row back in the shape ``write_results_csv`` reads (a summary)."""
-    return {
-        "task": row["task"],
-        "model": row["model"],
-        "seed": int(row["seed"]),
-        "metrics": {row["metric"]: float(row["value"])},
-        "chance": float(row["chance"]) if row["chance"] else "",
-        "steps": int(row["steps"]),
-        "steps_run": int(row["steps_run"]),
-        "stopped": row["stopped"],
-        "train_seconds": float(row["train_seconds"]),
-        "params_trainable": int(row["params_trainable"]),
-        "run_dir": row["run_dir"],
-    }
 
 
 def relative_scores(result: Mapping[str, Any]) -> dict[str, float]:
