@@ -19,20 +19,33 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from mixit.arch import RunModel
 from mixit.config import RunConfig, without_execution_settings
 from mixit.errors import UsageError
 from mixit.io import follow_umask, write_atomic
-from mixit.model import Decoder
 
 CHECKPOINT, PREVIOUS = "checkpoint", "checkpoint.old"
 
 
-def save_weights(model: Decoder, path: Path) -> None:
-    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-    write_atomic(path, lambda tmp: save_file(state, str(tmp)))
+def weights_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Every tensor of the state dict under its own name, on the CPU. safetensors refuses two
+    names on one storage, so a tied tensor (GPT-2's output head is its token embedding) is
+    stored twice."""
+    state, stored = {}, set()
+    for name, tensor in model.state_dict().items():
+        tensor = tensor.detach().contiguous().cpu()
+        if tensor.untyped_storage().data_ptr() in stored:
+            tensor = tensor.clone()
+        stored.add(tensor.untyped_storage().data_ptr())
+        state[name] = tensor
+    return state
 
 
-def load_weights(model: Decoder, path: Path) -> None:
+def save_weights(model: torch.nn.Module, path: Path) -> None:
+    write_atomic(path, lambda tmp: save_file(weights_state(model), str(tmp)))
+
+
+def load_weights(model: RunModel, path: Path) -> None:
     """Load a safetensors file into ``model``; refuse (one line, exit 2) a damaged file or one
     whose tensors are not exactly the model's (another variant, another shape)."""
     try:
@@ -66,7 +79,7 @@ def latest_checkpoint(out: Path) -> Path | None:
 
 def save_checkpoint(
     out: Path,
-    model: Decoder,
+    model: RunModel,
     optimizer: torch.optim.Optimizer,
     schedule: torch.optim.lr_scheduler.LRScheduler,
     batches: torch.Generator,
@@ -85,10 +98,7 @@ def save_checkpoint(
     }
     try:
         tmp.mkdir(parents=True)
-        save_file(
-            {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()},
-            str(tmp / "model.safetensors"),
-        )
+        save_file(weights_state(model), str(tmp / "model.safetensors"))
         follow_umask(tmp / "model.safetensors")
         torch.save(state, tmp / "state.pt")
     except (OSError, RuntimeError) as error:  # torch.save reports a full disk as RuntimeError
@@ -108,7 +118,7 @@ def save_checkpoint(
 
 def load_checkpoint(
     out: Path,
-    model: Decoder,
+    model: RunModel,
     optimizer: torch.optim.Optimizer,
     schedule: torch.optim.lr_scheduler.LRScheduler,
     batches: torch.Generator,

@@ -64,6 +64,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "(appendix C and Table 9)",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    _add_arch_option(parser)
     _add_estimate_options(parser)
     parser.add_argument(
         "--progress",
@@ -239,9 +240,28 @@ def _add_suite(commands: Any) -> None:
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars"
     )
+    _add_arch_option(parser)
     _add_launch_options(parser)
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="settings for every run")
     parser.set_defaults(run=_suite)
+
+
+def _add_arch_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--arch",
+        default=None,
+        help="the model to take apart (model.arch): mixit (its own decoder; default), hf:NAME "
+        "(a Hugging Face gpt2, llama, qwen2 or mistral built from config at the run's sizes) "
+        "or module:MODULE:FACTORY (FACTORY(model_config) returns your causal LM)",
+    )
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, str]:
+    """The dotted overrides, with ``--arch`` as ``model.arch``."""
+    overrides = parse_overrides(args.overrides)
+    if args.arch is not None:
+        overrides["model.arch"] = args.arch
+    return overrides
 
 
 def _add_estimate_options(parser: argparse.ArgumentParser) -> None:
@@ -475,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    overrides = parse_overrides(args.overrides)
+    overrides = _overrides(args)
     if args.estimate:
         one_seed = range(args.seed, args.seed + 1)
         plan = Comparison(args.task, (args.model,), args.preset, one_seed, None, overrides)
@@ -511,7 +531,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.tolerance is not None and args.tolerance < 0:
         raise UsageError(f"--tolerance must be >= 0, got {args.tolerance}")
     models = _models(args.models)
-    overrides = parse_overrides(args.overrides)
+    overrides = _overrides(args)
     out = args.out or f"runs/compare/{args.task}"
     if args.estimate:
         seeds = range(args.seed, args.seed + args.seeds)
@@ -636,7 +656,7 @@ def _suite(args: argparse.Namespace) -> int:
         args.seed,
         args.seeds,
         args.out,
-        parse_overrides(args.overrides),
+        _overrides(args),
         args.progress,
         _launch(args),
     )

@@ -108,6 +108,9 @@ class ModelConfig:
     # Depth-scaled residual h <- h + (residual_depth_base / n_layer)^alpha f(h); None: off.
     residual_depth_alpha: float | None = None
     residual_depth_base: float = 4.0
+    # What the run trains (mixit.arch): "mixit" (this decoder), "hf:NAME" (a Hugging Face
+    # architecture built from config) or "module:MODULE:FACTORY" (the user's own model).
+    arch: str = "mixit"
 
     def validate(self, uses_rope: bool = True) -> None:
         _check_finite("model", self)
@@ -248,6 +251,7 @@ ADDED_LATER = {
     ("model", "activation_gain"): False,
     ("model", "residual_depth_alpha"): None,
     ("model", "residual_depth_base"): 4.0,
+    ("model", "arch"): "mixit",
     ("task", "padding"): "left",
     ("task", "train_fraction"): 0.0,
     ("task", "key_pool"): "upper-half",

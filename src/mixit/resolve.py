@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from mixit.arch import BUILT_IN, check_arch
 from mixit.attention import mixer_traits
 from mixit.config import MAX_SEED, RunConfig, apply_overrides
 from mixit.constructions import construction_overrides
@@ -48,9 +49,11 @@ def resolve_config(
 def validate(config: RunConfig) -> None:
     """Check every section of a resolved or stored config (a UsageError names the value)."""
     variant = get_variant(config.variant)
+    built_in = config.model.arch == BUILT_IN
     config.model.validate(
-        uses_rope=mixer_traits(variant.attention, config.model).positions == "rope"
+        uses_rope=built_in and mixer_traits(variant.attention, config.model).positions == "rope"
     )
+    check_arch(config.model.arch)
     config.task.validate()
     config.train.validate()
 

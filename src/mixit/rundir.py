@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mixit.arch import BUILT_IN, RunModel
 from mixit.checkpoint import load_weights, save_weights
 from mixit.config import RunConfig, from_dict
 from mixit.errors import UsageError
@@ -98,7 +99,7 @@ class RunWriter:
         if self.wandb is not None:
             self.wandb.log(numbers, step=record["step"])
 
-    def finish(self, model: Decoder, summary: dict[str, Any]) -> None:
+    def finish(self, model: RunModel, summary: dict[str, Any]) -> None:
         """Weights first, summary last: a summary.json means the run is complete."""
         if self.out is None:
             return
@@ -129,6 +130,11 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
             raise UsageError("model.vocab_size and model.block_size must be >= 1")
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
+    if config.model.arch != BUILT_IN:  # generate, export and the analyses read mixit's taps
+        raise UsageError(
+            f"{run_dir} trained model.arch={config.model.arch}; only runs of mixit's own "
+            "decoder can be loaded here"
+        )
     model = Decoder(config.model, get_variant(config.variant))
     load_weights(model, weights_path)
     return model.eval(), config

@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from mixit.arch import RunModel
 from mixit.config import RunConfig
 from mixit.distributed import ALONE, Ranks
-from mixit.model import Decoder
 from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
 
 
@@ -52,7 +52,7 @@ def training_loss(
 
 @torch.no_grad()
 def _score_rows(
-    model: Decoder, split: Split, max_examples: int, batch_size: int
+    model: RunModel, split: Split, max_examples: int, batch_size: int
 ) -> tuple[float, int, int, torch.Tensor]:
     """Over the first ``max_examples`` rows of ``split``: the summed loss of the answer
     tokens, their number, how many are right, and per row whether all of them are (n,)."""
@@ -77,7 +77,7 @@ def _score_rows(
     return loss_sum, tokens, token_hits, torch.cat(rows)
 
 
-def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -> dict[str, float]:
+def evaluate(model: RunModel, split: Split, max_examples: int, batch_size: int) -> dict[str, float]:
     """Loss, exact-match accuracy (all answer tokens right) and per-token accuracy."""
     loss_sum, tokens, token_hits, rows = _score_rows(model, split, max_examples, batch_size)
     return {
@@ -87,13 +87,13 @@ def evaluate(model: Decoder, split: Split, max_examples: int, batch_size: int) -
     }
 
 
-def correct_rows(model: Decoder, split: Split, max_examples: int, batch_size: int) -> torch.Tensor:
+def correct_rows(model: RunModel, split: Split, max_examples: int, batch_size: int) -> torch.Tensor:
     """Whether the model gets every answer token of each of the first ``max_examples`` rows of
     ``split`` right: (n,) booleans, for accuracies by any grouping of the rows."""
     return _score_rows(model, split, max_examples, batch_size)[3]
 
 
-def evaluate_run(model: Decoder, data: TaskData, config: RunConfig) -> dict[str, float]:
+def evaluate_run(model: RunModel, data: TaskData, config: RunConfig) -> dict[str, float]:
     """The summary metrics: test loss and accuracies, train accuracy, the task's own extras."""
     spec = get_task(config.task_name)
     batch = max(config.train.batch_size, 256)

@@ -181,7 +181,15 @@ def frozen_modules(model: nn.Module, parts: Parts, variant: str) -> list[nn.Modu
 
 
 def _mixit(model: nn.Module, parts: Parts, scale: str, seed: int) -> None:
-    config = model.config
+    config = getattr(model, "config", None)
+    if not all(
+        hasattr(config, key)
+        for key in ("num_attention_heads", "hidden_size", "max_position_embeddings")
+    ):
+        raise UsageError(
+            "MixiT sizes its mixing from the model's config: give the model a .config with "
+            "num_attention_heads, hidden_size and max_position_embeddings"
+        )
     heads = config.num_attention_heads
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     n, block_size = config.hidden_size, config.max_position_embeddings

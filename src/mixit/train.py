@@ -19,6 +19,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from mixit.arch import BUILT_IN, RunModel, build_arch_model
 from mixit.checkpoint import (
     check_resumable,
     latest_checkpoint,
@@ -44,12 +45,15 @@ def mixed_precision(device: torch.device, config: RunConfig) -> torch.autocast:
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
-def build_model(config: RunConfig) -> Decoder:
+def build_model(config: RunConfig) -> RunModel:
+    """The run's model: mixit's decoder, or the ``model.arch`` it names (mixit.arch)."""
     torch.manual_seed(config.seed)
+    if config.model.arch != BUILT_IN:
+        return build_arch_model(config.model, config.variant, config.seed)
     return Decoder(config.model, get_variant(config.variant))
 
 
-def make_optimizer(model: Decoder, config: RunConfig) -> torch.optim.AdamW:
+def make_optimizer(model: RunModel, config: RunConfig) -> torch.optim.AdamW:
     """AdamW over the trainable parameters only; no weight decay on norm gains."""
     trainable = model.trainable_parameters()
     groups = [
@@ -113,7 +117,7 @@ def compiled(module: torch.nn.Module, config: RunConfig) -> torch.nn.Module:
 
 def train_step(
     trained: torch.nn.Module,
-    model: Decoder,
+    model: RunModel,
     optimizer: torch.optim.Optimizer,
     inputs: torch.Tensor,
     targets: torch.Tensor,
@@ -183,7 +187,7 @@ class Training:
 
     config: RunConfig
     data: TaskData
-    model: Decoder
+    model: RunModel
     trained: torch.nn.Module
     optimizer: torch.optim.AdamW
     batches: torch.Generator

@@ -1,0 +1,136 @@
+"""What a run trains: ``model.arch``, mixit's own decoder or any causal language model.
+
+- ``mixit`` (default): mixit's decoder (``mixit.model``).
+- ``hf:NAME``: a Hugging Face architecture with an adapter in ``mixit.spectrum.ADAPTERS``
+  (gpt2, llama, qwen2, mistral), built from a config with no weights to load.
+- ``module:PACKAGE.MODULE:FACTORY``: ``FACTORY(model_config)`` (a ``mixit.config.ModelConfig``)
+  returns a causal LM, a module whose ``forward(input_ids)`` gives logits (B, T, V) or an
+  object with ``.logits``. Its parts come from the module's ``PARTS`` (a
+  ``mixit.spectrum.Parts``), else from the adapter of the model's ``config.model_type``.
+
+The run's variant is built by ``mixit.spectrum`` (the same freezing and fixed mixing as the
+Python API) and wrapped in ``ArchModel``, which speaks the decoder's interface to training and
+scoring. Such a model keeps its own initialisation, norms and residual stream: from mixit's
+model config it takes only the sizes (``n_layer``, ``n_embd``, ``n_head``, ``mlp_ratio``, the
+task's vocabulary and length) and MixiT's ``mixing_scale``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from mixit.config import ModelConfig
+from mixit.errors import UsageError
+from mixit.model import Decoder
+from mixit.spectrum import ADAPTERS, Parts, spectrum
+
+BUILT_IN = "mixit"
+ARCH_FORMS = "mixit, hf:NAME (NAME one of: " + ", ".join(ADAPTERS) + ") or module:MODULE:FACTORY"
+
+
+class ArchModel(nn.Module):
+    """A causal LM behind the decoder's interface: ``model(input_ids)`` with a LongTensor
+    (B, T) returns logits (B, T, V); with a boolean mask ``scored`` (B, T), the logits at the
+    S scored positions (S, V)."""
+
+    def __init__(self, inner: nn.Module, config: ModelConfig) -> None:
+        super().__init__()
+        self.inner, self.config = inner, config
+
+    def forward(self, input_ids: torch.Tensor, scored: torch.Tensor | None = None) -> torch.Tensor:
+        output = self.inner(input_ids)
+        logits = getattr(output, "logits", output)  # (B, T, V)
+        return logits if scored is None else logits[scored]
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        return [p for p in self.parameters() if p.requires_grad]
+
+
+# What a run trains: mixit's decoder, or a model.arch behind the same interface.
+RunModel = Decoder | ArchModel
+
+
+def hf_settings(name: str, m: ModelConfig) -> dict[str, Any]:
+    """The Hugging Face config of architecture ``name`` at mixit's sizes. Dropout is off, as in
+    mixit's decoder, so that a run is a deterministic function of its seed."""
+    if name == "gpt2":
+        return {
+            "n_layer": m.n_layer,
+            "n_embd": m.n_embd,
+            "n_head": m.n_head,
+            "n_inner": m.mlp_ratio * m.n_embd,
+            "n_positions": m.block_size,
+            "vocab_size": m.vocab_size,
+            "resid_pdrop": 0.0,
+            "embd_pdrop": 0.0,
+            "attn_pdrop": 0.0,
+            "bos_token_id": None,  # GPT-2's 50256 lies outside a task's vocabulary
+            "eos_token_id": None,
+        }
+    return {  # the Llama family (llama, qwen2, mistral) shares these names
+        "num_hidden_layers": m.n_layer,
+        "hidden_size": m.n_embd,
+        "num_attention_heads": m.n_head,
+        "num_key_value_heads": m.n_head,
+        "intermediate_size": m.mlp_ratio * m.n_embd,
+        "max_position_embeddings": m.block_size,
+        "vocab_size": m.vocab_size,
+        "tie_word_embeddings": False,
+    }
+
+
+def _factory(spec: str) -> tuple[Callable[[ModelConfig], nn.Module], Parts | None]:
+    """``module:PACKAGE.MODULE:FACTORY`` -> (the factory, the module's ``PARTS`` or None)."""
+    module_name, _, factory_name = spec.removeprefix("module:").partition(":")
+    if not module_name or not factory_name:
+        raise UsageError(f"model.arch='{spec}' is not of the form module:PACKAGE.MODULE:FACTORY")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise UsageError(f"model.arch='{spec}': cannot import {module_name} ({error})") from None
+    factory = getattr(module, factory_name, None)
+    if not callable(factory):
+        raise UsageError(f"model.arch='{spec}': {module_name} has no function {factory_name}")
+    parts = getattr(module, "PARTS", None)
+    if parts is not None and not isinstance(parts, Parts):
+        raise UsageError(f"model.arch='{spec}': {module_name}.PARTS is not a mixit.spectrum.Parts")
+    return factory, parts
+
+
+def check_arch(arch: str) -> None:
+    """Refuse (UsageError, one line) an ``arch`` that names nothing buildable."""
+    if arch == BUILT_IN:
+        return
+    if arch.startswith("hf:"):
+        if arch.removeprefix("hf:") not in ADAPTERS:
+            raise UsageError(f"model.arch='{arch}' is not one of: {ARCH_FORMS}")
+        try:
+            import transformers  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                f"model.arch='{arch}' needs transformers: pip install -e '.[hf]'"
+            ) from None
+        return
+    if arch.startswith("module:"):
+        _factory(arch)
+        return
+    raise UsageError(f"model.arch='{arch}' is not one of: {ARCH_FORMS}")
+
+
+def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
+    """The ``variant`` of ``config.arch`` (not ``mixit``), built from ``seed``."""
+    check_arch(config.arch)
+    if config.arch.startswith("hf:"):
+        name = config.arch.removeprefix("hf:")
+        source: Any = name
+        parts, settings = None, hf_settings(name, config)
+    else:
+        factory, parts = _factory(config.arch)
+        source, settings = (lambda: factory(config)), None
+    models = spectrum(source, parts, (variant,), seed, config.mixing_scale, settings)
+    return ArchModel(models[variant], config)

@@ -1,0 +1,105 @@
+"""``model.arch``: training, freezing, saving and refusing a model other than mixit's decoder."""
+
+import json
+import textwrap
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from mixit.cli import main
+from mixit.errors import UsageError
+from mixit.resolve import resolve_config
+from mixit.rundir import load_run
+from mixit.train import build_model, train
+
+SHORT = {
+    "model.n_layer": "1",
+    "model.n_embd": "16",
+    "model.n_head": "2",
+    "train.steps": "4",
+    "train.eval_every": "4",
+}
+
+
+def gpt2_run(tmp_path, variant, **extra):
+    overrides = {**SHORT, "model.arch": "hf:gpt2", **extra}
+    out = tmp_path / variant
+    return train("retrieval", variant, "tiny", seed=3, out=out, overrides=overrides), out
+
+
+@pytest.mark.parametrize(
+    "variant, frozen_per_block",
+    [("standard", 0), ("frozen-qk", 2 * (16 * 16 + 16)), ("frozen-mlp", 2 * (16 * 64) + 64 + 16)],
+)
+def test_a_gpt2_run_freezes_what_its_variant_names(tmp_path, variant, frozen_per_block):
+    summary, out = gpt2_run(tmp_path, variant)
+    assert summary["params_total"] - summary["params_trainable"] == frozen_per_block
+    assert json.loads((out / "config.json").read_text())["model"]["arch"] == "hf:gpt2"
+    assert (out / "model.safetensors").is_file()  # its tied head and embedding both stored
+
+
+def test_a_gpt2_mixit_run_mixes_with_fixed_matrices(tmp_path):
+    summary, _ = gpt2_run(tmp_path, "mixit")
+    assert summary["steps_run"] == 4 and summary["metrics"]["test_accuracy"] >= 0.0
+    model = build_model(resolve_config("retrieval", "mixit", "tiny", 3, _arch("hf:gpt2")))
+    assert not any("c_attn" in name for name, _ in model.named_parameters())
+    assert any(name.endswith("mixing") for name, _ in model.named_buffers())
+
+
+def _arch(arch):
+    return {**SHORT, "model.arch": arch, "model.vocab_size": "20", "model.block_size": "16"}
+
+
+def test_the_same_seed_builds_the_same_gpt2():
+    config = resolve_config("retrieval", "frozen-qk", "tiny", 3, _arch("hf:gpt2"))
+    first, second = build_model(config), build_model(config)
+    for (name, a), b in zip(first.state_dict().items(), second.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_a_model_from_the_users_module(tmp_path, monkeypatch):
+    (tmp_path / "my_models.py").write_text(
+        textwrap.dedent(
+            """
+            from transformers import LlamaConfig, LlamaForCausalLM
+
+            def tiny_llama(config):
+                return LlamaForCausalLM(LlamaConfig(
+                    num_hidden_layers=config.n_layer, hidden_size=config.n_embd,
+                    num_attention_heads=config.n_head, intermediate_size=2 * config.n_embd,
+                    vocab_size=config.vocab_size,
+                    max_position_embeddings=config.block_size))
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    arch = "module:my_models:tiny_llama"
+    model = build_model(resolve_config("retrieval", "frozen-mlp", "tiny", 0, _arch(arch)))
+    frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
+    assert frozen == {f"inner.model.layers.0.mlp.{m}_proj.weight" for m in ("gate", "up", "down")}
+
+
+@pytest.mark.parametrize(
+    "arch, fragment",
+    [
+        ("hf:bert", "is not one of"),
+        ("gpt2", "is not one of"),
+        ("module:no_such_module_here:f", "cannot import"),
+        ("module:json:no_such_function", "has no function"),
+        ("module:json", "is not of the form"),
+    ],
+)
+def test_an_unknown_arch_is_refused_in_one_line(arch, fragment, tmp_path, capsys):
+    argv = ["train", "--task", "retrieval", "--model", "standard", "--arch", arch]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert fragment in error and "\n" not in error
+    assert not (tmp_path / "run").exists()
+
+
+def test_reading_a_gpt2_run_as_mixits_decoder_is_refused(tmp_path):
+    _, out = gpt2_run(tmp_path, "standard")
+    with pytest.raises(UsageError, match=r"model\.arch=hf:gpt2"):
+        load_run(out)
