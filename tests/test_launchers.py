@@ -53,7 +53,7 @@ def test_a_run_that_fails_on_its_node_is_named_with_its_log(tmp_path, capsys):
         (["--launcher", "pbs"], "--launcher 'pbs' is not one of: local, slurm, submitit-local"),
         (["--no-wait"], "--no-wait and --slurm-option need --launcher slurm or submitit-local"),
         (["--launcher", "slurm", "--slurm-option", "partition"], "is not KEY=VALUE"),
-        (["--gpus-per-run", "0"], "--gpus-per-run must be >= 1, got 0"),
+        (["--gpus-per-run", "0"], "argument --gpus-per-run: must be >= 1, got 0"),
         (["--launcher", "slurm", "--gpus-per-run", "2"], "trains with local torchrun groups"),
         (["--gpus-per-run", "3"], "train.batch_size=128 is not divisible by the 3 processes"),
     ],

@@ -133,7 +133,7 @@ def test_run_directory_name_follows_the_config():
     [
         (["reproduce", "table99"], "unknown experiment 'table99'"),
         (["reproduce", "all", "--scale", "huge"], "--scale 'huge'"),
-        (["reproduce", "all", "--seeds", "0"], "--seeds and --jobs must be >= 1"),
+        (["reproduce", "all", "--seeds", "0"], "argument --seeds: must be >= 1"),
         (["reproduce", "table4", "model.nope=1"], "nope"),
     ],
 )

@@ -16,7 +16,9 @@ from mixit.tasks import (
     PRESET_NAMES,
     TASKS,
     addition,
+    compression,
     dyck,
+    fuzzy_recall,
     khop,
     memorization,
     modular_addition,
@@ -37,6 +39,8 @@ MODULES = [
     mqar,
     selective_copying,
     noisy_recall,
+    fuzzy_recall,
+    compression,
 ]
 DISJOINT_TASKS = [
     "addition",
@@ -47,6 +51,8 @@ DISJOINT_TASKS = [
     "mqar",
     "selective-copying",
     "noisy-recall",
+    "fuzzy-recall",
+    "compression",
 ]
 
 # Small configs so that each test runs in well under a second.
@@ -60,6 +66,8 @@ SMALL = {
     "mqar": {"vocab_size": 32, "num_pairs": 6, "num_queries": 3, "seq_len": 32, "n_test": 500},
     "selective-copying": {"num_tokens": 4, "context_len": 12, "n_train": 3000, "n_test": 500},
     "noisy-recall": {"num_slots": 8, "n_train": 3000, "n_test": 500},
+    "fuzzy-recall": {"num_pairs": 6, "n_train": 3000, "n_test": 500},
+    "compression": {"seq_len": 6, "n_train": 3000, "n_test": 500},
 }
 # Sizes for the speed check: 100k examples of each task.
 LARGE = {
@@ -72,6 +80,8 @@ LARGE = {
     "mqar": {"n_train": 100_000},
     "selective-copying": {"n_train": 100_000},
     "noisy-recall": {"n_train": 100_000},
+    "fuzzy-recall": {"n_train": 100_000},
+    "compression": {"n_train": 100_000},
 }
 
 
@@ -185,6 +195,40 @@ def test_noisy_recall_answers_with_the_value_its_key_had_and_noise_is_noise():
         assert (row[-1], answer) in pairs
     shown = (inputs[:, :16] >= noise_from).float().mean()
     assert 0.25 < shown < 0.45  # 40 % noise, one slot per row kept a pair
+
+
+def test_fuzzy_recall_answers_with_the_whole_value_shown_after_the_key():
+    config = fuzzy_recall.FuzzyRecallConfig(num_pairs=6)
+    data = make("fuzzy-recall")
+    keys, values = (1, config.num_keys), (config.num_keys + 1, config.num_keys + config.num_values)
+    lengths = set()
+    for row, targets in zip(data.test.inputs.tolist(), data.test.targets.tolist(), strict=True):
+        answer = tuple(t for t in targets if t != IGNORE_INDEX)
+        marker = row.index(config.marker)
+        context = row[:marker]
+        key_spans, value_spans = (fuzzy_recall.spans(context, *ids) for ids in (keys, values))
+        shown = list(zip(key_spans, value_spans, strict=True))
+        assert len(shown) == 6 and len({k for k, _ in shown}) == 6  # distinct keys
+        query = fuzzy_recall.spans(row[marker:], *keys)[0]
+        assert dict(shown)[query] == answer
+        assert targets[-len(answer) :] == list(answer)  # the answer is the row's end
+        lengths.add((len(query), len(answer)))
+    assert lengths == {(1, 1), (1, 2), (2, 1), (2, 2)}  # every span length occurs
+
+
+def test_compression_rebuilds_every_token_from_the_last_position_only():
+    from mixit.arch import build_model
+    from mixit.resolve import resolve_config
+
+    data = make("compression")
+    assert torch.equal(data.train.targets[:, :-1], data.train.inputs[:, :-1])
+    assert (data.train.targets[:, -1] == IGNORE_INDEX).all()
+    sizes = {"model.vocab_size": "18", "model.block_size": "7"}
+    model = build_model(resolve_config("compression", "standard", "tiny", 0, sizes)).eval()
+    body, inputs = model.body, data.test.inputs[:4]
+    features = body.features(inputs)  # (4, 7, n)
+    body.features = lambda ids: features.masked_fill(torch.arange(7)[:, None] < 6, 0.0)
+    assert torch.equal(model(inputs), model.decoder(features[:, -1:] + model.positions.weight))
 
 
 def test_hop_k_reference_on_the_papers_example():

@@ -24,10 +24,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from mixit.config import ModelConfig
+from mixit.config import ModelConfig, RunConfig
 from mixit.errors import UsageError
 from mixit.model import Decoder
+from mixit.readout import BottleneckReadout
 from mixit.spectrum import ADAPTERS, Parts, spectrum
+from mixit.tasks import get_task
+from mixit.variants import get_variant
 
 BUILT_IN = "mixit"
 ARCH_FORMS = "mixit, hf:NAME (NAME one of: " + ", ".join(ADAPTERS) + ") or module:MODULE:FACTORY"
@@ -47,12 +50,20 @@ class ArchModel(nn.Module):
         logits = getattr(output, "logits", output)  # (B, T, V)
         return logits if scored is None else logits[scored]
 
+    def features(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The last layer's hidden states (B, T, n), after the final norm (Hugging Face)."""
+        output = self.inner(input_ids, output_hidden_states=True)
+        if getattr(output, "hidden_states", None) is None:
+            raise UsageError("this task's readout needs the model's hidden states")
+        return output.hidden_states[-1]  # (B, T, n)
+
     def trainable_parameters(self) -> list[nn.Parameter]:
         return [p for p in self.parameters() if p.requires_grad]
 
 
-# What a run trains: mixit's decoder, or a model.arch behind the same interface.
-RunModel = Decoder | ArchModel
+# What a run trains: mixit's decoder, a model.arch behind the same interface, or either under
+# a task's bottleneck readout.
+RunModel = Decoder | ArchModel | BottleneckReadout
 
 
 def hf_settings(name: str, m: ModelConfig) -> dict[str, Any]:
@@ -134,3 +145,17 @@ def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
         source, settings = (lambda: factory(config)), None
     models = spectrum(source, parts, (variant,), seed, config.mixing_scale, settings)
     return ArchModel(models[variant], config)
+
+
+def build_model(config: RunConfig) -> RunModel:
+    """The run's model from its seed: mixit's decoder or the ``model.arch`` it names, under
+    the bottleneck readout where the task asks for one (``TaskSpec.bottleneck_readout``)."""
+    torch.manual_seed(config.seed)
+    m = config.model
+    if m.arch == BUILT_IN:
+        body: Decoder | ArchModel = Decoder(m, get_variant(config.variant))
+    else:
+        body = build_arch_model(m, config.variant, config.seed)
+    if get_task(config.task_name).bottleneck_readout:
+        return BottleneckReadout(body, m.n_embd, m.block_size, m.vocab_size)
+    return body

@@ -48,6 +48,17 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
+def count(text: str) -> int:
+    """argparse type of a count option: a whole number >= 1 (bad input is one line, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def _catalogue() -> str:
     tasks = "\n".join(f"  {name:<17} {spec.summary}" for name, spec in TASKS.items())
     models = "\n".join(f"  {name:<17} {v.description}" for name, v in VARIANTS.items())
@@ -113,7 +124,7 @@ def _add_train(commands: Any) -> None:
     parser.add_argument("--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)")
     parser.add_argument(
         "--nproc",
-        type=int,
+        type=count,
         default=1,
         help="data-parallel processes on this machine: starts torchrun (default 1)",
     )
@@ -143,7 +154,7 @@ def _add_compare(commands: Any) -> None:
         default=",".join(VARIANTS),
         help="comma-separated model names (default: all five)",
     )
-    parser.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
+    parser.add_argument("--seeds", type=count, default=1, help="number of seeds (default 1)")
     parser.add_argument(
         "--tolerance",
         type=float,
@@ -179,7 +190,7 @@ def _add_reproduce(commands: Any) -> None:
         "presets' full budgets, k-hop at the paper's 5 layers and 5,000 steps; about 1.75 h on "
         "2 cores) or paper (the paper's configurations, GPUs)",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds per run (default 3)")
+    parser.add_argument("--seeds", type=count, default=3, help="seeds per run (default 3)")
     parser.add_argument(
         "--seed",
         type=int,
@@ -188,7 +199,7 @@ def _add_reproduce(commands: Any) -> None:
         "e.g. --seed 100 confirms them on seeds nothing was tuned on",
     )
     parser.add_argument(
-        "--jobs", type=int, default=1, help="runs trained in parallel processes (default 1)"
+        "--jobs", type=count, default=1, help="runs trained in parallel processes (default 1)"
     )
     parser.add_argument(
         "--out", default=None, help="output directory (default runs/reproduce-SCALE)"
@@ -235,7 +246,7 @@ def _add_suite(commands: Any) -> None:
     )
     parser.add_argument("--preset", default="tiny", help="the tasks' preset (default tiny)")
     parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds per model (default 1)")
+    parser.add_argument("--seeds", type=count, default=1, help="seeds per model (default 1)")
     parser.add_argument("--out", default="runs/suite", help="output directory")
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars"
@@ -294,7 +305,7 @@ def _add_launch_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gpus-per-run",
-        type=int,
+        type=count,
         default=1,
         help="train each run data-parallel on this many GPUs through torchrun (one process per "
         "GPU; CPU processes on a machine without GPUs); default 1",
@@ -314,8 +325,6 @@ def _launch(args: argparse.Namespace) -> Launch:
     check_launcher(args.launcher)
     if args.launcher == "local" and (args.no_wait or args.slurm_option):
         raise UsageError("--no-wait and --slurm-option need --launcher slurm or submitit-local")
-    if args.gpus_per_run < 1:
-        raise UsageError(f"--gpus-per-run must be >= 1, got {args.gpus_per_run}")
     if args.gpus_per_run > 1 and args.launcher != "local":
         raise UsageError(
             "--gpus-per-run > 1 trains with local torchrun groups; on SLURM give each job its "
@@ -356,7 +365,7 @@ def _add_sweep(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--out", default="runs/sweep", help="output directory")
     parser.add_argument("--storage", default=None, help="Optuna storage URL")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--workers", type=count, default=1, help="worker processes")
     parser.add_argument("--launcher", default="local", help="local or slurm (submitit)")
     parser.add_argument(
         "--best", action="store_true", help="print the best configuration per task and model"
@@ -375,9 +384,9 @@ def _add_bench(commands: Any) -> None:
     parser.add_argument(
         "--models", default="standard,frozen-qk,mixit", help="comma-separated variants"
     )
-    parser.add_argument("--seq-len", type=int, default=64, help="sequence length")
-    parser.add_argument("--batch", type=int, default=32, help="batch size")
-    parser.add_argument("--rounds", type=int, default=10, help="timed steps per model")
+    parser.add_argument("--seq-len", type=count, default=64, help="sequence length")
+    parser.add_argument("--batch", type=count, default=32, help="batch size")
+    parser.add_argument("--rounds", type=count, default=10, help="timed steps per model")
     parser.add_argument("--vs-hf", action="store_true", help="also HF LlamaForCausalLM")
     parser.add_argument("--decode", action="store_true", help="also cached decoding")
     parser.add_argument(
@@ -429,7 +438,7 @@ def _add_analyze(commands: Any) -> None:
     parser.add_argument("analysis", choices=("attention", "covariance"), help="what to analyse")
     parser.add_argument("run_dir", help="a finished run directory")
     parser.add_argument(
-        "--sequences", type=int, default=256, help="test sequences analysed (default 256)"
+        "--sequences", type=count, default=256, help="test sequences analysed (default 256)"
     )
     parser.add_argument(
         "--out", default=None, help="where to write figures and JSON (default RUN_DIR/analysis)"
@@ -503,8 +512,6 @@ def _train(args: argparse.Namespace) -> int:
         print(format_comparison_estimate(one_run))
         return 0
     if args.nproc != 1:
-        if args.nproc < 1:
-            raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
         # Bad input is one line here, not one traceback per process from torchrun.
         resolve_config(args.task, args.model, args.preset, args.seed, overrides)
         return _torchrun(args.nproc, args.argv)
@@ -526,8 +533,6 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    if args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     if args.tolerance is not None and args.tolerance < 0:
         raise UsageError(f"--tolerance must be >= 0, got {args.tolerance}")
     models = _models(args.models)
@@ -647,8 +652,6 @@ def _ablation(args: argparse.Namespace, how: Reproduction) -> int:
 def _suite(args: argparse.Namespace) -> int:
     from mixit.suite import suite
 
-    if args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     suite(
         _names(args.tasks),
         _models(args.models),
@@ -672,8 +675,6 @@ def _names(text: str | None) -> list[str] | None:
 def _bench(args: argparse.Namespace) -> int:
     from mixit.bench import bench, bench_configs, format_bench
 
-    if min(args.seq_len, args.batch, args.rounds) < 1:
-        raise UsageError("--seq-len, --batch and --rounds must be >= 1")
     if args.cost_check:
         from mixit.cost_check import cost_check, format_cost_check
 
@@ -717,8 +718,6 @@ def _sweep(args: argparse.Namespace) -> int:
         return 0
     if not (args.task and args.model):
         raise UsageError("mixit sweep needs --task and --model (or --best)")
-    if args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     rows = sweep(
         args.task,
         args.model,
@@ -740,8 +739,6 @@ def _sweep(args: argparse.Namespace) -> int:
 def _analyze(args: argparse.Namespace) -> int:
     from mixit.analysis.report import analyze_run
 
-    if args.sequences < 1:
-        raise UsageError(f"--sequences must be >= 1, got {args.sequences}")
     print(analyze_run(args.analysis, args.run_dir, sequences=args.sequences, out=args.out))
     return 0
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mixit.arch import BUILT_IN, RunModel
+from mixit.arch import RunModel, build_model
 from mixit.checkpoint import load_weights, save_weights
 from mixit.config import RunConfig, from_dict
 from mixit.errors import UsageError
@@ -20,7 +20,6 @@ from mixit.io import DirLock, append_line, write_json, write_text
 from mixit.model import Decoder
 from mixit.resolve import validate
 from mixit.tasks import get_task
-from mixit.variants import get_variant
 
 _told_no_tensorboard = False
 
@@ -130,11 +129,11 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
             raise UsageError("model.vocab_size and model.block_size must be >= 1")
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
-    if config.model.arch != BUILT_IN:  # generate, export and the analyses read mixit's taps
+    model = build_model(config)
+    if not isinstance(model, Decoder):  # generate, export and the analyses read mixit's taps
         raise UsageError(
-            f"{run_dir} trained model.arch={config.model.arch}; only runs of mixit's own "
-            "decoder can be loaded here"
+            f"{run_dir} is not a run of mixit's own decoder with next-token outputs "
+            f"(model.arch={config.model.arch}, task {config.task_name}); it cannot be loaded here"
         )
-    model = Decoder(config.model, get_variant(config.variant))
     load_weights(model, weights_path)
     return model.eval(), config

@@ -21,18 +21,8 @@ from mixit.launchers import Launch
 from mixit.results import read_results_csv, write_rows
 from mixit.tasks import TASKS
 
-# Tasks that need no corpus or user file: the suite's default.
-SYNTHETIC = (
-    "addition",
-    "modular-addition",
-    "dyck",
-    "retrieval",
-    "khop",
-    "memorization",
-    "mqar",
-    "selective-copying",
-    "noisy-recall",
-)
+# Every task that needs no corpus or user file (TaskSpec.synthetic): the suite's default.
+SYNTHETIC = tuple(name for name, spec in TASKS.items() if spec.synthetic)
 
 
 def relative_score(mean: float, standard: float, chance: float | None, lower_better: bool) -> float:

@@ -19,7 +19,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from mixit.arch import BUILT_IN, RunModel, build_arch_model
+from mixit.arch import RunModel, build_model
 from mixit.checkpoint import (
     check_resumable,
     latest_checkpoint,
@@ -30,27 +30,17 @@ from mixit.checkpoint import (
 from mixit.config import RunConfig, from_dict
 from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
-from mixit.model import Decoder
 from mixit.resolve import fit_model_to_data, resolve_config, resolve_device
 from mixit.rundir import RunWriter
 from mixit.scoring import evaluate_run, training_loss
 from mixit.tasks import TaskData, TaskSpec, get_task
 from mixit.tasks.base import hold_out_validation
-from mixit.variants import get_variant
 
 
 def mixed_precision(device: torch.device, config: RunConfig) -> torch.autocast:
     """bf16 autocast when ``train.precision=bf16`` (a no-op context for fp32)."""
     enabled = config.train.precision == "bf16"
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
-
-
-def build_model(config: RunConfig) -> RunModel:
-    """The run's model: mixit's decoder, or the ``model.arch`` it names (mixit.arch)."""
-    torch.manual_seed(config.seed)
-    if config.model.arch != BUILT_IN:
-        return build_arch_model(config.model, config.variant, config.seed)
-    return Decoder(config.model, get_variant(config.variant))
 
 
 def make_optimizer(model: RunModel, config: RunConfig) -> torch.optim.AdamW:

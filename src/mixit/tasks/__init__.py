@@ -2,8 +2,10 @@
 
 from mixit.tasks import (
     addition,
+    compression,
     custom,
     dyck,
+    fuzzy_recall,
     khop,
     lm,
     memorization,
@@ -47,8 +49,10 @@ __all__ = [
     "TaskSpec",
     "addition",
     "answer_split",
+    "compression",
     "custom",
     "dyck",
+    "fuzzy_recall",
     "get_task",
     "khop",
     "lm",

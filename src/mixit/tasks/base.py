@@ -146,6 +146,12 @@ class TaskSpec:
     # vocabulary and share of scored tokens from the config alone, where the config says them,
     # so that a cost estimate (mixit.cost) need not build the data; else (None) it builds them.
     declared_shape: Callable[[Any], tuple[int, int, float] | None] | None = None
+    # Generated here from its config and seed, with no corpus, hub or user file: the tasks
+    # `mixit suite` runs by default.
+    synthetic: bool = True
+    # Scored through mixit.readout.BottleneckReadout (the whole input rebuilt from the last
+    # position's state) instead of each position's next-token logits.
+    bottleneck_readout: bool = False
 
 
 TASKS: dict[str, TaskSpec] = {}

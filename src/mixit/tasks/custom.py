@@ -173,6 +173,7 @@ def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
 register(
     TaskSpec(
         name="custom",
+        synthetic=False,
         config_cls=CustomConfig,
         make_data=make_custom_data,
         summary="your own input -> target pairs from JSONL files (the paper's litmus test)",

@@ -177,6 +177,7 @@ def lm_shape(config: LMConfig) -> tuple[int, int, float] | None:
 register(
     TaskSpec(
         name="lm",
+        synthetic=False,
         config_cls=LMConfig,
         make_data=make_lm_data,
         summary="next-token prediction on prose (offline: State of the Union); log perplexity",

@@ -185,6 +185,7 @@ def sentiment_shape(config: SentimentConfig) -> tuple[int, int, float] | None:
 register(
     TaskSpec(
         name="sentiment",
+        synthetic=False,
         config_cls=SentimentConfig,
         make_data=make_sentiment_data,
         summary="positive or negative review (offline: Rotten Tomatoes snippets); accuracy",
