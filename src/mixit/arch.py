@@ -26,7 +26,7 @@ from torch import nn
 
 from mixit.config import ModelConfig, RunConfig
 from mixit.errors import UsageError
-from mixit.model import Decoder
+from mixit.model import Decoder, Trainable
 from mixit.readout import BottleneckReadout
 from mixit.spectrum import ADAPTERS, Parts, spectrum
 from mixit.tasks import get_task
@@ -36,14 +36,14 @@ BUILT_IN = "mixit"
 ARCH_FORMS = "mixit, hf:NAME (NAME one of: " + ", ".join(ADAPTERS) + ") or module:MODULE:FACTORY"
 
 
-class ArchModel(nn.Module):
+class ArchModel(Trainable):
     """A causal LM behind the decoder's interface: ``model(input_ids)`` with a LongTensor
     (B, T) returns logits (B, T, V); with a boolean mask ``scored`` (B, T), the logits at the
     S scored positions (S, V)."""
 
-    def __init__(self, inner: nn.Module, config: ModelConfig) -> None:
+    def __init__(self, inner: nn.Module) -> None:
         super().__init__()
-        self.inner, self.config = inner, config
+        self.inner = inner
 
     def forward(self, input_ids: torch.Tensor, scored: torch.Tensor | None = None) -> torch.Tensor:
         output = self.inner(input_ids)
@@ -56,9 +56,6 @@ class ArchModel(nn.Module):
         if getattr(output, "hidden_states", None) is None:
             raise UsageError("this task's readout needs the model's hidden states")
         return output.hidden_states[-1]  # (B, T, n)
-
-    def trainable_parameters(self) -> list[nn.Parameter]:
-        return [p for p in self.parameters() if p.requires_grad]
 
 
 # What a run trains: mixit's decoder, a model.arch behind the same interface, or either under
@@ -134,8 +131,8 @@ def check_arch(arch: str) -> None:
 
 
 def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
-    """The ``variant`` of ``config.arch`` (not ``mixit``), built from ``seed``."""
-    check_arch(config.arch)
+    """The ``variant`` of ``config.arch`` (not ``mixit``; checked by ``check_arch`` when the
+    run's config was validated), built from ``seed``."""
     if config.arch.startswith("hf:"):
         name = config.arch.removeprefix("hf:")
         source: Any = name
@@ -144,7 +141,7 @@ def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
         factory, parts = _factory(config.arch)
         source, settings = (lambda: factory(config)), None
     models = spectrum(source, parts, (variant,), seed, config.mixing_scale, settings)
-    return ArchModel(models[variant], config)
+    return ArchModel(models[variant])
 
 
 def build_model(config: RunConfig) -> RunModel:

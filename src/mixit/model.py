@@ -22,6 +22,13 @@ PAD = 0  # the token every task pads with (mixit.tasks.base.PAD)
 PARAM_GROUPS = ("qk", "vo", "mlp", "norm", "embed", "pos", "unembed")
 
 
+class Trainable(nn.Module):
+    """A model that training and scoring take: its parameters left trainable by its variant."""
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        return [p for p in self.parameters() if p.requires_grad]
+
+
 class GatedMLP(nn.Module):
     """MLP(h) = W_D (phi(W_G h) * W_U h) with n_m = mlp_ratio * n (eq. 2.2)."""
 
@@ -102,7 +109,7 @@ class Block(nn.Module):
         return keep * h + branch * update
 
 
-class Decoder(nn.Module):
+class Decoder(Trainable):
     """The decoder. ``model(input_ids)`` with a LongTensor (B, T) returns logits (B, T, V)."""
 
     def __init__(self, config: ModelConfig, variant: Variant) -> None:
@@ -139,9 +146,6 @@ class Decoder(nn.Module):
             groups["pos"].append(self.pos_emb.weight)
         groups["unembed"].append(self.head.weight)
         return groups
-
-    def trainable_parameters(self) -> list[nn.Parameter]:
-        return [p for p in self.parameters() if p.requires_grad]
 
     def forward(
         self,

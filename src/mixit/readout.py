@@ -11,8 +11,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from mixit.model import Trainable
 
-class BottleneckReadout(nn.Module):
+
+class BottleneckReadout(Trainable):
     """``model(input_ids)`` (B, T) -> logits (B, T, V): row t is the guess of input token t
     from the last position's features alone; with ``scored`` (B, T), the (S, V) scored rows.
     ``body`` is any model with ``features(input_ids)`` -> (B, T, n)."""
@@ -30,6 +32,3 @@ class BottleneckReadout(nn.Module):
         queries = code[:, None, :] + self.positions.weight[:T]  # (B, T, n)
         logits = self.decoder(queries)  # (B, T, V)
         return logits if scored is None else logits[scored]
-
-    def trainable_parameters(self) -> list[nn.Parameter]:
-        return [p for p in self.parameters() if p.requires_grad]
