@@ -124,6 +124,7 @@ TASK_VALUES = [
     (["train", "--task", "memorization", "--model", "mixit"], "task.num_values=0", "num_values"),
     (["train", "--task", "sentiment", "--model", "mixit"], "task.dataset=imdb", "task.dataset"),
     (["train", "--task", "sentiment", "--model", "mixit"], "task.padding=top", "task.padding"),
+    (["train", "--task", "sentiment", "--model", "mixit"], "task.readout=all", "task.readout"),
     (["train", "--task", "sentiment", "--model", "mixit"], "task.seq_len=0", "task.seq_len"),
     (["train", "--task", "sentiment", "--model", "mixit"], "task.vocab_size=0", "task.vocab_size"),
     (

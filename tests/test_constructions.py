@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from mixit.attention import attention_sink_matrix, mixing_matrices
 from mixit.config import ModelConfig
@@ -139,7 +140,30 @@ def test_an_option_the_user_sets_wins_over_the_construction():
 def test_authors_sentiment_is_the_non_causal_right_padded_classifier():
     config = resolve_config("sentiment", "mixit", overrides={"model.construction": "authors"})
     assert not config.model.mixing_causal and config.task.padding == "right"
-    assert config.task.bos_token
+    assert config.task.bos_token and config.task.readout == "labels"
+
+
+def test_the_label_readout_scores_among_the_two_labels_and_trains_the_decoders_weights():
+    from mixit.arch import build_model
+    from mixit.readout import AnswerReadout
+    from mixit.scoring import sequence_loss
+
+    config = resolve_config("sentiment", "mixit", overrides={"task.readout": "labels"})
+    config.model.vocab_size, config.model.block_size = 40, 12  # 37 tokens, 2 labels, BOS none
+    model = build_model(config)
+    assert isinstance(model, AnswerReadout)
+    ids = torch.randint(1, 37, (3, 12))
+    logits = model(ids)  # (B, T, V)
+    assert torch.isfinite(logits[..., 38:]).all() and torch.isinf(logits[..., :38]).all()
+    targets = torch.full((3, 12), -100)
+    targets[:, -1] = torch.tensor([38, 39, 38])
+    loss = sequence_loss(model, ids, targets)
+    loss.backward()
+    two_class = F.cross_entropy(model.body(ids)[:, -1, 38:], targets[:, -1] - 38)
+    assert loss.item() == pytest.approx(two_class.item(), rel=1e-6)
+    head = model.body.head.weight.grad  # (V, n)
+    assert torch.isfinite(head).all() and head[38:].abs().sum() > 0 and not head[:38].any()
+    assert set(model.state_dict()) == {f"body.{k}" for k in model.body.state_dict()}
 
 
 def test_bos_token_goes_right_before_the_review_with_either_padding():

@@ -27,7 +27,7 @@ from torch import nn
 from mixit.config import ModelConfig, RunConfig
 from mixit.errors import UsageError
 from mixit.model import Decoder, Trainable
-from mixit.readout import BottleneckReadout
+from mixit.readout import AnswerReadout, BottleneckReadout
 from mixit.spectrum import ADAPTERS, Parts, spectrum
 from mixit.tasks import get_task
 from mixit.variants import get_variant
@@ -59,8 +59,8 @@ class ArchModel(Trainable):
 
 
 # What a run trains: mixit's decoder, a model.arch behind the same interface, or either under
-# a task's bottleneck readout.
-RunModel = Decoder | ArchModel | BottleneckReadout
+# a task's bottleneck or answer readout.
+RunModel = Decoder | ArchModel | BottleneckReadout | AnswerReadout
 
 
 def hf_settings(name: str, m: ModelConfig) -> dict[str, Any]:
@@ -146,13 +146,16 @@ def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
 
 def build_model(config: RunConfig) -> RunModel:
     """The run's model from its seed: mixit's decoder or the ``model.arch`` it names, under
-    the bottleneck readout where the task asks for one (``TaskSpec.bottleneck_readout``)."""
+    the bottleneck readout where the task asks for one (``TaskSpec.bottleneck_readout``), or
+    scored among the task's answer tokens where it names them (``TaskSpec.answer_ids``)."""
     torch.manual_seed(config.seed)
     m = config.model
     if m.arch == BUILT_IN:
         body: Decoder | ArchModel = Decoder(m, get_variant(config.variant))
     else:
         body = build_arch_model(m, config.variant, config.seed)
-    if get_task(config.task_name).bottleneck_readout:
+    spec = get_task(config.task_name)
+    if spec.bottleneck_readout:
         return BottleneckReadout(body, m.n_embd, m.block_size, m.vocab_size)
-    return body
+    answers = spec.answer_ids(config.task, m.vocab_size) if spec.answer_ids else None
+    return body if answers is None else AnswerReadout(body, answers, m.vocab_size)

@@ -18,6 +18,7 @@ from mixit.config import RunConfig, from_dict
 from mixit.errors import UsageError
 from mixit.io import DirLock, append_line, write_json, write_text
 from mixit.model import Decoder
+from mixit.readout import AnswerReadout
 from mixit.resolve import validate
 from mixit.tasks import get_task
 
@@ -130,10 +131,12 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
     model = build_model(config)
+    load_weights(model, weights_path)
+    if isinstance(model, AnswerReadout):  # a classifier's head is the decoder's own rows
+        model = model.body
     if not isinstance(model, Decoder):  # generate, export and the analyses read mixit's taps
         raise UsageError(
             f"{run_dir} is not a run of mixit's own decoder with next-token outputs "
             f"(model.arch={config.model.arch}, task {config.task_name}); it cannot be loaded here"
         )
-    load_weights(model, weights_path)
     return model.eval(), config

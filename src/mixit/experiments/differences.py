@@ -36,6 +36,7 @@ DIFFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("task.padding",),
     ),
     "bos-token": ("sentiment's review starts with a BOS token", ("task.bos_token",)),
+    "label-head": ("sentiment's answer among its two labels only", ("task.readout",)),
     "retrieval-ids": (
         "retrieval's keys from max_pairs ids, its query a token of its own",
         ("task.key_pool", "task.query_ids"),

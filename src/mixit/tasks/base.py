@@ -152,6 +152,9 @@ class TaskSpec:
     # Scored through mixit.readout.BottleneckReadout (the whole input rebuilt from the last
     # position's state) instead of each position's next-token logits.
     bottleneck_readout: bool = False
+    # The tokens a scored answer is chosen among, from the task config and the vocabulary size
+    # (mixit.readout.AnswerReadout); None, or a None answer: every token of the vocabulary.
+    answer_ids: Callable[[Any, int], tuple[int, ...] | None] | None = None
 
 
 TASKS: dict[str, TaskSpec] = {}

@@ -8,13 +8,14 @@ by a hash of the text), ``yelp-polarity`` (the paper's, from the Hugging Face hu
 The label is a token: the review (BPE, truncated to ``seq_len`` tokens) is followed by a
 separator, and the model predicts the label token at the separator, the last real position.
 This keeps sentiment an ordinary scored-answer sequence task: same model, same loss, same
-metrics as every other task, no extra head. ``task.padding`` puts the padding before the review
+metrics as every other task, no extra head. ``task.readout=labels`` chooses the answer among
+the two label tokens only, as a two-class head does. ``task.padding`` puts the padding before the review
 (``left``, the default: the separator is always the last position) or after the separator
 (``right``, the authors' classifier, whose readout is the last real token).
 
-Under ``model.construction=authors`` the task is the authors' classifier: right padding and
+Under ``model.construction=authors`` the task is the authors' classifier: right padding,
 MixiT's mixing not causal (``trainer_classifier.py`` builds its model with ``is_causal=False``),
-so every position of a review reads the whole review, pads included.
+so every position of a review reads the whole review, pads included, and a two-label readout.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from mixit.tasks.base import (
 )
 
 
+READOUTS = ("vocabulary", "labels")
+
+
 @dataclass
 class SentimentConfig:
     dataset: str = "rotten-tomatoes"  # rotten-tomatoes | yelp-polarity | files
@@ -48,12 +52,14 @@ class SentimentConfig:
     cache_dir: str = ""  # empty: $MIXIT_CACHE or ~/.cache/mixit
     padding: str = "left"  # left (before the review) | right (after the separator)
     bos_token: bool = False  # a begin-of-sequence token of its own right before the review
+    readout: str = "vocabulary"  # vocabulary (the label among every token) | labels (the two)
 
     def validate(self) -> None:
         from mixit.data import SENTIMENT_SOURCES
 
         check_positive(self, "seq_len", "vocab_size")
         check_choice(self, "padding", PADDINGS)
+        check_choice(self, "readout", READOUTS)
         if self.dataset not in SENTIMENT_SOURCES:
             raise UsageError(
                 f"task.dataset='{self.dataset}' is not one of: {', '.join(SENTIMENT_SOURCES)}"
@@ -172,6 +178,16 @@ def encoded_splits(config: SentimentConfig) -> tuple[np.ndarray, np.ndarray, int
     return train, test, label0
 
 
+def label_ids(config: SentimentConfig, vocab_size: int) -> tuple[int, ...] | None:
+    """The tokens the answer is chosen among: the two labels with ``task.readout=labels`` (the
+    authors' classifier scores two classes, not a vocabulary), every token (None) otherwise.
+    The labels follow the tokenizer's vocabulary, before the BOS token where there is one."""
+    if config.readout == "vocabulary":
+        return None
+    label0 = vocab_size - 2 - config.bos_token
+    return (label0, label0 + 1)
+
+
 def sentiment_shape(config: SentimentConfig) -> tuple[int, int, float] | None:
     """The review's tokens (after a BOS token where there is one), the separator and the
     label: one scored position per row, over a trained tokenizer's vocabulary and the two
@@ -194,13 +210,16 @@ register(
         # the scripts' base_hidden_size (249-278), so the width factor's base is the
         # MixingLlamaConfig default 1 (modeling_llama.py:98): every projection times
         # 1/sqrt(fan_in). Their Llama tokenizer starts every review with BOS, the token their
-        # sink head copies.
+        # sink head copies. Its head is a two-row `score` layer (modeling_llama.py:1184), so
+        # the answer is one of the two labels.
         authors_settings={
             "model.mixing_causal": False,
             "task.padding": "right",
             "model.width_base": 1.0,
             "task.bos_token": True,
+            "task.readout": "labels",
         },
+        answer_ids=label_ids,
         declared_shape=sentiment_shape,
         presets={
             # Words, not BPE pieces: a snippet stays short in tokens, and both standard
