@@ -1,6 +1,7 @@
 """Readouts that replace or restrict a body's next-token logits.
 
-``BottleneckReadout``, the compression task's (MAD, Poli et al. 2024): the whole input must be rebuilt from one vector: the final hidden state at the last position
+``BottleneckReadout``, the compression task's (MAD, Poli et al. 2024): the whole input
+must be rebuilt from one vector: the final hidden state at the last position
 (the compression token). An MLP reads that vector plus a learned embedding of the position
 to rebuild, so no position's logits see any input token except through the bottleneck. The
 readout trains in every model of the spectrum, as the output head does.

@@ -9,9 +9,9 @@ The label is a token: the review (BPE, truncated to ``seq_len`` tokens) is follo
 separator, and the model predicts the label token at the separator, the last real position.
 This keeps sentiment an ordinary scored-answer sequence task: same model, same loss, same
 metrics as every other task, no extra head. ``task.readout=labels`` chooses the answer among
-the two label tokens only, as a two-class head does. ``task.padding`` puts the padding before the review
-(``left``, the default: the separator is always the last position) or after the separator
-(``right``, the authors' classifier, whose readout is the last real token).
+the two label tokens only, as a two-class head does. ``task.padding`` puts the padding before
+the review (``left``, the default: the separator is always the last position) or after the
+separator (``right``, the authors' classifier, whose readout is the last real token).
 
 Under ``model.construction=authors`` the task is the authors' classifier: right padding,
 MixiT's mixing not causal (``trainer_classifier.py`` builds its model with ``is_causal=False``),
@@ -37,7 +37,6 @@ from mixit.tasks.base import (
     register,
     schedule,
 )
-
 
 READOUTS = ("vocabulary", "labels")
 
