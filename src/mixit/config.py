@@ -262,6 +262,7 @@ ADDED_LATER = {
     ("task", "stop_token"): False,
     ("task", "scored_tokens"): "answer",
     ("task", "bos_token"): False,
+    ("task", "readout"): "vocabulary",
 }
 
 
