@@ -128,6 +128,21 @@ def test_run_directory_name_follows_the_config():
     assert run_dir_name(a).startswith("addition-mixit-s0-")
 
 
+def test_every_recorded_run_keeps_its_directory_name():
+    """A result setting added without its ``config.ADDED_LATER`` entry renames every earlier
+    run directory, so no finished run would be found again: the committed records pin them."""
+    from mixit.config import from_dict
+    from mixit.tasks import get_task
+
+    records = sorted((Path(__file__).parents[1] / "results").glob("*/runs/*/config.json"))
+    assert len(records) > 100
+    for path in records:
+        stored = json.loads(path.read_text())
+        config = from_dict(stored, get_task(stored["task_name"]).config_cls)
+        config.model.vocab_size = config.model.block_size = 0  # named before fitted to data
+        assert run_dir_name(config) == path.parent.name
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
