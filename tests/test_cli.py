@@ -141,6 +141,20 @@ def test_estimate_trains_and_writes_no_run_and_counts_finished_runs_free(
     assert row(shown, "standard")[0] == "2" and row(shown, "mixit")[0] == "1"
 
 
+@pytest.mark.processes
+def test_compare_jobs_trains_in_parallel_processes_into_the_same_runs(tmp_path, capsys):
+    argv = ["compare", "--task", "retrieval", "--models", "standard,mixit", "--seeds", "2"]
+    argv += ["--out", str(tmp_path / "cmp"), *MICRO]
+    assert main([*argv, "--jobs", "2", "--estimate"]) == 0
+    assert "with 2 runs at once" in capsys.readouterr().out.splitlines()[-1]
+    assert main([*argv, "--jobs", "2"]) == 0
+    summaries = sorted((tmp_path / "cmp" / "runs").glob("*/summary.json"))
+    assert len(summaries) == 4
+    stamps = [summary.stat().st_mtime_ns for summary in summaries]
+    assert main(argv) == 0  # one job: the same configs, the same run directories, reused
+    assert [summary.stat().st_mtime_ns for summary in summaries] == stamps
+
+
 def row(table: str, model: str) -> list[str]:
     """The cells after the model's name in its row of a printed table."""
     (cells,) = [line.split()[1:] for line in table.splitlines() if line.split()[:1] == [model]]

@@ -18,11 +18,10 @@ from mixit.compare import compare
 from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce, throughput
 from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
-from mixit.experiments.estimate import list_schedule
 from mixit.experiments.runner import plan_reproduction
 from mixit.model import Decoder
 from mixit.results import read_results_csv
-from mixit.runs import run_dir_name
+from mixit.runs import list_schedule, run_dir_name
 from mixit.train import make_optimizer, time_training
 from mixit.variants import get_variant
 

@@ -199,9 +199,6 @@ def _add_reproduce(commands: Any) -> None:
         "e.g. --seed 100 confirms them on seeds nothing was tuned on",
     )
     parser.add_argument(
-        "--jobs", type=count, default=1, help="runs trained in parallel processes (default 1)"
-    )
-    parser.add_argument(
         "--out", default=None, help="output directory (default runs/reproduce-SCALE)"
     )
     parser.add_argument(
@@ -292,6 +289,12 @@ def _add_estimate_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_launch_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--jobs",
+        type=count,
+        default=1,
+        help="runs trained at once in parallel processes, the cores shared among them (default 1)",
+    )
+    parser.add_argument(
         "--launcher",
         default="local",
         help="where the missing runs train: local (this machine, --jobs processes; default), "
@@ -331,7 +334,7 @@ def _launch(args: argparse.Namespace) -> Launch:
             "GPUs with --slurm-option gpus_per_node=K and train one run per job"
         )
     options = parse_options(args.slurm_option)
-    return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run)
+    return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run, args.jobs)
 
 
 def _add_ablation_options(parser: argparse.ArgumentParser) -> None:
@@ -541,7 +544,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.estimate:
         seeds = range(args.seed, args.seed + args.seeds)
         plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
-        cost = estimate_comparison(plan, args.target)
+        cost = estimate_comparison(plan, args.target, args.jobs)
         print(format_comparison_estimate(cost))
         return 0
     result = compare(

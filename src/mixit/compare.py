@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from mixit.config import RunConfig
 from mixit.cost import get_target
 from mixit.errors import RunsPending, UsageError
@@ -18,9 +16,16 @@ from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, litmus_lines, reading
 from mixit.resolve import resolve_config, resolve_device
 from mixit.results import write_results_csv
-from mixit.runs import pending_timings, predicted_timings, run_dir_name, train_missing
+from mixit.runs import (
+    list_schedule,
+    pending_timings,
+    predicted_timings,
+    run_dir_name,
+    train_missing,
+)
 from mixit.tasks import get_task
 from mixit.variants import VARIANTS
+from mixit.workers import worker_threads
 
 
 @dataclass(frozen=True)
@@ -58,14 +63,17 @@ VALIDATION_FRACTION = 0.1
 
 
 def tune_lr(
-    plan: Comparison, progress: bool | None = None, factors: Sequence[float] = LR_FACTORS
+    plan: Comparison,
+    progress: bool | None = None,
+    factors: Sequence[float] = LR_FACTORS,
+    jobs: int = 1,
 ) -> dict[str, dict[str, Any]]:
     """Each model's learning rate: the value of the grid (``factors`` times the model's
     resolved ``train.lr``) whose run on the plan's first seed scores best on a validation
     split carved from the training data, never on the test split. Its runs land in
     ``out/runs`` beside the others (their configs hold the validation split, so their names
     differ). Returns
-    ``{model: {"train.lr": chosen, "validation": {lr: metric}}}``."""
+    ``{model: {"train.lr": chosen, "validation": {lr: metric}}}``; ``jobs`` runs train at once."""
     task, preset, seed, out = plan.task, plan.preset, plan.seeds.start, plan.out
     spec = get_task(task)
     better = 1.0 if spec.higher_is_better else -1.0
@@ -76,7 +84,7 @@ def tune_lr(
             tuning = {**plan.overrides, "train.lr": lr}
             tuning["train.validation_fraction"] = VALIDATION_FRACTION
             configs[model, lr] = resolve_config(task, model, preset, seed, tuning)
-    summaries, _ = train_missing(configs, Path(out) / "runs", progress=progress, each=True)
+    summaries, _ = train_missing(configs, Path(out) / "runs", jobs, progress, each=True)
     chosen = {}
     for model in plan.models:
         scores = {lr: summaries[m, lr]["metrics"][spec.metric] for m, lr in configs if m == model}
@@ -124,7 +132,8 @@ def compare(
     seed_range = range(seed, seed + seeds)
     plan = Comparison(task, tuple(models), preset, seed_range, Path(out), dict(overrides or {}))
     plan.configs()  # bad input fails before tuning
-    tuned = tune_lr(plan, progress) if tune else {}
+    jobs = launch.jobs if launch else 1
+    tuned = tune_lr(plan, progress, jobs=jobs) if tune else {}
     chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
     configs = plan.configs(chosen)
     trained = train_all(configs, Path(out), progress, launch)
@@ -162,7 +171,8 @@ def train_all(
     """Every run's summary, training the missing ones into ``out/runs`` (and writing
     ``out/results.csv``). ``launch`` submits them as a job array (``mixit.launchers``);
     without waiting, ``RunsPending`` says how many are still in flight."""
-    trained, _ = train_missing(configs, out / "runs", progress=progress, each=True, launch=launch)
+    jobs = launch.jobs if launch else 1
+    trained, _ = train_missing(configs, out / "runs", jobs, progress, each=True, launch=launch)
     missing = len(configs) - len(trained)
     if missing:
         raise RunsPending(
@@ -189,16 +199,19 @@ def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -
     }
 
 
-def estimate_comparison(plan: Comparison, target: str | None = None) -> dict[str, Any]:
+def estimate_comparison(
+    plan: Comparison, target: str | None = None, jobs: int = 1
+) -> dict[str, Any]:
     """What `compare` (or, with one model and seed, `train`) would cost on this machine,
     without training or writing anything: each model's config is timed once (its seeds cost
-    the same, see ``time_training``), or, with ``target``, predicted for that device with its
-    memory (``mixit.cost``); a finished run in ``plan.out`` costs nothing."""
+    the same, see ``time_training``) at the threads one of ``jobs`` workers gets, or, with
+    ``target``, predicted for that device with its memory (``mixit.cost``); a finished run in
+    ``plan.out`` costs nothing."""
     models, seed = plan.models, plan.seeds.start
     configs = plan.configs()
     runs_dir = None if plan.out is None else plan.out / "runs"
     if target is None:
-        timings = pending_timings(configs, runs_dir)
+        timings = pending_timings(configs, runs_dir, jobs)
     else:
         timings = predicted_timings(configs, runs_dir, target)
     rows = []
@@ -212,7 +225,7 @@ def estimate_comparison(plan: Comparison, target: str | None = None) -> dict[str
             row["memory_gib"] = timing["memory_bytes"] / 2**30
         rows.append(row)
     device = resolve_device(configs[models[0], seed].train.device)
-    where = f"timed on this machine ({device.type}, {torch.get_num_threads()} threads)"
+    where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
     if target is not None:
         chosen = get_target(target)
         source = "measured" if chosen.measured else "assumed"
@@ -223,6 +236,10 @@ def estimate_comparison(plan: Comparison, target: str | None = None) -> dict[str
         "device": where,
         "rows": rows,
         "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
+        "jobs": jobs,
+        "wall_seconds": list_schedule(
+            [row["run_seconds"] for row in rows for _ in range(row["runs"])], jobs
+        ),
     }
 
 
@@ -242,7 +259,14 @@ def format_comparison_estimate(result: Mapping[str, Any]) -> str:
             f"{row['step_seconds'] * 1e3:>9.1f} {duration(row['run_seconds']):>10}"
         )
         lines.append(line + (f" {row['memory_gib']:>8.2f}" if memory else ""))
-    lines.append(f"about {duration(result['total_seconds'])} in all, one run after another")
+    jobs = result.get("jobs", 1)
+    if jobs == 1:
+        lines.append(f"about {duration(result['total_seconds'])} in all, one run after another")
+    else:
+        lines.append(
+            f"about {duration(result['wall_seconds'])} in all with {jobs} runs at once "
+            f"({duration(result['total_seconds'])} of training)"
+        )
     return "\n".join(lines)
 
 

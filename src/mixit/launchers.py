@@ -32,14 +32,16 @@ POLL_SECONDS = 5.0
 @dataclass(frozen=True)
 class Launch:
     """How a command trains its missing runs: ``launcher`` (one of ``LAUNCHERS``; ``local``
-    uses the worker pool of ``--jobs``), whether it waits for submitted runs, and submitit's
-    parameters for the job array (``--slurm-option``), and how many processes (one GPU each
-    where there are GPUs) train each run locally through torchrun (``--gpus-per-run``)."""
+    uses a pool of ``jobs`` worker processes, ``--jobs``), whether it waits for submitted runs,
+    and submitit's parameters for the job array (``--slurm-option``), and how many processes
+    (one GPU each where there are GPUs) train each run locally through torchrun
+    (``--gpus-per-run``)."""
 
     launcher: str = "local"
     wait: bool = True
     options: Mapping[str, Any] = field(default_factory=dict)
     gpus_per_run: int = 1
+    jobs: int = 1
 
     @property
     def submits(self) -> bool:

@@ -9,9 +9,10 @@ planned once is trained once and found again by all of them.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import sys
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, TypeVar
@@ -157,6 +158,14 @@ def unfinished(configs: Mapping[Key, RunConfig], runs_dir: Path | None) -> dict[
     if runs_dir is None:
         return named
     return {name: c for name, c in named.items() if finished_summary(runs_dir / name, c) is None}
+
+
+def list_schedule(seconds: Sequence[float], jobs: int) -> float:
+    """Wall time of tasks handed, in order, to whichever of ``jobs`` workers is free first."""
+    free_at = [0.0] * jobs
+    for task_seconds in seconds:
+        heapq.heapreplace(free_at, free_at[0] + task_seconds)
+    return max(free_at)
 
 
 def pending_timings(

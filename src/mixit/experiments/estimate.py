@@ -4,7 +4,6 @@ and the wall time of the whole plan on ``--jobs`` workers."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,16 +12,8 @@ from mixit.compare import duration
 from mixit.experiments.base import Reproduction
 from mixit.experiments.runner import plan_reproduction
 from mixit.resolve import resolve_device
-from mixit.runs import pending_timings, predicted_timings, run_dir_name
+from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
 from mixit.workers import worker_threads
-
-
-def list_schedule(seconds: Sequence[float], jobs: int) -> float:
-    """Wall time of tasks handed, in order, to whichever of ``jobs`` workers is free first."""
-    free_at = [0.0] * jobs
-    for task_seconds in seconds:
-        heapq.heapreplace(free_at, free_at[0] + task_seconds)
-    return max(free_at)
 
 
 def estimate_reproduction(
