@@ -20,9 +20,11 @@ from mixit.experiments.claims import claim
 from mixit.experiments.plots import line_plot
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
-# The tiny preset (also `small`'s) has 8 pairs; the paper's x axis reaches 30 (Table 1 uses
-# m_max = 30).
-PAIRS = {"tiny": (2, 4, 8), "small": (2, 4, 8), "paper": (5, 10, 20, 30)}
+# The tiny preset has 8 pairs; the paper's x axis reaches 30 (Table 1 uses m_max = 30). The
+# axis starts at 3: under the authors' layout (task.key_pool=max-pairs) m_max = 2 leaves two
+# keys, and tiny's and small's vocabularies then hold too few distinct rows for a test set
+# that training never saw.
+PAIRS = {"tiny": (3, 4, 8), "small": (3, 4, 8), "paper": (5, 10, 20, 30)}
 
 
 def _runs(scale: str, pairs: int, seeds: range) -> list[Run]:
