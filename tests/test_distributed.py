@@ -38,3 +38,13 @@ def test_two_processes_equal_one(tmp_path):
     for a, b in zip(one, two, strict=True):
         assert abs(a["train_loss"] - b["train_loss"]) < 1e-5
         assert abs(a["test_loss"] - b["test_loss"]) < 1e-5
+
+
+@pytest.mark.processes
+def test_a_bottleneck_readout_trains_data_parallel(tmp_path):
+    """The compression readout never uses its body's output head; DDP is told so."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    argv = [sys.executable, "-m", "mixit", "train", "--task", "compression", "--model", "mixit"]
+    argv += ["model.n_embd=32", "model.n_layer=1", "train.steps=4", "train.eval_every=4"]
+    subprocess.run([*argv, "--nproc", "2", "--out", str(tmp_path)], check=True, env=env)
+    assert [r["step"] for r in metrics(tmp_path)] == [4]

@@ -30,6 +30,7 @@ from mixit.checkpoint import (
 from mixit.config import RunConfig, from_dict
 from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
+from mixit.readout import BottleneckReadout
 from mixit.resolve import fit_model_to_data, resolve_config, resolve_device
 from mixit.rundir import RunWriter
 from mixit.scoring import evaluate_run, training_loss
@@ -204,6 +205,14 @@ class Training:
         return steps * self.config.train.batch_size * self.data.train.inputs.shape[1]
 
 
+def data_parallel(model: RunModel) -> DistributedDataParallel:
+    """``model`` under DDP. A bottleneck readout reads its body's features, never the body's
+    output head, whose parameters then get no gradient: DDP must be told to expect that."""
+    return DistributedDataParallel(
+        model, find_unused_parameters=isinstance(model, BottleneckReadout)
+    )
+
+
 def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     """Fit the config to the data and build everything a training step needs."""
     fit_model_to_data(config, data)
@@ -216,7 +225,7 @@ def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     model.to(device)
     ranks.check_identical(dict(model.named_buffers()))
     optimizer = make_optimizer(model, config)
-    trained = compiled(model if ranks.world == 1 else DistributedDataParallel(model), config)
+    trained = compiled(model if ranks.world == 1 else data_parallel(model), config)
     batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
     inputs, targets = data.train.inputs.to(device), data.train.targets.to(device)
     return Training(
