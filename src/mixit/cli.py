@@ -13,15 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mixit.compare import (
-    Comparison,
-    compare,
-    estimate_comparison,
-    format_comparison_estimate,
-    format_table,
-)
+from mixit.compare import Comparison, compare, format_table
 from mixit.config import parse_overrides
 from mixit.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
+from mixit.estimate import estimate_comparison, format_comparison_estimate
 from mixit.io import write_json
 from mixit.launchers import Launch, check_launcher, parse_options
 from mixit.resolve import resolve_config

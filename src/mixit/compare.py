@@ -9,23 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from mixit.config import RunConfig
-from mixit.cost import get_target
 from mixit.errors import RunsPending, UsageError
 from mixit.io import write_json
 from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, litmus_lines, reading
-from mixit.resolve import resolve_config, resolve_device
+from mixit.resolve import resolve_config
 from mixit.results import write_results_csv
-from mixit.runs import (
-    list_schedule,
-    pending_timings,
-    predicted_timings,
-    run_dir_name,
-    train_missing,
-)
+from mixit.runs import train_missing
 from mixit.tasks import get_task
 from mixit.variants import VARIANTS
-from mixit.workers import worker_threads
 
 
 @dataclass(frozen=True)
@@ -132,8 +124,7 @@ def compare(
     seed_range = range(seed, seed + seeds)
     plan = Comparison(task, tuple(models), preset, seed_range, Path(out), dict(overrides or {}))
     plan.configs()  # bad input fails before tuning
-    jobs = launch.jobs if launch else 1
-    tuned = tune_lr(plan, progress, jobs=jobs) if tune else {}
+    tuned = tune_lr(plan, progress, jobs=(launch or Launch()).jobs) if tune else {}
     chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
     configs = plan.configs(chosen)
     trained = train_all(configs, Path(out), progress, launch)
@@ -197,84 +188,6 @@ def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -
         "steps_run": [s.get("steps_run", s["steps"]) for s in summaries],
         "stopped": [s.get("stopped", "budget") for s in summaries],
     }
-
-
-def estimate_comparison(
-    plan: Comparison, target: str | None = None, jobs: int = 1
-) -> dict[str, Any]:
-    """What `compare` (or, with one model and seed, `train`) would cost on this machine,
-    without training or writing anything: each model's config is timed once (its seeds cost
-    the same, see ``time_training``) at the threads one of ``jobs`` workers gets, or, with
-    ``target``, predicted for that device with its memory (``mixit.cost``); a finished run in
-    ``plan.out`` costs nothing."""
-    models, seed = plan.models, plan.seeds.start
-    configs = plan.configs()
-    runs_dir = None if plan.out is None else plan.out / "runs"
-    if target is None:
-        timings = pending_timings(configs, runs_dir, jobs)
-    else:
-        timings = predicted_timings(configs, runs_dir, target)
-    rows = []
-    for model in models:
-        names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
-        pending = [timings[name] for name in names if name in timings]
-        timing = pending[0] if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
-        row = {"model": model, "runs": len(pending), "steps": configs[model, seed].train.steps}
-        row |= {"step_seconds": timing["step_seconds"], "run_seconds": timing["run_seconds"]}
-        if "memory_bytes" in timing:
-            row["memory_gib"] = timing["memory_bytes"] / 2**30
-        rows.append(row)
-    device = resolve_device(configs[models[0], seed].train.device)
-    where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
-    if target is not None:
-        chosen = get_target(target)
-        source = "measured" if chosen.measured else "assumed"
-        where = f"predicted for {chosen.name} ({chosen.efficiency:.0%} of peak, {source})"
-    return {
-        "task": plan.task,
-        "preset": plan.preset,
-        "device": where,
-        "rows": rows,
-        "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
-        "jobs": jobs,
-        "wall_seconds": list_schedule(
-            [row["run_seconds"] for row in rows for _ in range(row["runs"])], jobs
-        ),
-    }
-
-
-def format_comparison_estimate(result: Mapping[str, Any]) -> str:
-    """The estimate as a plain-text table, and the total with the runs one after another."""
-    title = (
-        f"task: {result['task']} (preset {result['preset']}), {result['device']}; "
-        "nothing was trained"
-    )
-    memory = "memory_gib" in result["rows"][0]
-    header = f"{'model':<12} {'runs':>5} {'steps':>7} {'ms/step':>9} {'per run':>10}"
-    header += f" {'GiB':>8}" if memory else ""
-    lines = [title, header, "-" * len(header)]
-    for row in result["rows"]:
-        line = (
-            f"{row['model']:<12} {row['runs']:>5} {row['steps']:>7,} "
-            f"{row['step_seconds'] * 1e3:>9.1f} {duration(row['run_seconds']):>10}"
-        )
-        lines.append(line + (f" {row['memory_gib']:>8.2f}" if memory else ""))
-    jobs = result.get("jobs", 1)
-    if jobs == 1:
-        lines.append(f"about {duration(result['total_seconds'])} in all, one run after another")
-    else:
-        lines.append(
-            f"about {duration(result['wall_seconds'])} in all with {jobs} runs at once "
-            f"({duration(result['total_seconds'])} of training)"
-        )
-    return "\n".join(lines)
-
-
-def duration(seconds: float) -> str:
-    """``42 s``, ``3.5 min`` or ``33.2 h``."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
 def _stops(reasons: Sequence[str]) -> str:

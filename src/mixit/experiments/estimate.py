@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.compare import duration
+from mixit.estimate import duration
 from mixit.experiments.base import Reproduction
 from mixit.experiments.runner import plan_reproduction
 from mixit.resolve import resolve_device

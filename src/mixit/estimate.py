@@ -1,0 +1,91 @@
+"""What a comparison (or one run) would cost, without training: `compare --estimate` and
+`train --estimate`, timed on this machine or predicted for a device (``mixit.cost``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mixit.compare import Comparison
+from mixit.cost import get_target
+from mixit.resolve import resolve_device
+from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
+from mixit.workers import worker_threads
+
+
+def estimate_comparison(
+    plan: Comparison, target: str | None = None, jobs: int = 1
+) -> dict[str, Any]:
+    """What `compare` (or, with one model and seed, `train`) would cost on this machine,
+    without training or writing anything: each model's config is timed once (its seeds cost
+    the same, see ``time_training``) at the threads one of ``jobs`` workers gets, or, with
+    ``target``, predicted for that device with its memory (``mixit.cost``); a finished run in
+    ``plan.out`` costs nothing."""
+    models, seed = plan.models, plan.seeds.start
+    configs = plan.configs()
+    runs_dir = None if plan.out is None else plan.out / "runs"
+    if target is None:
+        timings = pending_timings(configs, runs_dir, jobs)
+    else:
+        timings = predicted_timings(configs, runs_dir, target)
+    rows = []
+    for model in models:
+        names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
+        pending = [timings[name] for name in names if name in timings]
+        timing = pending[0] if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
+        row = {"model": model, "runs": len(pending), "steps": configs[model, seed].train.steps}
+        row |= {"step_seconds": timing["step_seconds"], "run_seconds": timing["run_seconds"]}
+        if "memory_bytes" in timing:
+            row["memory_gib"] = timing["memory_bytes"] / 2**30
+        rows.append(row)
+    device = resolve_device(configs[models[0], seed].train.device)
+    where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
+    if target is not None:
+        chosen = get_target(target)
+        source = "measured" if chosen.measured else "assumed"
+        where = f"predicted for {chosen.name} ({chosen.efficiency:.0%} of peak, {source})"
+    return {
+        "task": plan.task,
+        "preset": plan.preset,
+        "device": where,
+        "rows": rows,
+        "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
+        "jobs": jobs,
+        "wall_seconds": list_schedule(
+            [row["run_seconds"] for row in rows for _ in range(row["runs"])], jobs
+        ),
+    }
+
+
+def format_comparison_estimate(result: Mapping[str, Any]) -> str:
+    """The estimate as a plain-text table, and the total with the runs one after another."""
+    title = (
+        f"task: {result['task']} (preset {result['preset']}), {result['device']}; "
+        "nothing was trained"
+    )
+    memory = "memory_gib" in result["rows"][0]
+    header = f"{'model':<12} {'runs':>5} {'steps':>7} {'ms/step':>9} {'per run':>10}"
+    header += f" {'GiB':>8}" if memory else ""
+    lines = [title, header, "-" * len(header)]
+    for row in result["rows"]:
+        line = (
+            f"{row['model']:<12} {row['runs']:>5} {row['steps']:>7,} "
+            f"{row['step_seconds'] * 1e3:>9.1f} {duration(row['run_seconds']):>10}"
+        )
+        lines.append(line + (f" {row['memory_gib']:>8.2f}" if memory else ""))
+    jobs = result.get("jobs", 1)
+    if jobs == 1:
+        lines.append(f"about {duration(result['total_seconds'])} in all, one run after another")
+    else:
+        lines.append(
+            f"about {duration(result['wall_seconds'])} in all with {jobs} runs at once "
+            f"({duration(result['total_seconds'])} of training)"
+        )
+    return "\n".join(lines)
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``3.5 min`` or ``33.2 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
