@@ -1,4 +1,7 @@
+import contextlib
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,22 @@ def children():
         return [pid for pid, f in stats.items() if f and f[0] != "Z" and int(f[1]) == parent]
 
     return of
+
+
+@pytest.fixture
+def session():
+    """``session(command, **popen)``: start a command in a new session (its own process group)
+    and kill that group when the test ends, so a test that fails while it trains leaves no
+    workers behind to slow the tests after it."""
+    started = []
+
+    def start(command: list[str], **popen) -> subprocess.Popen:
+        process = subprocess.Popen(command, start_new_session=True, **popen)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):  # the group has already ended
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

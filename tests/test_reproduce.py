@@ -337,12 +337,12 @@ def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
 
 @pytest.mark.processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_ctrl_c_stops_reproduce_and_its_workers_at_once(tmp_path, alive, children):
+def test_ctrl_c_stops_reproduce_and_its_workers_at_once(tmp_path, alive, children, session):
     out = tmp_path / "rep"
     command = [sys.executable, "-m", "mixit", "reproduce", "table4", "--jobs", "2"]
     command += ["--out", str(out), "train.steps=100000", "task.num_pairs=256"]
     with (tmp_path / "stderr").open("w") as stderr:
-        reproduction = subprocess.Popen(command, stderr=stderr, start_new_session=True)
+        reproduction = session(command, stderr=stderr)
         deadline = time.monotonic() + 120
         while len(list(out.glob("runs/*/config.json"))) < 2:  # both workers are training
             assert time.monotonic() < deadline and reproduction.poll() is None

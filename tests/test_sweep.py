@@ -85,14 +85,14 @@ def test_a_killed_workers_trial_is_retried_not_lost_or_duplicated(tmp_path, monk
 @pytest.mark.processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 @pytest.mark.parametrize("stop", ["SIGKILL to the sweep", "Ctrl-C"])
-def test_local_workers_end_with_the_sweep(stop, tmp_path, alive, children):
+def test_local_workers_end_with_the_sweep(stop, tmp_path, alive, children, session):
     out = tmp_path / "sweep"
     endless = [f"{k}={v}" for k, v in FAST.items()] + ["train.steps=1000000"]
     command = [sys.executable, "-m", "mixit", "sweep", "--task", "addition", "--model", "mixit"]
     command += ["--preset", "tiny", "--grid", grid_file(tmp_path), "--out", str(out)]
     command += ["--workers", "2", *endless]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    sweep = subprocess.Popen(command, env=env, start_new_session=True)
+    sweep = session(command, env=env)
     storage = f"sqlite:///{out}/study.db"
     deadline = time.monotonic() + 120
     while True:  # both workers are training
