@@ -11,7 +11,7 @@ from typing import Any
 from mixit.config import RunConfig
 from mixit.errors import RunsPending, UsageError
 from mixit.io import write_json
-from mixit.launchers import Launch
+from mixit.launchers import LOCAL, Launch
 from mixit.litmus import DEFAULT_TOLERANCE, litmus_lines, reading
 from mixit.resolve import resolve_config
 from mixit.results import write_results_csv
@@ -102,7 +102,7 @@ def compare(
     progress: bool | None = None,
     tolerance: float | None = None,
     tune: Sequence[str] = (),
-    launch: Launch | None = None,
+    launch: Launch = LOCAL,
 ) -> dict[str, Any]:
     """Train each model with seeds ``seed .. seed+seeds-1`` on the same data.
 
@@ -124,7 +124,7 @@ def compare(
     seed_range = range(seed, seed + seeds)
     plan = Comparison(task, tuple(models), preset, seed_range, Path(out), dict(overrides or {}))
     plan.configs()  # bad input fails before tuning
-    tuned = tune_lr(plan, progress, jobs=(launch or Launch()).jobs) if tune else {}
+    tuned = tune_lr(plan, progress, jobs=launch.jobs) if tune else {}
     chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
     configs = plan.configs(chosen)
     trained = train_all(configs, Path(out), progress, launch)
@@ -162,8 +162,10 @@ def train_all(
     """Every run's summary, training the missing ones into ``out/runs`` (and writing
     ``out/results.csv``). ``launch`` submits them as a job array (``mixit.launchers``);
     without waiting, ``RunsPending`` says how many are still in flight."""
-    jobs = launch.jobs if launch else 1
-    trained, _ = train_missing(configs, out / "runs", jobs, progress, each=True, launch=launch)
+    launch = launch or Launch()
+    trained, _ = train_missing(
+        configs, out / "runs", launch.jobs, progress, each=True, launch=launch
+    )
     missing = len(configs) - len(trained)
     if missing:
         raise RunsPending(

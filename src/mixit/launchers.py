@@ -48,6 +48,10 @@ class Launch:
         return self.launcher != "local"
 
 
+# Train here, one run at a time: what a command does without launch options.
+LOCAL = Launch()
+
+
 def check_launcher(name: str) -> None:
     """Fail in one line, before anything is written, on an unknown launcher or a missing
     submitit."""

@@ -131,12 +131,12 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
     model = build_model(config)
-    load_weights(model, weights_path)
-    if isinstance(model, AnswerReadout):  # a classifier's head is the decoder's own rows
-        model = model.body
-    if not isinstance(model, Decoder):  # generate, export and the analyses read mixit's taps
+    # A classifier's head is the decoder's own rows: its weights load through the readout.
+    decoder = model.body if isinstance(model, AnswerReadout) else model
+    if not isinstance(decoder, Decoder):  # generate, export and the analyses read mixit's taps
         raise UsageError(
             f"{run_dir} is not a run of mixit's own decoder with next-token outputs "
             f"(model.arch={config.model.arch}, task {config.task_name}); it cannot be loaded here"
         )
-    return model.eval(), config
+    load_weights(model, weights_path)
+    return decoder.eval(), config
