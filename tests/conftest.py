@@ -65,7 +65,12 @@ def session():
     started = []
 
     def start(command: list[str], **popen) -> subprocess.Popen:
-        process = subprocess.Popen(command, start_new_session=True, **popen)
+        # SIGINT at its default: a suite started in the background (`cmd &` in a script)
+        # inherits it ignored, and the Ctrl-C tests would then wait for nothing.
+        default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+        process = subprocess.Popen(
+            command, start_new_session=True, preexec_fn=default_sigint, **popen
+        )
         started.append(process)
         return process
 
