@@ -19,12 +19,14 @@ from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce, thr
 from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.experiments.runner import plan_reproduction
+from mixit.launchers import Launch
 from mixit.model import Decoder
 from mixit.results import read_results_csv
 from mixit.runs import list_schedule, run_dir_name
 from mixit.train import make_optimizer, time_training
 from mixit.variants import get_variant
 
+TWO_JOBS = Launch(jobs=2)
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
 
 
@@ -34,7 +36,7 @@ def summaries_mtimes(out):
 
 def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypatch):
     out = tmp_path / "rep"
-    claims = reproduce(["table4"], Reproduction("tiny", seeds=2, jobs=1, out=out, overrides=QUICK))
+    claims = reproduce(["table4"], Reproduction("tiny", seeds=2, out=out, overrides=QUICK))
     assert (out / "table4" / "report.md").read_text().startswith("# Table 4")
     results = json.loads((out / "table4" / "results.json").read_text())
     assert len(results["bits_per_param"]["mixit"]) == 2  # one value per seed
@@ -51,7 +53,7 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     timing = json.loads((out / "timing.json").read_text())
     assert timing["table4"]["runs"] == 8 and timing["table4"]["train_seconds"] > 0
 
-    reproduce(["table4"], Reproduction("tiny", seeds=2, jobs=1, out=out, overrides=QUICK))
+    reproduce(["table4"], Reproduction("tiny", seeds=2, out=out, overrides=QUICK))
     assert summaries_mtimes(out) == finished  # nothing retrained
     again = json.loads((out / "timing.json").read_text())
     assert again["runs_trained"] == 0
@@ -109,11 +111,11 @@ def test_claims_md_holds_one_setting_and_damaged_outputs_are_rebuilt(tmp_path, m
 
 def test_an_interrupted_reproduction_trains_only_what_is_missing(tmp_path):
     out = tmp_path / "rep"
-    reproduce(["table4"], Reproduction("tiny", seeds=1, jobs=2, out=out, overrides=QUICK))
+    reproduce(["table4"], Reproduction("tiny", seeds=1, out=out, overrides=QUICK, launch=TWO_JOBS))
     finished = summaries_mtimes(out)
     victim = next(iter(finished))
     victim.unlink()  # as if killed before its summary was written
-    reproduce(["table4"], Reproduction("tiny", seeds=1, jobs=2, out=out, overrides=QUICK))
+    reproduce(["table4"], Reproduction("tiny", seeds=1, out=out, overrides=QUICK, launch=TWO_JOBS))
     after = summaries_mtimes(out)
     assert set(after) == set(finished)
     assert [p for p in after if after[p] != finished[p]] == [victim]
@@ -261,10 +263,10 @@ def test_no_train_reports_only_finished_experiments(tmp_path):
 
 def test_estimate_times_what_would_train_and_trains_nothing(tmp_path, capsys):
     out = tmp_path / "rep"
-    reproduce(["table4"], Reproduction("tiny", seeds=1, jobs=1, out=out, overrides=QUICK))
+    reproduce(["table4"], Reproduction("tiny", seeds=1, out=out, overrides=QUICK))
     finished = summaries_mtimes(out)
     guess = estimate_reproduction(
-        ["table4"], Reproduction("tiny", seeds=2, jobs=2, out=out, overrides=QUICK)
+        ["table4"], Reproduction("tiny", seeds=2, out=out, overrides=QUICK, launch=TWO_JOBS)
     )
     assert guess["runs_to_train"] == 4  # seed 1 of the four models; seed 0 is finished
     assert guess["configs_timed"] == 4 and guess["experiments"]["table4"]["runs"] == 8

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import signal
@@ -615,11 +614,9 @@ def _reproduce(args: argparse.Namespace) -> int:
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     experiment, overrides = args.what[0], parse_overrides(args.what[1:])
-    launch = _launch(args)
     how = Reproduction(
-        args.scale, args.seeds, args.seed, args.jobs, Path(out), overrides, args.tuned, progress
+        args.scale, args.seeds, args.seed, Path(out), overrides, args.tuned, progress, _launch(args)
     )
-    how = dataclasses.replace(how, launch=launch)
     if experiment == "ablation":
         return _ablation(args, how)
     if args.claims or args.differences:

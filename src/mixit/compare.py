@@ -76,7 +76,8 @@ def tune_lr(
             tuning = {**plan.overrides, "train.lr": lr}
             tuning["train.validation_fraction"] = VALIDATION_FRACTION
             configs[model, lr] = resolve_config(task, model, preset, seed, tuning)
-    summaries, _ = train_missing(configs, Path(out) / "runs", jobs, progress, each=True)
+    local = Launch(jobs=jobs)
+    summaries, _ = train_missing(configs, Path(out) / "runs", progress, each=True, launch=local)
     chosen = {}
     for model in plan.models:
         scores = {lr: summaries[m, lr]["metrics"][spec.metric] for m, lr in configs if m == model}
@@ -157,15 +158,12 @@ def train_all(
     configs: Mapping[tuple[str, int], RunConfig],
     out: Path,
     progress: bool | None,
-    launch: Launch | None,
+    launch: Launch,
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """Every run's summary, training the missing ones into ``out/runs`` (and writing
     ``out/results.csv``). ``launch`` submits them as a job array (``mixit.launchers``);
     without waiting, ``RunsPending`` says how many are still in flight."""
-    launch = launch or Launch()
-    trained, _ = train_missing(
-        configs, out / "runs", launch.jobs, progress, each=True, launch=launch
-    )
+    trained, _ = train_missing(configs, out / "runs", progress, each=True, launch=launch)
     missing = len(configs) - len(trained)
     if missing:
         raise RunsPending(

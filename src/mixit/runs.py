@@ -23,7 +23,7 @@ from mixit.checkpoint import finished_summary
 from mixit.config import RunConfig
 from mixit.distributed import Ranks
 from mixit.errors import RunsFailed
-from mixit.launchers import JobArray, Launch
+from mixit.launchers import LOCAL, JobArray, Launch
 from mixit.train import run as train_run
 from mixit.workers import stop_workers, train_in_worker, worker_pool, worker_threads
 
@@ -41,17 +41,17 @@ def run_dir_name(config: RunConfig) -> str:
 def train_missing(
     configs: Mapping[Key, RunConfig],
     runs_dir: Path,
-    jobs: int = 1,
     progress: bool | None = False,
     train: bool = True,
     each: bool = False,
-    launch: Launch | None = None,
+    launch: Launch = LOCAL,
 ) -> tuple[dict[Key, dict[str, Any]], int]:
     """Summaries of every run (with its ``run_dir``), training those not finished yet (with
     ``train=False``, of the finished runs only), and how many distinct runs it trained (or
     submitted). Keys whose configs are equal share one run. ``each`` also shows each run's
-    own progress bar (one job only). ``launch`` submits the missing runs as a job array
-    (``mixit.launchers``); without waiting, the summaries are those of the finished runs."""
+    own progress bar (one job only). ``launch`` says where the missing runs train: here, in a
+    pool of ``launch.jobs`` workers, or submitted as a job array (``mixit.launchers``; without
+    waiting, the summaries are those of the finished runs)."""
     summaries: dict[Key, dict[str, Any]] = {}
     todo: dict[str, tuple[RunConfig, list[Key]]] = {}
     for run, config in configs.items():
@@ -63,12 +63,11 @@ def train_missing(
             todo.setdefault(name, (config, []))[1].append(run)
     if not todo or not train:
         return summaries, 0
-    launch = launch or Launch()
     if launch.submits:
-        _submit_missing(todo, runs_dir, launch, jobs)
+        _submit_missing(todo, runs_dir, launch)
         collected, _ = train_missing(configs, runs_dir, train=False)
         return collected, len(todo)
-    _train_locally(todo, summaries, runs_dir, (jobs, launch.gpus_per_run), progress, each)
+    _train_locally(todo, summaries, runs_dir, (launch.jobs, launch.gpus_per_run), progress, each)
     return summaries, len(todo)
 
 
@@ -119,7 +118,7 @@ def _train_locally(
 
 
 def _submit_missing(
-    todo: Mapping[str, tuple[RunConfig, list[Key]]], runs_dir: Path, launch: Launch, jobs: int
+    todo: Mapping[str, tuple[RunConfig, list[Key]]], runs_dir: Path, launch: Launch
 ) -> None:
     """Submit the ``todo`` runs not already in flight as one job array (a run whose earlier
     job failed is said, with its log, and submitted again); wait for them all when
@@ -130,7 +129,9 @@ def _submit_missing(
         print(f"mixit: {line}; submitting it again", file=sys.stderr)
     # Local "jobs" share this machine's cores, as a pool's workers do; a cluster's jobs keep
     # the cores their allocation gives them.
-    threads = worker_threads(max(jobs, len(todo))) if launch.launcher == "submitit-local" else None
+    threads = (
+        worker_threads(max(launch.jobs, len(todo))) if launch.launcher == "submitit-local" else None
+    )
     submitted = array.submit(
         train_in_worker,
         {

@@ -90,7 +90,7 @@ def ablate(
     out = Path(how.out)
     started = time.perf_counter()
     summaries, trained = train_missing(
-        configs, out / "runs", how.jobs, how.progress, train, launch=how.launch
+        configs, out / "runs", how.progress, train, launch=how.launch
     )
     wall = time.perf_counter() - started
     claims, ready, left_out = reportable(differences, claims, how, summaries)

@@ -17,7 +17,7 @@ from typing import Any
 
 from mixit.config import RunConfig
 from mixit.io import write_json
-from mixit.launchers import Launch
+from mixit.launchers import LOCAL, Launch
 from mixit.resolve import resolve_config
 from mixit.tasks import Split, get_task
 
@@ -37,20 +37,24 @@ TUNED_ON_SEEDS = range(3)
 class Reproduction:
     """What a reproduction runs under, shared by ``reproduce``, its ``estimate`` and the
     ablation: the scale, the seeds (``seeds`` of them from ``first_seed``: seeds 100-102
-    confirm settings chosen on 0-2), where the runs go, how many train at once, the overrides
-    applied to every run (dotted keys; they change the runs' hashes) and the ``best.json`` of
-    ``mixit sweep --best`` to train each task and model with, and where the missing runs
-    train (``launch``: here, or submitted as a job array)."""
+    confirm settings chosen on 0-2), where the runs go, the overrides applied to every run
+    (dotted keys; they change the runs' hashes) and the ``best.json`` of ``mixit sweep
+    --best`` to train each task and model with, and where the missing runs train
+    (``launch``: here, ``launch.jobs`` at once, or submitted as a job array)."""
 
     scale: str = "tiny"
     seeds: int = 3
     first_seed: int = 0
-    jobs: int = 1
     out: Path = Path("runs/reproduce")
     overrides: Mapping[str, Any] = field(default_factory=dict)
     tuned: str | Path | None = None
     progress: bool = False
-    launch: Launch = field(default_factory=Launch)
+    launch: Launch = LOCAL
+
+    @property
+    def jobs(self) -> int:
+        """How many runs train at once here (``--jobs``)."""
+        return self.launch.jobs
 
     @property
     def seed_range(self) -> range:

@@ -149,7 +149,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     experiments, configs = plan_reproduction(names, how)
     start = time.perf_counter()
     summaries, trained = train_missing(
-        configs, out / "runs", jobs, how.progress, train, launch=how.launch
+        configs, out / "runs", how.progress, train, launch=how.launch
     )
     write_results_csv(out / "results.csv", summaries.values())
     this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
