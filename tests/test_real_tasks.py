@@ -6,8 +6,10 @@ import json
 import pytest
 
 from mixit import train
+from mixit.arch import build_model
 from mixit.cli import main
 from mixit.resolve import resolve_config
+from mixit.rundir import load_run
 from mixit.tasks import custom, get_task, lm, sentiment
 
 PROSE = "\n\n".join(
@@ -171,3 +173,24 @@ def test_custom_task_with_a_bpe_tokenizer(tmp_path):
     data = get_task("custom").make_data(config.task, 0)
     assert 3 + 259 <= data.vocab_size <= 3 + 280
     assert (data.train.targets != -100).any(1).all()
+
+
+def test_custom_classifier_reads_its_answer_among_the_labels(tmp_path):
+    # Word -> category, one-token labels: the classifier set-up (label readout, non-causal
+    # MixiT) trains on it, and the answer can only be a label the files use.
+    words = {"cat": "a", "dog": "a", "oak": "p", "elm": "p", "fir": "p", "cow": "a"}
+    records = [{"input": word, "target": label} for word, label in words.items()]
+    files = (
+        f"{write_jsonl(tmp_path / 'a.jsonl', records)},{write_jsonl(tmp_path / 'b.jsonl', records)}"
+    )
+    overrides = {"task.data_files": files, "task.readout": "targets", "model.mixing_causal": False}
+    overrides |= {"train.steps": 3, "train.eval_every": 3, "train.batch_size": 6}
+    config = resolve_config("custom", "mixit", "tiny", 0, overrides)
+    data = get_task("custom").make_data(config.task, 0)
+    labels = data.train.targets[data.train.targets != -100].unique().tolist()
+    assert get_task("custom").answer_ids(config.task, data.vocab_size) == tuple(sorted(labels))
+    summary = train("custom", "mixit", "tiny", 0, tmp_path / "run", overrides)
+    assert summary["metrics"]["test_loss"] < 10  # finite: no test label is ruled out
+    _, trained = load_run(tmp_path / "run")
+    logits = build_model(trained)(data.test.inputs)[:, -1]  # (N, V) at the separator
+    assert set(logits.isfinite().any(0).nonzero().flatten().tolist()) == set(labels)

@@ -5,6 +5,11 @@ BPE trained on the training lines, or by a named HF tokenizer) or both lists of 
 The model reads input, a separator, then target, and is scored on the target tokens only:
 ``test_accuracy`` is exact match of the whole target, ``test_token_accuracy`` per target token.
 Then ``mixit compare --task custom task.data_files=...`` tells which components the task needs.
+
+A classification task (one-token targets: a label) can be read as a classifier reads it:
+``task.readout=targets`` chooses the answer among the tokens the targets use (a k-class head,
+as the authors' sentiment classifier has), and ``model.mixing_causal=false`` lets MixiT's
+mixing read the whole input, as their classifier's does (the label is never an input).
 """
 
 from __future__ import annotations
@@ -16,9 +21,19 @@ from pathlib import Path
 import numpy as np
 
 from mixit.errors import UsageError
-from mixit.tasks.base import TaskData, TaskSpec, answer_split, model_size, register, schedule
+from mixit.tasks.base import (
+    IGNORE_INDEX,
+    TaskData,
+    TaskSpec,
+    answer_split,
+    check_choice,
+    model_size,
+    register,
+    schedule,
+)
 
 PAD, SEP, UNK = 0, 1, 2
+READOUTS = ("vocabulary", "targets")
 FIRST_SYMBOL = 3  # ids below are special; symbol i (a character, or integer token i) is 3 + i
 
 
@@ -28,8 +43,10 @@ class CustomConfig:
     tokenizer: str = "chars"  # chars | bpe | words | an HF tokenizer name; int lists need none
     vocab_size: int = 1024  # BPE vocabulary size
     cache_dir: str = ""  # BPE tokenizer cache; empty: $MIXIT_CACHE or ~/.cache/mixit
+    readout: str = "vocabulary"  # vocabulary (every token) | targets (the tokens targets use)
 
     def validate(self) -> None:
+        check_choice(self, "readout", READOUTS)
         files = [f for f in self.data_files.split(",") if f.strip()]
         if len(files) != 2:
             raise UsageError(
@@ -138,6 +155,18 @@ def make_custom_data(config: CustomConfig, seed: int) -> TaskData:
     )
 
 
+def target_ids(config: CustomConfig, vocab_size: int) -> tuple[int, ...] | None:
+    """The tokens the answer is chosen among: with ``task.readout=targets``, those the
+    targets of either file use (a classifier's label set: which labels exist, not which
+    example has which), every token (None) otherwise. A test label absent from the training
+    file stays a possible answer, so no test row has an impossible target."""
+    if config.readout == "vocabulary":
+        return None
+    data = make_custom_data(config, seed=0)
+    used = [split.targets[split.targets != IGNORE_INDEX] for split in (data.train, data.test)]
+    return tuple(sorted({int(token) for targets in used for token in targets.tolist()}))
+
+
 def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
     """An ``encode(value) -> ids`` function for the data's kind, and the vocabulary size."""
     if _is_int_list(train[0][0]):
@@ -176,6 +205,7 @@ register(
         synthetic=False,
         config_cls=CustomConfig,
         make_data=make_custom_data,
+        answer_ids=target_ids,
         summary="your own input -> target pairs from JSONL files (the paper's litmus test)",
         presets={
             "tiny": {
