@@ -30,6 +30,8 @@ TRAIN_VALUES = [
     ("train.steps=0", "train.steps must be >= 1"),
     ("train.steps=1.5", "train.steps"),
     ("train.batch_size=0", "train.batch_size must be >= 1"),
+    ("train.micro_batches=0", "train.micro_batches must be >= 1"),
+    ("train.micro_batches=100000", "more than the batch's"),
     ("train.eval_every=0", "train.eval_every must be >= 1"),
     ("train.eval_examples=0", "train.eval_examples must be >= 1"),
     ("train.checkpoint_every=-1", "train.checkpoint_every must be >= 0"),

@@ -46,6 +46,25 @@ def test_activations_grow_with_the_batch_and_halve_under_bf16():
     assert memory_parts(bf16, shape.seq_len)["activations"] == pytest.approx(one / 2, rel=1e-6)
 
 
+def test_micro_batches_hold_their_share_of_the_activations_and_make_a_big_step_fit(capsys):
+    config, shape = filled("standard", **{"train.batch_size": 64})
+    quarter, _ = filled("standard", **{"train.batch_size": 64, "train.micro_batches": 4})
+    one, four = (memory_parts(c, shape.seq_len) for c in (config, quarter))
+    assert four["activations"] == pytest.approx(one["activations"] / 4, rel=1e-6)
+    assert four["weights"] == one["weights"] and four["optimizer"] == one["optimizer"]
+    lm = resolve_config("lm", "standard", "paper", 0, {})
+    ((lm, lm_shape),) = shapes({0: lm}).values()
+    needed = predict(lm, lm_shape, TARGETS["h100"])["micro_batches_to_fit"]
+    assert needed > 1 and not predict(lm, lm_shape, TARGETS["h100"])["fits"]
+    lm.train.micro_batches = needed
+    assert predict(lm, lm_shape, TARGETS["h100"])["fits"]
+    lm.train.micro_batches = needed // 2
+    assert not predict(lm, lm_shape, TARGETS["h100"])["fits"]
+    argv = ["compare", "--task", "lm", "--preset", "paper", "--models", "standard"]
+    assert main([*argv, "--estimate", "--target", "h100"]) == 0
+    assert f"train.micro_batches={needed} fits" in capsys.readouterr().out
+
+
 def test_a_run_that_cannot_fit_is_said_and_time_follows_the_peak():
     config, shape = filled("standard")
     small = predict(config, shape, TARGETS["h100"])

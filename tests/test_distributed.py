@@ -27,11 +27,13 @@ def metrics(out):
 
 @pytest.mark.processes
 def test_two_processes_equal_one(tmp_path):
+    """Each of the two processes also splits its half of the batch in two micro-batches: the
+    step is still the one-process, whole-batch step."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     base = ["train", "--task", "addition", "--model", "mixit", *OVERRIDES]
     mixit = [sys.executable, "-m", "mixit"]
     assert main([*base, "--out", str(tmp_path / "one"), "--no-progress"]) == 0  # in-process
-    two = [*mixit, *base, "--nproc", "2", "--out", str(tmp_path / "two")]
+    two = [*mixit, *base, "train.micro_batches=2", "--nproc", "2", "--out", str(tmp_path / "two")]
     subprocess.run(two, check=True, env=env, timeout=240)
     one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
     assert [r["step"] for r in one] == [r["step"] for r in two] == [10, 20]

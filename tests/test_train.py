@@ -2,6 +2,7 @@
 
 import json
 import math
+import random
 import shutil
 import sys
 
@@ -11,6 +12,8 @@ import torch
 from mixit import load_run, train
 from mixit.config import RunConfig, TrainConfig
 from mixit.errors import TrainingDiverged, UsageError
+from mixit.resolve import resolve_config
+from mixit.runs import run_dir_name
 from mixit.train import lr_factor
 from mixit.variants import VARIANTS
 
@@ -79,6 +82,30 @@ def test_same_seed_gives_the_same_numbers():
     other = micro_train("frozen-qk", 20, seed=4)["metrics"]
     assert first == second
     assert first != other
+
+
+@pytest.mark.parametrize("model", ["standard", "mixit"])
+def test_micro_batches_take_the_whole_batchs_step(model, tmp_path):
+    # Targets of 1 to 6 tokens and a batch of 30 in 4 uneven pieces: a piece's mean loss is
+    # not the batch's, so only the whole batch's normalisation passes.
+    rng = random.Random(0)
+    lines = []
+    for _ in range(200):
+        word = "".join(rng.choice("abcdef") for _ in range(rng.randint(1, 6)))
+        lines.append(json.dumps({"input": word, "target": word[::-1]}) + "\n")
+    (tmp_path / "data.jsonl").write_text("".join(lines))
+    data = {"task.data_files": f"{tmp_path / 'data.jsonl'},{tmp_path / 'data.jsonl'}"}
+    data |= {"train.steps": 10, "train.eval_every": 10, "train.batch_size": 30}
+    whole = train("custom", model, "tiny", 0, None, data, progress=False)["metrics"]
+    split = data | {"train.micro_batches": 4}
+    pieces = train("custom", model, "tiny", 0, None, split, progress=False)["metrics"]
+    assert pieces.keys() == whole.keys() and "test_loss" in whole
+    for name in whole:
+        assert pieces[name] == pytest.approx(whole[name], abs=1e-5)
+    # How a step is split is not part of a run's identity, as the device is not.
+    assert run_dir_name(resolve_config("custom", model, "tiny", 0, split)) == run_dir_name(
+        resolve_config("custom", model, "tiny", 0, data)
+    )
 
 
 def test_nan_loss_stops_the_run_naming_the_step(tmp_path):

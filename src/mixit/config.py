@@ -184,6 +184,9 @@ class TrainConfig:
     # When > 0: train on the rest of the training split and evaluate on this fraction of it
     # (the "test_" metrics are then the validation split's); the test split stays unseen.
     validation_fraction: float = 0.0
+    # Accumulate each step's gradient over this many pieces of the batch: the same step, with
+    # 1/micro_batches of the activations in memory at once (for a batch too large for a GPU).
+    micro_batches: int = 1
     tensorboard: bool = True  # event files in RUN_DIR/tensorboard (if tensorboard is installed)
     wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 
@@ -199,9 +202,14 @@ class TrainConfig:
             raise UsageError(f"train.grad_clip must be > 0, got {self.grad_clip}")
         if self.checkpoint_every < 0:
             raise UsageError(f"train.checkpoint_every must be >= 0, got {self.checkpoint_every}")
-        for name in ("steps", "batch_size", "eval_every", "eval_examples"):
+        for name in ("steps", "batch_size", "eval_every", "eval_examples", "micro_batches"):
             if getattr(self, name) < 1:
                 raise UsageError(f"train.{name} must be >= 1, got {getattr(self, name)}")
+        if self.micro_batches > self.batch_size:
+            raise UsageError(
+                f"train.micro_batches={self.micro_batches} is more than the batch's "
+                f"{self.batch_size} rows (train.batch_size)"
+            )
         if self.lr <= 0:
             raise UsageError(f"train.lr must be > 0, got {self.lr}")
         try:
@@ -220,9 +228,11 @@ class TrainConfig:
             raise UsageError(f"train.patience must be >= 0, got {self.patience}")
 
 
-# Where to run, checkpoints and logging change no result (on one device type).
+# Where to run, checkpoints and logging change no result (on one device type); nor does
+# splitting a step's batch into micro-batches, beyond float rounding, as the number of GPUs.
 EXECUTION_SETTINGS = (
     ("train", "device"),
+    ("train", "micro_batches"),
     ("train", "checkpoint_every"),
     ("train", "tensorboard"),
     ("train", "wandb"),

@@ -11,6 +11,7 @@ matrices or the RoPE tables, the activations kept for the backward pass, and the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from mixit.attention import mixer_traits
 from mixit.config import RunConfig
 from mixit.errors import UsageError
+from mixit.memory import micro_batch_rows
 from mixit.variants import get_variant
 
 FLOAT = 4  # bytes per fp32 value
@@ -132,7 +134,7 @@ def memory_parts(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> 
         buffers = layers * block * (n // m.n_head)  # RoPE tables
     else:
         buffers = layers * m.n_head * block * block  # MixiT's (H, T, T) matrices
-    tokens = config.train.batch_size * seq_len
+    tokens = micro_batch_rows(config) * seq_len  # the activations of one micro-batch at once
     autocast = 2 if config.train.precision == "bf16" else FLOAT
     return {
         "weights": FLOAT * parameters,
@@ -162,7 +164,24 @@ def predict(config: RunConfig, shape: Shape, target: Target) -> dict[str, Any]:
         "memory_bytes": memory,
         "memory_parts": parts,
         "fits": memory <= target.memory_gib * GIB,
+        "micro_batches_to_fit": micro_batches_to_fit(config, shape, target),
     }
+
+
+def micro_batches_to_fit(config: RunConfig, shape: Shape, target: Target) -> int | None:
+    """The fewest ``train.micro_batches`` (a power of two, at least the config's) with which
+    a step of ``config`` fits ``target``'s memory; None when even one row at a time does
+    not (the weights and optimizer alone are too large)."""
+    pieces = config.train.micro_batches
+    while True:
+        train = dataclasses.replace(config.train, micro_batches=pieces)
+        split = dataclasses.replace(config, train=train)
+        memory = sum(memory_parts(split, shape.seq_len, shape.scored_share).values())
+        if memory <= target.memory_gib * GIB:
+            return pieces
+        if pieces >= config.train.batch_size:
+            return None
+        pieces = min(2 * pieces, config.train.batch_size)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mixit.compare import Comparison
@@ -37,6 +37,8 @@ def estimate_comparison(
         row |= {"step_seconds": timing["step_seconds"], "run_seconds": timing["run_seconds"]}
         if "memory_bytes" in timing:
             row["memory_gib"] = timing["memory_bytes"] / 2**30
+            row["fits"] = timing["fits"]
+            row["micro_batches_to_fit"] = timing["micro_batches_to_fit"]
         rows.append(row)
     device = resolve_device(configs[models[0], seed].train.device)
     where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
@@ -81,7 +83,22 @@ def format_comparison_estimate(result: Mapping[str, Any]) -> str:
             f"about {duration(result['wall_seconds'])} in all with {jobs} runs at once "
             f"({duration(result['total_seconds'])} of training)"
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, *misfit_lines(result["rows"])])
+
+
+def misfit_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What to do about the models whose step needs more memory than the target has."""
+    misfits = [row for row in rows if not row.get("fits", True)]
+    if not misfits:
+        return []
+    names = ", ".join(row["model"] for row in misfits)
+    needed = [row["micro_batches_to_fit"] for row in misfits]
+    if None in needed:
+        return [f"{names}: more memory than the device has, even one row at a time"]
+    return [
+        f"{names}: more memory than the device has; train.micro_batches={max(needed)} fits "
+        "(the same step, its batch in that many pieces; or spread it over GPUs with --nproc)"
+    ]
 
 
 def duration(seconds: float) -> str:

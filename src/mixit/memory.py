@@ -28,10 +28,15 @@ def training_bytes(config: RunConfig, seq_len: int, mixing: bool) -> int:
     n, layers, heads, block = m.n_embd, m.n_layer, m.n_head, m.block_size
     params = layers * (4 * n * n + 3 * n * m.mlp_ratio * n) + 2 * m.vocab_size * n + block * n
     buffers = layers * (heads * block * block if mixing else block * (n // max(heads, 1)))
-    tokens = config.train.batch_size * seq_len
+    tokens = micro_batch_rows(config) * seq_len
     activations = (layers + 1) * tokens * n + tokens * m.vocab_size  # the stream; the logits
     activation_bytes = 2 if config.train.precision == "bf16" else FLOAT
     return FLOAT * (4 * params + buffers) + activation_bytes * activations
+
+
+def micro_batch_rows(config: RunConfig) -> int:
+    """The rows one micro-batch holds at once (``train.micro_batches`` pieces of a batch)."""
+    return -(-config.train.batch_size // config.train.micro_batches)
 
 
 def available_bytes(device: torch.device) -> int:
@@ -55,7 +60,9 @@ def check_fits(config: RunConfig, seq_len: int, mixing: bool, device: torch.devi
             f"this config needs at least {_gib(needed)} of memory on {device.type} "
             f"(model.n_layer={config.model.n_layer}, model.n_embd={config.model.n_embd}, "
             f"model.block_size={config.model.block_size}, "
-            f"train.batch_size={config.train.batch_size}); {_gib(free)} is free"
+            f"train.batch_size={config.train.batch_size}, "
+            f"train.micro_batches={config.train.micro_batches}); {_gib(free)} is free "
+            "(more train.micro_batches hold less of a batch at once)"
         )
 
 

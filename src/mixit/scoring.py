@@ -31,23 +31,22 @@ def sequence_loss(
     return F.cross_entropy(*scored_logits(model, inputs, targets))
 
 
-def training_loss(
-    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, ranks: Ranks = ALONE
-) -> tuple[torch.Tensor, float]:
-    """The loss to differentiate, and the global batch's mean loss as a number.
+def scored_count(targets: torch.Tensor, ranks: Ranks = ALONE) -> torch.Tensor:
+    """The global batch's number of scored tokens (a float tensor), summed over ranks."""
+    return ranks.sum((targets != IGNORE_INDEX).sum().float())
 
-    Alone, both are ``sequence_loss``. Under data parallelism each rank holds a slice: its
-    summed loss over the global count of scored tokens, times the world size, so that
-    DistributedDataParallel's gradient average is the gradient of the global mean.
+
+def summed_loss(
+    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
+    """The cross-entropy summed over the scored positions of a batch (B, T).
+
+    A training step differentiates each micro-batch's sum over the global batch's
+    ``scored_count`` (times the world size under data parallelism, whose gradient average
+    then gives the global mean's gradient): the gradient of the global mean loss however the
+    batch is split across ranks and micro-batches.
     """
-    if ranks.world == 1:
-        loss = sequence_loss(model, inputs, targets)
-        return loss, loss.item()
-    logits, answers = scored_logits(model, inputs, targets)  # (S, V), (S,)
-    total = F.cross_entropy(logits, answers, reduction="sum")
-    count = ranks.sum(torch.tensor(float(answers.numel()), device=logits.device))
-    global_mean = (ranks.sum(total.detach()) / count).item()
-    return total / count * ranks.world, global_mean
+    return F.cross_entropy(*scored_logits(model, inputs, targets), reduction="sum")
 
 
 @torch.no_grad()

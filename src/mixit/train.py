@@ -33,7 +33,7 @@ from mixit.errors import TrainingDiverged, UsageError
 from mixit.readout import BottleneckReadout
 from mixit.resolve import fit_model_to_data, resolve_config, resolve_device
 from mixit.rundir import RunWriter
-from mixit.scoring import evaluate_run, training_loss
+from mixit.scoring import evaluate_run, scored_count, summed_loss
 from mixit.tasks import TaskData, TaskSpec, get_task
 from mixit.tasks.base import hold_out_validation
 
@@ -118,14 +118,25 @@ def train_step(
     """One optimiser step: ``(global mean loss, gradient norm before clipping)``.
 
     ``trained`` runs the forward pass (``model`` itself, or its DDP or compiled wrapper);
-    ``model`` owns the parameters. A non-finite loss returns before any update.
+    ``model`` owns the parameters. The batch's gradient accumulates over
+    ``train.micro_batches`` pieces, each holding its share of the activations, so a batch too
+    large for the device's memory trains as one step. A non-finite loss returns before any
+    update.
     """
-    with mixed_precision(inputs.device, config):
-        loss, loss_value = training_loss(trained, inputs, targets, ranks)
+    optimizer.zero_grad(set_to_none=True)
+    count = scored_count(targets, ranks)
+    total = torch.zeros((), device=inputs.device)
+    pieces = config.train.micro_batches
+    for piece_inputs, piece_targets in zip(
+        inputs.chunk(pieces), targets.chunk(pieces), strict=True
+    ):  # (B / pieces, T) each
+        with mixed_precision(inputs.device, config):
+            loss = summed_loss(trained, piece_inputs, piece_targets)
+        (loss / count * ranks.world).backward()
+        total += loss.detach()
+    loss_value = (ranks.sum(total) / count).item()
     if not math.isfinite(loss_value):
         return loss_value, math.nan
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(model.trainable_parameters(), config.train.grad_clip)
     optimizer.step()
     return loss_value, grad_norm.item()

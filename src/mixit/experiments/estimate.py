@@ -4,7 +4,7 @@ and the wall time of the whole plan on ``--jobs`` workers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,15 @@ def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dic
         "memory_gib_largest_run": largest / GIB,
         "memory_gib_device": device.memory_gib,
         "runs_not_fitting": sorted(name for name, t in timings.items() if not t["fits"]),
+        "micro_batches_to_fit": fewest_pieces(t["micro_batches_to_fit"] for t in timings.values()),
     }
+
+
+def fewest_pieces(needed: Iterable[int | None]) -> int | None:
+    """The micro-batches that fit every run: the most any one needs (None: some run fits at
+    none)."""
+    needed = list(needed)
+    return None if None in needed else max(needed, default=1)
 
 
 def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
@@ -116,4 +124,15 @@ def memory_lines(estimate: Mapping[str, Any]) -> list[str]:
         f"The largest run needs about {estimate['memory_gib_largest_run']:,.1f} GiB; one "
         f"{estimate['target']} has {estimate['memory_gib_device']:,.0f} GiB"
         + (f"; {len(misfits)} runs do not fit: {', '.join(misfits[:3])}" if misfits else ".")
+        + micro_batch_hint(estimate)
     ]
+
+
+def micro_batch_hint(estimate: Mapping[str, Any]) -> str:
+    """How to make the runs that do not fit fit, where splitting their batches can."""
+    pieces = estimate.get("micro_batches_to_fit")
+    if not estimate["runs_not_fitting"]:
+        return ""
+    if pieces is None:
+        return " (not even one row at a time)"
+    return f" (train.micro_batches={pieces} fits them: the same steps, a batch in {pieces} pieces)"
