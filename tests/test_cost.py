@@ -1,9 +1,18 @@
 """The cost model of ``--estimate --target``: its counts against the model mixit builds."""
 
 import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from mixit.cli import main
-from mixit.cost import GIB, TARGETS, memory_parts, predict, shapes
+from mixit.cost import (
+    GIB,
+    TARGETS,
+    forward_flops_per_token,
+    memory_parts,
+    predict,
+    shapes,
+)
 from mixit.resolve import resolve_config
 from mixit.train import build_model
 from mixit.variants import VARIANTS
@@ -25,6 +34,43 @@ def test_weights_gradients_and_moments_count_the_built_model(model):
     assert parts["weights"] == pytest.approx(4 * weights, rel=0.02)
     assert parts["gradients"] == pytest.approx(4 * trainable, rel=0.02)
     assert parts["optimizer"] == pytest.approx(8 * trainable, rel=0.02)
+
+
+MATMULS = ("mm", "addmm", "bmm")
+
+
+@pytest.mark.parametrize(
+    "task, model, arch",
+    [
+        ("retrieval", "standard", "mixit"),
+        ("retrieval", "mixit", "mixit"),
+        ("retrieval", "standard", "hf:gpt2"),  # two 4n MLP matrices, not three gated ones
+        ("retrieval", "mixit", "hf:llama"),
+        ("compression", "standard", "mixit"),  # the bottleneck readout's MLP, no output head
+    ],
+)
+def test_any_architecture_and_readout_is_counted_as_built(task, model, arch):
+    if arch != "mixit":
+        pytest.importorskip("transformers")
+    config = resolve_config(task, model, "tiny", 0, {"model.arch": arch})
+    ((config, shape),) = shapes({0: config}).values()
+    built = build_model(config)
+    parts = memory_parts(config, shape.seq_len, shape.scored_share)
+    assert parts["weights"] == 4 * sum(p.numel() for p in built.parameters())
+    assert parts["gradients"] == 4 * sum(p.numel() for p in built.trainable_parameters())
+    # The forward pass's matrix products as torch's own FLOP counter sees them run, every
+    # position through the output head (a scored share of 1). It counts MixiT's mixing (a
+    # batched matmul) but not softmax attention's fused kernel on the CPU: that term is the
+    # model's 4 T n a layer, taken off.
+    T, m = shape.seq_len, config.model
+    ids = torch.randint(1, m.vocab_size, (2, T))
+    with FlopCounterMode(display=False) as counter:
+        built(ids)
+    ops = counter.get_flop_counts()["Global"]
+    matmuls = sum(flops for op, flops in ops.items() if str(op).split(".")[-1] in MATMULS)
+    softmax = 4 * m.n_layer * T * m.n_embd if model == "standard" else 0
+    per_token = forward_flops_per_token(config, T, 1.0) - softmax
+    assert matmuls == pytest.approx(2 * T * per_token, rel=1e-6)
 
 
 def test_mixits_fixed_matrices_are_counted_as_built():

@@ -4,7 +4,9 @@ config alone (``--estimate --target DEVICE``).
 Time is the run's training and evaluation FLOPs over the device's peak at the run's precision
 times an efficiency (the share of peak a run of this size reaches): measured on this project's
 CPU machine, assumed for GPUs until one is measured (``TARGETS`` says which; docs/cost.md has the
-validation against measured runs). Memory adds up what a training step holds: the fp32 weights,
+validation against measured runs). The weights are counted on the run's model as
+``build_model`` builds it (on the meta device), so any ``model.arch`` and readout is priced as
+it runs. Memory adds up what a training step holds: the fp32 weights,
 the trainable weights' gradients and AdamW's two moments, MixiT's fixed (H, T, T) mixing
 matrices or the RoPE tables, the activations kept for the backward pass, and the logits.
 """
@@ -12,9 +14,13 @@ matrices or the RoPE tables, the activations kept for the backward pass, and the
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import torch
+from torch import nn
 
 from mixit.attention import mixer_traits
 from mixit.config import RunConfig
@@ -67,20 +73,95 @@ def _mixes_with_keys(config: RunConfig) -> bool:
     return "k" in mixer_traits(get_variant(config.variant).attention, config.model).cached
 
 
-def matrices(config: RunConfig) -> dict[str, int]:
-    """Weights of each parameter group's matrices (the unembedding at the config's vocab)."""
-    m = config.model
-    n, layers = m.n_embd, m.n_layer
-    return {
-        "qk": 2 * n * n * layers if _mixes_with_keys(config) else 0,
-        "vo": 2 * n * n * layers,
-        "mlp": 3 * m.mlp_ratio * n * n * layers,
-        "unembed": n * (m.vocab_size or 1024),
-    }
+@dataclass(frozen=True)
+class Counts:
+    """The weights of a run's model as ``build_model`` builds it, whatever its architecture
+    (mixit's decoder, a ``model.arch``, a task's readout): ``matrices`` every matrix a token
+    passes through but the output head, ``head`` the output head's (vocabulary rows; it runs
+    at the scored positions alone), each with its trainable part; every parameter once (a
+    tied one once), the trainable ones, and the buffers' bytes (RoPE tables, MixiT's fixed
+    (H, T, T) matrices)."""
+
+    matrices: int
+    matrices_trainable: int
+    head: int
+    head_trainable: int
+    parameters: int
+    trainable: int
+    buffer_bytes: int
+
+
+_COUNTED: dict[str, Counts] = {}
+
+
+def counted(config: RunConfig) -> Counts:
+    """``Counts`` of ``config``'s model, built on the meta device (no memory, no arithmetic);
+    a config whose data have not filled its vocabulary or block size (``mixit bench``'s)
+    gets 1024 of each."""
+    from mixit.arch import build_model
+
+    filled = dataclasses.replace(config, model=dataclasses.replace(config.model))
+    filled.model.vocab_size = filled.model.vocab_size or 1024
+    filled.model.block_size = filled.model.block_size or 1024
+    key = json.dumps([filled.to_dict(), filled.variant], sort_keys=True, default=str)
+    if key not in _COUNTED:
+        with torch.device("meta"):
+            model = build_model(filled)
+        _COUNTED[key] = _count(model)
+    return _COUNTED[key]
+
+
+def output_head(model: nn.Module) -> nn.Module | None:
+    """The module that turns features into the vocabulary's logits, through any readout."""
+    from mixit.arch import ArchModel
+    from mixit.readout import AnswerReadout, BottleneckReadout
+
+    if isinstance(model, AnswerReadout):
+        return output_head(model.body)
+    if isinstance(model, BottleneckReadout):
+        return model.decoder[-1]
+    if isinstance(model, ArchModel):
+        return getattr(model.inner, "get_output_embeddings", lambda: None)()
+    return model.head
+
+
+def _count(model: nn.Module) -> Counts:
+    from mixit.readout import BottleneckReadout
+
+    head = output_head(model)
+    # The bottleneck readout reads its body's features: the body's own head never runs.
+    idle = output_head(model.body) if isinstance(model, BottleneckReadout) else None
+    matrices = {"body": [0, 0], "head": [0, 0]}
+    for module in model.modules():
+        weight = getattr(module, "weight", None)
+        if isinstance(module, nn.Embedding) or not isinstance(weight, nn.Parameter):
+            continue  # a table lookup costs no multiply-adds
+        if module is idle:
+            continue
+        if weight.dim() != 2:
+            continue  # a norm's gain
+        part = matrices["head" if module is head else "body"]
+        part[0] += weight.numel()
+        part[1] += weight.numel() if weight.requires_grad else 0
+    parameters = list(model.parameters())
+    return Counts(
+        *matrices["body"],
+        *matrices["head"],
+        parameters=sum(p.numel() for p in parameters),
+        trainable=sum(p.numel() for p in parameters if p.requires_grad),
+        buffer_bytes=sum(b.numel() * b.element_size() for b in model.buffers()),
+    )
+
+
+def _matrix_weights(config: RunConfig, scored_share: float) -> tuple[float, float]:
+    """(all, trainable) matrix weights a token passes through: the head's at the scored share."""
+    c = counted(config)
+    head, head_trainable = c.head * scored_share, c.head_trainable * scored_share
+    return c.matrices + head, c.matrices_trainable + head_trainable
 
 
 def flops_per_token(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> float:
-    """Training FLOPs of one token for ``config``'s variant (a multiply-add counts 2), where
+    """Training FLOPs of one token for ``config``'s model (a multiply-add counts 2), where
     ``scored_share`` of the tokens are scored (the output head runs at those alone).
 
     Every matrix costs 2 FLOPs per weight forward and 2 backward for the gradient of its input;
@@ -90,21 +171,17 @@ def flops_per_token(config: RunConfig, seq_len: int, scored_share: float = 1.0) 
     weighted sum forward and the gradient for V backward: 4 L T n.
     """
     m = config.model
-    frozen = get_variant(config.variant).frozen
-    weights = matrices(config)
-    weights["unembed"] = round(weights["unembed"] * scored_share)
-    trained = sum(size for group, size in weights.items() if group not in frozen)
+    weights, trained = _matrix_weights(config, scored_share)
     attention = (12 if _mixes_with_keys(config) else 4) * m.n_layer * seq_len * m.n_embd
-    return 4 * sum(weights.values()) + 2 * trained + attention
+    return 4 * weights + 2 * trained + attention
 
 
 def forward_flops_per_token(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> float:
     """An evaluation's FLOPs per token: the forward pass alone."""
     m = config.model
-    weights = matrices(config)
-    weights["unembed"] = round(weights["unembed"] * scored_share)
+    weights, _ = _matrix_weights(config, scored_share)
     attention = (4 if _mixes_with_keys(config) else 2) * m.n_layer * seq_len * m.n_embd
-    return 2 * sum(weights.values()) + attention
+    return 2 * weights + attention
 
 
 def run_flops(config: RunConfig, shape: Shape) -> float:
@@ -124,23 +201,15 @@ def memory_parts(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> 
     gradient in fp32, at the scored positions. The activations are then scaled by
     ``ACTIVATION_FACTOR``, measured."""
     m = config.model
-    n, layers, block = m.n_embd, m.n_layer, m.block_size or seq_len
-    weights = matrices(config)
-    parameters = sum(weights.values()) + m.vocab_size * n + block * n
-    frozen = get_variant(config.variant).frozen
-    trainable = sum(size for group, size in weights.items() if group not in frozen)
-    trainable += m.vocab_size * n  # the embedding
-    if _mixes_with_keys(config):
-        buffers = layers * block * (n // m.n_head)  # RoPE tables
-    else:
-        buffers = layers * m.n_head * block * block  # MixiT's (H, T, T) matrices
+    n, layers = m.n_embd, m.n_layer
+    c = counted(config)
     tokens = micro_batch_rows(config) * seq_len  # the activations of one micro-batch at once
     autocast = 2 if config.train.precision == "bf16" else FLOAT
     return {
-        "weights": FLOAT * parameters,
-        "gradients": FLOAT * trainable,
-        "optimizer": 2 * FLOAT * trainable,
-        "buffers": FLOAT * buffers,
+        "weights": FLOAT * c.parameters,
+        "gradients": FLOAT * c.trainable,
+        "optimizer": 2 * FLOAT * c.trainable,
+        "buffers": c.buffer_bytes,
         "activations": round(
             ACTIVATION_FACTOR * autocast * tokens * (layers * (8 * n + 4 * m.mlp_ratio * n) + 3 * n)
         ),
