@@ -14,7 +14,7 @@ matrices or the RoPE tables, the activations kept for the backward pass, and the
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,6 +168,13 @@ def micro_batches_to_fit(config: RunConfig, shape: Shape, target: Target) -> int
         if pieces >= config.train.batch_size:
             return None
         pieces = min(2 * pieces, config.train.batch_size)
+
+
+def fewest_pieces(needed: Iterable[int | None]) -> int | None:
+    """The micro-batches that fit every run: the most any one needs (None: some run fits at
+    none)."""
+    needed = list(needed)
+    return None if None in needed else max(needed, default=1)
 
 
 @dataclass(frozen=True)

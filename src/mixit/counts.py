@@ -47,7 +47,9 @@ def counted(config: RunConfig) -> Counts:
     filled = dataclasses.replace(config, model=dataclasses.replace(config.model))
     filled.model.vocab_size = filled.model.vocab_size or 1024
     filled.model.block_size = filled.model.block_size or 1024
-    key = json.dumps([filled.to_dict(), filled.variant], sort_keys=True, default=str)
+    # What the model is built from: neither the seed nor the training settings change a count.
+    built_from = {k: v for k, v in filled.to_dict().items() if k in ("task_name", "model", "task")}
+    key = json.dumps([built_from, filled.variant], sort_keys=True, default=str)
     if key not in _COUNTED:
         with torch.device("meta"):
             model = build_model(filled)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mixit.compare import Comparison
-from mixit.cost import get_target
+from mixit.cost import fewest_pieces, get_target
 from mixit.resolve import resolve_device
 from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
 from mixit.workers import worker_threads
@@ -92,11 +92,11 @@ def misfit_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     if not misfits:
         return []
     names = ", ".join(row["model"] for row in misfits)
-    needed = [row["micro_batches_to_fit"] for row in misfits]
-    if None in needed:
+    pieces = fewest_pieces(row["micro_batches_to_fit"] for row in misfits)
+    if pieces is None:
         return [f"{names}: more memory than the device has, even one row at a time"]
     return [
-        f"{names}: more memory than the device has; train.micro_batches={max(needed)} fits "
+        f"{names}: more memory than the device has; train.micro_batches={pieces} fits "
         "(the same step, its batch in that many pieces; or spread it over GPUs with --nproc)"
     ]
 

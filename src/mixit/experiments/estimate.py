@@ -4,7 +4,7 @@ and the wall time of the whole plan on ``--jobs`` workers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ def estimate_reproduction(
 
 def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dict[str, Any]:
     """The target device and the largest run's memory, and the runs that do not fit."""
-    from mixit.cost import GIB, get_target
+    from mixit.cost import GIB, fewest_pieces, get_target
 
     device = get_target(target)
     largest = max((t["memory_bytes"] for t in timings.values()), default=0)
@@ -76,13 +76,6 @@ def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dic
         "runs_not_fitting": sorted(name for name, t in timings.items() if not t["fits"]),
         "micro_batches_to_fit": fewest_pieces(t["micro_batches_to_fit"] for t in timings.values()),
     }
-
-
-def fewest_pieces(needed: Iterable[int | None]) -> int | None:
-    """The micro-batches that fit every run: the most any one needs (None: some run fits at
-    none)."""
-    needed = list(needed)
-    return None if None in needed else max(needed, default=1)
 
 
 def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
