@@ -194,3 +194,22 @@ def test_custom_classifier_reads_its_answer_among_the_labels(tmp_path):
     _, trained = load_run(tmp_path / "run")
     logits = build_model(trained)(data.test.inputs)[:, -1]  # (N, V) at the separator
     assert set(logits.isfinite().any(0).nonzero().flatten().tolist()) == set(labels)
+
+
+def test_custom_files_are_read_once_for_data_and_label_set(tmp_path, monkeypatch):
+    # Training's data and the label readout share one reading; an edited file is read anew.
+    original, reads = custom.read_pairs, []
+    monkeypatch.setattr(custom, "read_pairs", lambda path: reads.append(path) or original(path))
+    records = [{"input": word, "target": word[0]} for word in ("ab", "ba", "aa", "bb")]
+    files = (
+        f"{write_jsonl(tmp_path / 'a.jsonl', records)},{write_jsonl(tmp_path / 'b.jsonl', records)}"
+    )
+    config = resolve_config("custom", "mixit", "tiny", 0, {"task.data_files": files})
+    config.task.readout = "targets"
+    spec = get_task("custom")
+    data = spec.make_data(config.task, 0)
+    labels = spec.answer_ids(config.task, data.vocab_size)
+    assert len(reads) == 2  # each file once
+    write_jsonl(tmp_path / "a.jsonl", [*records, {"input": "abc", "target": "c"}])
+    assert len(spec.answer_ids(config.task, data.vocab_size)) == len(labels) + 1
+    assert len(reads) == 4

@@ -14,7 +14,9 @@ mixing read the whole input, as their classifier's does (the label is never an i
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +24,6 @@ import numpy as np
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
-    IGNORE_INDEX,
     TaskData,
     TaskSpec,
     answer_split,
@@ -113,7 +114,7 @@ def _is_int_list(value: object) -> bool:
 
 
 def encode_examples(
-    pairs: list[tuple[list[int], list[int]]], length: int
+    pairs: Sequence[tuple[Sequence[int], Sequence[int]]], length: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Left-padded rows (N, length) of input ids, SEP, target ids, and the target mask."""
     rows = np.zeros((len(pairs), length), dtype=np.int64)  # (N, S)
@@ -139,14 +140,7 @@ def make_custom_data(config: CustomConfig, seed: int) -> TaskData:
     >>> split.targets.tolist()  # predicts c b a from the separator on
     [[-100, -100, -100, -100, 5, 4, 3]]
     """
-    config.validate()
-    train_path, test_path = (Path(f.strip()) for f in config.data_files.split(","))
-    train, test = read_pairs(train_path), read_pairs(test_path)
-    if _is_text(train[0][0]) != _is_text(test[0][0]):
-        raise UsageError(f"{train_path} and {test_path} mix strings and lists of ints")
-    encode, vocab_size = _tokenizer(config, train)
-    train_ids = [(encode(a), encode(b)) for a, b in train]
-    test_ids = [(encode(a), encode(b)) for a, b in test]
+    train_ids, test_ids, vocab_size = encoded_pairs(config)
     length = max(len(a) + len(b) + 1 for a, b in train_ids + test_ids)
     return TaskData(
         answer_split(*encode_examples(train_ids, length)),
@@ -162,9 +156,43 @@ def target_ids(config: CustomConfig, vocab_size: int) -> tuple[int, ...] | None:
     file stays a possible answer, so no test row has an impossible target."""
     if config.readout == "vocabulary":
         return None
-    data = make_custom_data(config, seed=0)
-    used = [split.targets[split.targets != IGNORE_INDEX] for split in (data.train, data.test)]
-    return tuple(sorted({int(token) for targets in used for token in targets.tolist()}))
+    train_ids, test_ids, _ = encoded_pairs(config)
+    return tuple(sorted({token for _, target in train_ids + test_ids for token in target}))
+
+
+Pairs = tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+
+
+def encoded_pairs(config: CustomConfig) -> tuple[Pairs, Pairs, int]:
+    """The (input ids, target ids) of the training and test files, and the vocabulary size.
+
+    Training reads the files for its data and the model reads them again for a
+    ``task.readout=targets`` label set; both get one reading and tokenization, kept while
+    the files' size and modification time stay as they were."""
+    from mixit.data import file_fingerprint
+
+    config.validate()
+    fingerprint = tuple(tuple(entry) for entry in file_fingerprint(config.data_files))
+    return _encoded_pairs(
+        config.data_files, config.tokenizer, config.vocab_size, config.cache_dir, fingerprint
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _encoded_pairs(
+    data_files: str, tokenizer: str, vocab_size: int, cache_dir: str, fingerprint: tuple
+) -> tuple[Pairs, Pairs, int]:
+    config = CustomConfig(data_files, tokenizer, vocab_size, cache_dir)
+    train_path, test_path = (Path(f.strip()) for f in data_files.split(","))
+    train, test = read_pairs(train_path), read_pairs(test_path)
+    if _is_text(train[0][0]) != _is_text(test[0][0]):
+        raise UsageError(f"{train_path} and {test_path} mix strings and lists of ints")
+    encode, size = _tokenizer(config, train)
+
+    def encoded(pairs: list[tuple[object, object]]) -> Pairs:
+        return tuple((tuple(encode(a)), tuple(encode(b))) for a, b in pairs)
+
+    return encoded(train), encoded(test), size
 
 
 def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
