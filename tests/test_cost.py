@@ -153,3 +153,26 @@ def test_a_declared_shape_is_the_shape_of_the_built_data(task, overrides):
     assert (seq_len, vocab_size) == (data.train.inputs.shape[1], data.vocab_size)
     built = float((data.train.targets != IGNORE_INDEX).float().mean())
     assert scored == pytest.approx(built, abs=1e-3)
+
+
+def test_cost_check_measures_a_step_on_random_tokens_in_the_runs_shape():
+    # The check trains on random tokens shaped like the run's data: the same rows' length,
+    # the same share of scored positions (the last ones), answers among the task's labels.
+    from mixit.cost_check import _measure_in_child, synthetic_data
+    from mixit.tasks import get_task
+
+    overrides = {"task.readout": "labels", "task.tokenizer": "words", "task.vocab_size": 64}
+    config = resolve_config("sentiment", "mixit", "tiny", 0, overrides)
+    ((config, shape),) = shapes({0: config}).values()
+    data = synthetic_data(config, shape)
+    assert data.train.inputs.shape == (2 * config.train.batch_size, shape.seq_len)
+    scored = data.train.targets != -100  # (N, T)
+    assert (scored.sum(1) == round(shape.scored_share * shape.seq_len)).all()
+    assert scored[:, -1].all()
+    labels = get_task("sentiment").answer_ids(config.task, config.model.vocab_size)
+    assert set(data.train.targets[scored].tolist()) <= set(labels)
+    config.train.device = "cpu"
+    measured = _measure_in_child(config, shape)
+    predicted = sum(memory_parts(config, shape.seq_len, shape.scored_share).values())
+    assert measured["step_seconds"] > 0
+    assert 0.3 < measured["memory_bytes"] / predicted < 3

@@ -394,9 +394,14 @@ def _add_bench(commands: Any) -> None:
     )
     parser.add_argument(
         "--cost-check",
-        action="store_true",
-        help="instead: the --estimate --target cost model against this machine, for every "
-        "config of `reproduce all --scale tiny` (a few steps each, in its own process)",
+        nargs="?",
+        const="tiny",
+        default=None,
+        choices=PRESET_NAMES,
+        metavar="SCALE",
+        help="instead: the --estimate --target cost model against this machine (its GPU if it "
+        "has one), for every config of `reproduce all --scale SCALE` (default tiny; a few "
+        "steps each, on random tokens in the run's shape; KEY=VALUE overrides apply to each)",
     )
     parser.add_argument("--json", default=None, help="write the figures to this file")
     parser.add_argument(
@@ -673,7 +678,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.cost_check:
         from mixit.cost_check import cost_check, format_cost_check
 
-        checked = cost_check("tiny", progress=sys.stderr.isatty())
+        checked = cost_check(args.cost_check, sys.stderr.isatty(), parse_overrides(args.overrides))
         print(format_cost_check(checked))
         if args.json:
             write_json(Path(args.json), checked)

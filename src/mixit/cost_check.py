@@ -1,25 +1,37 @@
-"""The cost model against this machine (``mixit bench --cost-check``): for every distinct config
-of a reproduction at one scale, the predicted step time and training memory
-(``mixit.cost``) beside the measured ones. Each config is measured in a fresh process, so
-that its peak resident memory is its own: the peak after a few training steps minus the
-resident memory before the model is built (the interpreter, torch, the task's data, and the
-libraries' buffers after one step of a minimal model).
+"""The cost model against the machine it runs on (``mixit bench --cost-check [SCALE]``): for
+every distinct config of a reproduction at one scale, the predicted step time and training
+memory (``mixit.cost``) beside the measured ones.
+
+A step's time and memory depend on the shapes alone, so each config trains on random tokens in
+its run's shape (sequence length, vocabulary, the share of scored positions) instead of its
+task's data. On the CPU each config is measured in a fresh process, so that its peak resident
+memory is its own: the peak after a few training steps minus the resident memory before the
+model is built (the interpreter, torch, and the libraries' buffers after one step of a minimal
+model). On a GPU the configs are measured in turn in one process, by the allocator's peak. A
+config whose predicted memory exceeds the GPU's is measured with the fewest
+``train.micro_batches`` that fit, as ``--estimate --target`` advises.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import json
 import resource
 import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from mixit.config import RunConfig
+from mixit.cost import Shape
 
 STEPS = 5
+PEAK_SIZE = {"cpu": 1024, "cuda": 8192}  # square matmul of the peak; a GPU's needs a large one
 
 
 def _resident_bytes() -> int:
@@ -27,34 +39,69 @@ def _resident_bytes() -> int:
         return int(statm.read().split()[1]) * resource.getpagesize()
 
 
-def measure(config_dict: dict[str, Any]) -> dict[str, float]:
-    """In this (fresh) process: seconds per training step and the training's peak memory."""
-    import time
+def synthetic_data(config: RunConfig, shape: Shape) -> Any:
+    """Two batches of random tokens in the run's shape: the last round(share x T) positions
+    of each row are scored, with targets among the task's answer tokens where it names them."""
+    from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
 
+    spec, m = get_task(config.task_name), config.model
+    rows, length = 2 * config.train.batch_size, shape.seq_len
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randint(1, m.vocab_size, (rows, length), generator=generator)  # (N, T)
+    answers = spec.answer_ids(config.task, m.vocab_size) if spec.answer_ids else None
+    choices = torch.tensor(answers) if answers else torch.arange(m.vocab_size)
+    targets = choices[torch.randint(len(choices), (rows, length), generator=generator)]
+    scored = max(1, round(shape.scored_share * length))
+    targets[:, : length - scored] = IGNORE_INDEX  # (N, T)
+    split = Split(inputs, targets)
+    return TaskData(split, split, m.vocab_size)
+
+
+def measure(config_dict: dict[str, Any], shape: Shape) -> dict[str, float]:
+    """Seconds per training step and the training's peak memory of a filled-in config, on the
+    device its ``train.device`` names (on the CPU, call it in a fresh process)."""
     from mixit.config import from_dict
-    from mixit.resolve import fit_model_to_data
     from mixit.tasks import get_task
     from mixit.train import setup
 
     filled = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
-    data = get_task(filled.task_name).make_data(filled.task, filled.seed)
-    fit_model_to_data(filled, data)
-    # A step of a minimal model first: the libraries' own buffers and threads are then
-    # resident before the measurement starts.
-    small = from_dict(filled.to_dict(), get_task(filled.task_name).config_cls)
-    small.model.n_layer, small.model.n_embd, small.model.n_head = 1, 8, 1
-    small.train.batch_size = 2
-    setup(small, data).step()
-    before = _resident_bytes()
-    peak = _PeakResident()
+    data = synthetic_data(filled, shape)
+    device = torch.device(filled.train.device)
+    if device.type == "cuda":
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device) + sum(
+            t.nbytes for t in (data.train.inputs, data.train.targets)
+        )
+    else:
+        # A step of a minimal model first: the libraries' own buffers and threads are then
+        # resident before the measurement starts.
+        small = from_dict(filled.to_dict(), get_task(filled.task_name).config_cls)
+        small.model.n_layer, small.model.n_embd, small.model.n_head = 1, 8, 1
+        small.train.batch_size, small.train.micro_batches = 2, 1
+        setup(small, data).step()
+        before = _resident_bytes()
+        peak = _PeakResident()
     training = setup(filled, data)
-    training.step()  # warm-up: allocations, autograd's first graph
+    training.step()  # warm-up: allocations, autograd's first graph, the kernels' choice
+    _synchronize(device)
     started = time.perf_counter()
     for _ in range(STEPS):
         training.step()
+    _synchronize(device)
     step_seconds = (time.perf_counter() - started) / STEPS
-    highest = peak.stop()
+    if device.type == "cuda":
+        highest = torch.cuda.max_memory_allocated(device)
+        del training
+    else:
+        highest = peak.stop()
     return {"step_seconds": step_seconds, "memory_bytes": highest - before}
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 class _PeakResident:
@@ -78,14 +125,15 @@ class _PeakResident:
         return max(self.highest, _resident_bytes())
 
 
-def _measure_in_child(config: RunConfig) -> dict[str, float]:
+def _measure_in_child(config: RunConfig, shape: Shape) -> dict[str, float]:
     code = (
-        "import json, sys; from mixit.cost_check import measure; "
-        "print(json.dumps(measure(json.loads(sys.stdin.read()))))"
+        "import json, sys; from mixit.cost import Shape; from mixit.cost_check import measure; "
+        "config, shape = json.loads(sys.stdin.read()); "
+        "print(json.dumps(measure(config, Shape(*shape))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
-        input=json.dumps(config.to_dict()),
+        input=json.dumps([config.to_dict(), list(dataclasses.astuple(shape))]),
         capture_output=True,
         text=True,
         check=True,
@@ -93,64 +141,119 @@ def _measure_in_child(config: RunConfig) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def cost_check(scale: str = "tiny", progress: bool = False) -> dict[str, Any]:
-    """Every distinct config of ``reproduce all`` at ``scale`` (seed 0): measured against
-    predicted step seconds at this machine's measured fp32 matmul peak (their ratio is the
-    share of peak reached, whose median is the CPU target's efficiency) and training memory."""
+def matmul_peaks(device: torch.device) -> dict[str, float]:
+    """The device's measured matmul FLOP/s per ``train.precision``, with fp32 matmuls as
+    training runs them (on a GPU, TF32 tensor cores: ``mixit.train.setup`` turns them on)."""
+    from mixit.bench import matmul_peak_gflops
+
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+    size = PEAK_SIZE[device.type]
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    return {name: matmul_peak_gflops(device, dtype, size) * 1e9 for name, dtype in dtypes.items()}
+
+
+def cost_check(
+    scale: str = "tiny",
+    progress: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+    device: str = "auto",
+) -> dict[str, Any]:
+    """Every distinct config of ``reproduce all`` at ``scale`` (seed 0, ``overrides`` on each)
+    on ``device``: measured against predicted step seconds at the device's measured matmul
+    peak (their ratio is the share of peak reached, whose median is the target's efficiency)
+    and training memory."""
     from tqdm import tqdm
 
-    from mixit.bench import matmul_peak_gflops
-    from mixit.cost import flops_per_token, memory_parts, shapes
+    from mixit.cost import Target, flops_per_token, memory_parts, micro_batches_to_fit, shapes
     from mixit.experiments.base import Reproduction
     from mixit.experiments.runner import plan_reproduction
+    from mixit.resolve import resolve_device
     from mixit.runs import run_dir_name
 
-    _, planned = plan_reproduction(["all"], Reproduction(scale, seeds=1))
+    where = resolve_device(device)
+    _, planned = plan_reproduction(["all"], Reproduction(scale, seeds=1, overrides=overrides or {}))
     distinct = {run_dir_name(config): config for config in planned.values()}
-    peak = matmul_peak_gflops(torch.device("cpu"), torch.float32) * 1e9
+    peaks = matmul_peaks(where)
     rows = []
     for name, (filled, shape) in tqdm(
         shapes(distinct).items(), desc="measuring configs", disable=not progress
     ):
-        measured = _measure_in_child(distinct[name])
+        filled.train.device = str(where)
+        if where.type == "cuda":
+            memory_gib = torch.cuda.get_device_properties(where).total_memory / 2**30
+            fitting = Target(where.type, {}, memory_gib, 1.0, measured=True)
+            filled.train.micro_batches = micro_batches_to_fit(filled, shape, fitting) or 1
+            try:
+                measured = measure(filled.to_dict(), shape)
+            except torch.OutOfMemoryError:  # predicted to fit, but did not: a row says so
+                rows.append({"run": name, "micro_batches": filled.train.micro_batches})
+                continue
+        else:
+            measured = _measure_in_child(filled, shape)
         tokens = filled.train.batch_size * shape.seq_len
+        peak = peaks[filled.train.precision]
         ideal = tokens * flops_per_token(filled, shape.seq_len, shape.scored_share) / peak
         memory = sum(memory_parts(filled, shape.seq_len, shape.scored_share).values())
         rows.append(
             {
                 "run": name,
+                "precision": filled.train.precision,
+                "micro_batches": filled.train.micro_batches,
                 "step_seconds": measured["step_seconds"],
                 "share_of_peak": ideal / measured["step_seconds"],
                 "memory_bytes": measured["memory_bytes"],
                 "predicted_memory_bytes": memory,
             }
         )
-    efficiency = statistics.median(row["share_of_peak"] for row in rows)
-    for row in rows:
+    measured_rows = [row for row in rows if "step_seconds" in row]
+    efficiency = statistics.median(row["share_of_peak"] for row in measured_rows)
+    for row in measured_rows:
         predicted = row["share_of_peak"] * row["step_seconds"] / efficiency
         row["time_ratio"] = row["step_seconds"] / predicted  # measured / predicted
         row["memory_ratio"] = row["memory_bytes"] / row["predicted_memory_bytes"]
-    return {"scale": scale, "peak_gflops": peak / 1e9, "efficiency": efficiency, "rows": rows}
+    return {
+        "scale": scale,
+        "device": _device_name(where),
+        "overrides": dict(overrides or {}),
+        "peak_gflops": {name: value / 1e9 for name, value in peaks.items()},
+        "efficiency": efficiency,
+        "rows": rows,
+    }
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return "cpu"
 
 
 def format_cost_check(result: dict[str, Any]) -> str:
     """The check as a markdown table, with the spread of the ratios."""
+    peaks = ", ".join(f"{name} {value:,.0f}" for name, value in result["peak_gflops"].items())
     lines = [
-        f"fp32 matmul peak {result['peak_gflops']:.0f} GFLOP/s; median share of peak "
-        f"{result['efficiency']:.2f} (the `cpu` target's efficiency)",
+        f"{result['device']}, `{result['scale']}` configs"
+        + "".join(f" {key}={value}" for key, value in result["overrides"].items())
+        + f": matmul peak (GFLOP/s) {peaks}; median share of peak {result['efficiency']:.2f}"
+        " (the target's efficiency)",
         "",
-        "| run | ms/step | share of peak | measured / predicted time | MiB measured "
-        "| MiB predicted | measured / predicted memory |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| run | precision | micro-batches | ms/step | share of peak "
+        "| measured / predicted time | MiB measured | MiB predicted "
+        "| measured / predicted memory |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["rows"]:
+        if "step_seconds" not in row:
+            lines.append(f"| {row['run']} | | {row['micro_batches']} | out of memory | | | | | |")
+            continue
         lines.append(
-            f"| {row['run']} | {row['step_seconds'] * 1e3:.1f} | {row['share_of_peak']:.2f} "
+            f"| {row['run']} | {row['precision']} | {row['micro_batches']} "
+            f"| {row['step_seconds'] * 1e3:.1f} | {row['share_of_peak']:.2f} "
             f"| {row['time_ratio']:.2f} | {row['memory_bytes'] / 2**20:.1f} "
             f"| {row['predicted_memory_bytes'] / 2**20:.1f} | {row['memory_ratio']:.2f} |"
         )
     for key, label in (("time_ratio", "time"), ("memory_ratio", "memory")):
-        ratios = sorted(row[key] for row in result["rows"])
+        ratios = sorted(row[key] for row in result["rows"] if key in row)
         lines.append(
             f"\nmeasured / predicted {label}: median {statistics.median(ratios):.2f}, "
             f"range {ratios[0]:.2f} to {ratios[-1]:.2f} over {len(ratios)} configs"
