@@ -24,7 +24,7 @@ def test_bench_writes_rows_for_each_variant_and_hf(tmp_path, capsys):
         flops = flops_per_token(configs[row["variant"]], 8)
         assert row["tokens_per_s"] == pytest.approx(8 * row["samples_per_s"])
         assert row["mfu"] == pytest.approx(
-            row["tokens_per_s"] * flops / (result["peak_gflops"] * 1e9)
+            row["tokens_per_s"] * flops / (result["peak_gflops"][row["precision"]] * 1e9)
         )
     keys = {"impl", "variant", "n_embd", "n_layer", "n_head", "seq_len", "batch"}
     keys |= {"tokens_per_s", "mfu", "peak_mem_mb"}
@@ -40,6 +40,31 @@ def test_bench_writes_rows_for_each_variant_and_hf(tmp_path, capsys):
     assert cache["mixit"] * 2 == cache["standard"]
     assert "MFU" in capsys.readouterr().out
     assert main(["bench", "--batch", "0"]) == 2
+
+
+def test_bench_steps_run_at_the_configs_precision():
+    # `train.precision=bf16` reaches the timed step (it once timed fp32 whatever was asked).
+    import torch
+
+    from mixit.analysis.throughput import language_model_step, mixit_model
+
+    def logits_dtype(precision):
+        config = bench_configs(["standard"], {"model.n_embd": 16, "train.precision": precision})
+        model = mixit_model(config["standard"], 8, torch.device("cpu"))
+        seen = []
+
+        def logits_of(ids):
+            logits = model(ids)
+            seen.append(logits.dtype)
+            return logits
+
+        optimizer = torch.optim.AdamW(model.parameters())
+        tokens = torch.randint(0, 100, (2, 9))
+        language_model_step(logits_of, optimizer, tokens, config["standard"])()
+        return seen
+
+    assert logits_dtype("fp32") == [torch.float32]
+    assert logits_dtype("bf16") == [torch.bfloat16]
 
 
 def test_flops_per_token_counts_only_the_gradients_a_variant_computes():

@@ -18,6 +18,8 @@ from mixit.resolve import resolve_config
 from mixit.train import build_model
 from mixit.variants import VARIANTS
 
+CPU = TARGETS["cpu"]
+
 
 def filled(model, **overrides):
     config = resolve_config("retrieval", model, "tiny", 0, overrides)
@@ -29,7 +31,7 @@ def filled(model, **overrides):
 def test_weights_gradients_and_moments_count_the_built_model(model):
     config, shape = filled(model)
     built = build_model(config)
-    parts = memory_parts(config, shape.seq_len, shape.scored_share)
+    parts = memory_parts(config, shape.seq_len, shape.scored_share, CPU)
     weights = sum(p.numel() for p in built.parameters())
     trainable = sum(p.numel() for p in built.trainable_parameters())
     assert parts["weights"] == pytest.approx(4 * weights, rel=0.02)
@@ -53,7 +55,7 @@ def test_any_architecture_and_readout_is_counted_as_built(task, model, arch):
     config = resolve_config(task, model, "tiny", 0, {"model.arch": arch})
     ((config, shape),) = shapes({0: config}).values()
     built = build_model(config)
-    parts = memory_parts(config, shape.seq_len, shape.scored_share)
+    parts = memory_parts(config, shape.seq_len, shape.scored_share, CPU)
     assert parts["weights"] == 4 * sum(p.numel() for p in built.parameters())
     assert parts["gradients"] == 4 * sum(p.numel() for p in built.trainable_parameters())
     # The forward pass's FLOPs as torch's own counter sees them run, every position through
@@ -70,9 +72,11 @@ def test_any_architecture_and_readout_is_counted_as_built(task, model, arch):
 def test_mixits_fixed_matrices_are_counted_as_built():
     config, shape = filled("mixit")
     buffers = sum(b.numel() * b.element_size() for b in build_model(config).buffers())
-    assert memory_parts(config, shape.seq_len)["buffers"] == pytest.approx(buffers, rel=0.02)
+    assert memory_parts(config, shape.seq_len, 1.0, CPU)["buffers"] == pytest.approx(
+        buffers, rel=0.02
+    )
     m = config.model
-    assert memory_parts(config, shape.seq_len)["buffers"] == 4 * m.n_layer * m.n_head * (
+    assert memory_parts(config, shape.seq_len, 1.0, CPU)["buffers"] == 4 * m.n_layer * m.n_head * (
         m.block_size**2
     )
 
@@ -81,15 +85,17 @@ def test_activations_grow_with_the_batch_and_halve_under_bf16():
     config, shape = filled("standard")
     doubled, _ = filled("standard", **{"train.batch_size": 2 * config.train.batch_size})
     bf16, _ = filled("standard", **{"train.precision": "bf16"})
-    one, two = (memory_parts(c, shape.seq_len)["activations"] for c in (config, doubled))
+    one, two = (memory_parts(c, shape.seq_len, 1.0, CPU)["activations"] for c in (config, doubled))
     assert two == pytest.approx(2 * one, rel=1e-6)
-    assert memory_parts(bf16, shape.seq_len)["activations"] == pytest.approx(one / 2, rel=1e-6)
+    assert memory_parts(bf16, shape.seq_len, 1.0, CPU)["activations"] == pytest.approx(
+        one / 2, rel=1e-6
+    )
 
 
 def test_micro_batches_hold_their_share_of_the_activations_and_make_a_big_step_fit(capsys):
     config, shape = filled("standard", **{"train.batch_size": 64})
     quarter, _ = filled("standard", **{"train.batch_size": 64, "train.micro_batches": 4})
-    one, four = (memory_parts(c, shape.seq_len) for c in (config, quarter))
+    one, four = (memory_parts(c, shape.seq_len, 1.0, CPU) for c in (config, quarter))
     assert four["activations"] == pytest.approx(one["activations"] / 4, rel=1e-6)
     assert four["weights"] == one["weights"] and four["optimizer"] == one["optimizer"]
     lm = resolve_config("lm", "standard", "paper", 0, {})
@@ -173,6 +179,6 @@ def test_cost_check_measures_a_step_on_random_tokens_in_the_runs_shape():
     assert set(data.train.targets[scored].tolist()) <= set(labels)
     config.train.device = "cpu"
     measured = _measure_in_child(config, shape)
-    predicted = sum(memory_parts(config, shape.seq_len, shape.scored_share).values())
+    predicted = sum(memory_parts(config, shape.seq_len, shape.scored_share, CPU).values())
     assert measured["step_seconds"] > 0
     assert 0.3 < measured["memory_bytes"] / predicted < 3

@@ -30,6 +30,18 @@ from mixit.errors import UsageError
 from mixit.generate import cache_bytes_per_token, generate
 from mixit.resolve import resolve_config, resolve_device
 from mixit.tasks import TASKS
+from mixit.train import use_tensor_cores
+
+PEAK_SIZE = {"cpu": 1024, "cuda": 8192}  # the square matmul of a peak: a GPU's needs a large one
+
+
+def matmul_peaks(device: torch.device) -> dict[str, float]:
+    """The device's measured matmul GFLOP/s per ``train.precision``, with fp32 matmuls as
+    training runs them (on a GPU, TF32 tensor cores)."""
+    use_tensor_cores(device)
+    size = PEAK_SIZE[device.type]
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    return {name: matmul_peak_gflops(device, dtype, size) for name, dtype in dtypes.items()}
 
 
 def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, size: int = 1024) -> float:
@@ -62,7 +74,7 @@ def _hf_step(config: RunConfig, seq_len: int, batch: int, device: torch.device):
     model = transformers.LlamaForCausalLM(hf_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.train.lr)
     tokens = torch.randint(0, vocab, (batch, seq_len + 1), device=device)
-    return language_model_step(lambda ids: model(ids).logits, optimizer, tokens)
+    return language_model_step(lambda ids: model(ids).logits, optimizer, tokens, config)
 
 
 def _peak_memory_mb(step, device: torch.device) -> float | None:
@@ -135,6 +147,7 @@ def _row(
         "batch": batch,
         "tokens_per_s": tokens_per_s,
         "samples_per_s": batch / seconds,
+        "precision": config.train.precision,
         "flops_per_token": flops,
         "mfu": tokens_per_s * flops / (peak * 1e9),
     }
@@ -157,10 +170,8 @@ def bench(
     its ``compile_s``) and "hf"; each with its training FLOPs per token and MFU.
     """
     target = resolve_device(device)
-    peak = matmul_peak_gflops(target, torch.float32)
-    result: dict[str, Any] = {"device": str(target), "peak_gflops": peak}
-    if target.type == "cuda":
-        result["peak_gflops_bf16"] = matmul_peak_gflops(target, torch.bfloat16)
+    peaks = matmul_peaks(target)
+    result: dict[str, Any] = {"device": str(target), "peak_gflops": peaks}
     steps, compile_seconds = {}, {}
     for name, config in configs.items():
         steps[("mixit", name)] = mixit_step(config, seq_len, batch, target)
@@ -180,7 +191,7 @@ def bench(
     rows = []
     for (impl, name), seconds in medians.items():
         config = hf_config if impl == "hf" else configs[name]
-        row = _row(impl, config, seq_len, batch, seconds, peak)
+        row = _row(impl, config, seq_len, batch, seconds, peaks[config.train.precision])
         row["peak_mem_mb"] = memory[(impl, name)]
         if impl == "mixit+compile":
             row["compile_s"] = compile_seconds[name]
@@ -196,7 +207,12 @@ def bench(
 def format_bench(result: Mapping[str, Any]) -> str:
     """The table ``mixit bench`` prints; speed-ups and FLOP ratios are against the first
     eager mixit row (standard by default)."""
-    lines = [f"device {result['device']}, fp32 matmul peak {result['peak_gflops']:.0f} GFLOP/s"]
+    peaks = ", ".join(f"{name} {value:,.0f}" for name, value in result["peak_gflops"].items())
+    precisions = sorted({row["precision"] for row in result["rows"]})
+    lines = [
+        f"device {result['device']}, {'/'.join(precisions)} steps; matmul peak (GFLOP/s, fp32 "
+        f"as training runs it) {peaks}"
+    ]
     header = (
         f"{'impl':<14} {'variant':<11} {'tokens/s':>10} {'samples/s':>10} {'MFU':>6} "
         f"{'speed-up':>9} {'FLOP ratio':>11}"

@@ -27,35 +27,49 @@ from mixit.variants import get_variant
 
 FLOAT = 4  # bytes per fp32 value
 GIB = 2**30
-# Autograd keeps more than the tensors counted in ``memory_parts`` (the activation's input,
-# head-split copies): the median measured / counted ratio over the tiny experiments on this
-# project's CPU machine is 1.69 for the counted parts alone, and 1.8 on the activations brings
-# it to 1.02 (chosen from that measurement: docs/cost.md).
-ACTIVATION_FACTOR = 1.8
+# Of a device's memory, the share a run's tensors may fill: the rest is the CUDA context, the
+# math libraries' workspaces and the allocator's fragmentation (on the H100 one config that the
+# counted tensors put at 98 % of the card ran out of memory: docs/cost.md).
+USABLE_MEMORY = 0.9
 
 
 @dataclass(frozen=True)
 class Target:
-    """A device to estimate for: its peak dense matmul throughput per precision (TFLOP/s),
-    its memory, and the share of peak mixit's runs reach on it (``measured``: on this
-    project's machines; else an assumption)."""
+    """A device to estimate for: its peak dense matmul throughput per precision (TFLOP/s, fp32
+    as training runs it: TF32 tensor cores on a GPU), its memory, the share of that peak
+    mixit's runs reach on it per precision, and the factor autograd's saved tensors take over
+    the activations ``memory_parts`` counts (``measured``: both on this project's machines;
+    else assumed)."""
 
     name: str
     peak_tflops: Mapping[str, float]
     memory_gib: float
-    efficiency: float
+    efficiency: Mapping[str, float]
+    activation_factor: float
     measured: bool
 
+    def describe(self) -> str:
+        shares = ", ".join(f"{share:.0%} at {name}" for name, share in self.efficiency.items())
+        return f"{self.name} ({shares} of peak, {'measured' if self.measured else 'assumed'})"
 
+
+# Peaks: the vendors' dense figures; fp32 is TF32, which mixit turns on for CUDA. The shares
+# and the activation factor were measured on one H100 (`mixit bench --cost-check paper`,
+# docs/cost.md): the paper configs' shares weighted by their steps, and the factor that brings
+# bf16's median measured / predicted memory to about 1 (fp32's is 1.0).
+H100 = Target("h100", {"bf16": 989.0, "fp32": 494.7}, 80.0, {"bf16": 0.17, "fp32": 0.22}, 1.3, True)
 TARGETS = {
-    # Peaks are the vendors' dense figures (no sparsity); fp32 without TF32, which mixit
-    # leaves off. 0.35 of peak is an assumption for models this small, not a measurement.
-    "h100": Target("h100", {"bf16": 989.0, "fp32": 67.0}, 80.0, 0.35, measured=False),
-    "a100": Target("a100", {"bf16": 312.0, "fp32": 19.5}, 80.0, 0.35, measured=False),
+    "h100": H100,
+    # Assumed: the H100's shares and factor, at the A100's peaks.
+    "a100": dataclasses.replace(
+        H100, name="a100", peak_tflops={"bf16": 312.0, "fp32": 156.0}, measured=False
+    ),
     # This project's 2-core machine: the measured fp32 matmul peak (`mixit bench`) and the
-    # median share of it the tiny experiments' steps reach (docs/cost.md). CPU bf16 autocast
-    # is no faster than fp32 here.
-    "cpu": Target("cpu", {"bf16": 0.180, "fp32": 0.180}, 24.0, 0.38, measured=True),
+    # median share of it the tiny experiments' steps reach; autograd's saved tensors there
+    # are 1.8 times those counted (docs/cost.md). CPU bf16 autocast is no faster than fp32.
+    "cpu": Target(
+        "cpu", {"bf16": 0.180, "fp32": 0.180}, 24.0, {"bf16": 0.38, "fp32": 0.38}, 1.8, True
+    ),
 }
 
 
@@ -111,47 +125,60 @@ def run_flops(config: RunConfig, shape: Shape) -> float:
     return steps + evaluations * shape.eval_tokens * forward
 
 
-def memory_parts(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> dict[str, int]:
+def memory_parts(
+    config: RunConfig, seq_len: int, scored_share: float, target: Target
+) -> dict[str, int]:
     """Bytes a training step holds, by part. Activations kept for the backward pass, per token
     and layer: the block's two norm inputs and outputs, Q, K, V and the mixed output (8 n), and
     the gated MLP's four hidden tensors (4 r n), in the autocast dtype; the logits and their
-    gradient in fp32, at the scored positions. The activations are then scaled by
-    ``ACTIVATION_FACTOR``, measured."""
+    gradient, at the scored positions (under bf16 autocast the bf16 logits, their fp32 copy
+    for the loss, its fp32 gradient and the bf16 gradient). The activations are then scaled
+    by the ``target``'s measured activation factor."""
     m = config.model
     n, layers = m.n_embd, m.n_layer
     c = counted(config)
     tokens = micro_batch_rows(config) * seq_len  # the activations of one micro-batch at once
     autocast = 2 if config.train.precision == "bf16" else FLOAT
+    logit_bytes = 2 * FLOAT + (2 * 2 if config.train.precision == "bf16" else 0)
     return {
         "weights": FLOAT * c.parameters,
         "gradients": FLOAT * c.trainable,
         "optimizer": 2 * FLOAT * c.trainable,
         "buffers": c.buffer_bytes,
         "activations": round(
-            ACTIVATION_FACTOR * autocast * tokens * (layers * (8 * n + 4 * m.mlp_ratio * n) + 3 * n)
+            target.activation_factor
+            * autocast
+            * tokens
+            * (layers * (8 * n + 4 * m.mlp_ratio * n) + 3 * n)
         ),
-        "logits": round(2 * FLOAT * tokens * scored_share * m.vocab_size),
+        "logits": round(logit_bytes * tokens * scored_share * m.vocab_size),
     }
 
 
 def predict(config: RunConfig, shape: Shape, target: Target) -> dict[str, Any]:
     """Seconds and memory of one run of ``config`` (filled in from its data: ``shape``) on
     ``target``."""
-    peak = target.peak_tflops[config.train.precision] * 1e12
+    precision = config.train.precision
+    rate = target.peak_tflops[precision] * 1e12 * target.efficiency[precision]
     flops = run_flops(config, shape)
     per_token = flops_per_token(config, shape.seq_len, shape.scored_share)
     step_flops = config.train.batch_size * shape.seq_len * per_token
-    parts = memory_parts(config, shape.seq_len, shape.scored_share)
+    parts = memory_parts(config, shape.seq_len, shape.scored_share, target)
     memory = sum(parts.values())
     return {
         "flops": flops,
-        "step_seconds": step_flops / (peak * target.efficiency),
-        "run_seconds": flops / (peak * target.efficiency),
+        "step_seconds": step_flops / rate,
+        "run_seconds": flops / rate,
         "memory_bytes": memory,
         "memory_parts": parts,
-        "fits": memory <= target.memory_gib * GIB,
+        "fits": memory <= usable_bytes(target),
         "micro_batches_to_fit": micro_batches_to_fit(config, shape, target),
     }
+
+
+def usable_bytes(target: Target) -> int:
+    """The memory a run's counted tensors may fill on ``target`` (``USABLE_MEMORY``)."""
+    return int(USABLE_MEMORY * target.memory_gib * GIB)
 
 
 def micro_batches_to_fit(config: RunConfig, shape: Shape, target: Target) -> int | None:
@@ -162,8 +189,8 @@ def micro_batches_to_fit(config: RunConfig, shape: Shape, target: Target) -> int
     while True:
         train = dataclasses.replace(config.train, micro_batches=pieces)
         split = dataclasses.replace(config, train=train)
-        memory = sum(memory_parts(split, shape.seq_len, shape.scored_share).values())
-        if memory <= target.memory_gib * GIB:
+        memory = sum(memory_parts(split, shape.seq_len, shape.scored_share, target).values())
+        if memory <= usable_bytes(target):
             return pieces
         if pieces >= config.train.batch_size:
             return None

@@ -28,10 +28,9 @@ from typing import Any
 import torch
 
 from mixit.config import RunConfig
-from mixit.cost import Shape
+from mixit.cost import Shape, Target
 
 STEPS = 5
-PEAK_SIZE = {"cpu": 1024, "cuda": 8192}  # square matmul of the peak; a GPU's needs a large one
 
 
 def _resident_bytes() -> int:
@@ -141,18 +140,6 @@ def _measure_in_child(config: RunConfig, shape: Shape) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def matmul_peaks(device: torch.device) -> dict[str, float]:
-    """The device's measured matmul FLOP/s per ``train.precision``, with fp32 matmuls as
-    training runs them (on a GPU, TF32 tensor cores: ``mixit.train.setup`` turns them on)."""
-    from mixit.bench import matmul_peak_gflops
-
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-    size = PEAK_SIZE[device.type]
-    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
-    return {name: matmul_peak_gflops(device, dtype, size) * 1e9 for name, dtype in dtypes.items()}
-
-
 def cost_check(
     scale: str = "tiny",
     progress: bool = False,
@@ -165,7 +152,8 @@ def cost_check(
     and training memory."""
     from tqdm import tqdm
 
-    from mixit.cost import Target, flops_per_token, memory_parts, micro_batches_to_fit, shapes
+    from mixit.bench import matmul_peaks
+    from mixit.cost import flops_per_token, memory_parts, micro_batches_to_fit, shapes
     from mixit.experiments.base import Reproduction
     from mixit.experiments.runner import plan_reproduction
     from mixit.resolve import resolve_device
@@ -174,16 +162,15 @@ def cost_check(
     where = resolve_device(device)
     _, planned = plan_reproduction(["all"], Reproduction(scale, seeds=1, overrides=overrides or {}))
     distinct = {run_dir_name(config): config for config in planned.values()}
-    peaks = matmul_peaks(where)
+    peaks = {name: gflops * 1e9 for name, gflops in matmul_peaks(where).items()}
+    target = target_of(where)
     rows = []
     for name, (filled, shape) in tqdm(
         shapes(distinct).items(), desc="measuring configs", disable=not progress
     ):
         filled.train.device = str(where)
         if where.type == "cuda":
-            memory_gib = torch.cuda.get_device_properties(where).total_memory / 2**30
-            fitting = Target(where.type, {}, memory_gib, 1.0, measured=True)
-            filled.train.micro_batches = micro_batches_to_fit(filled, shape, fitting) or 1
+            filled.train.micro_batches = micro_batches_to_fit(filled, shape, target) or 1
             try:
                 measured = measure(filled.to_dict(), shape)
             except torch.OutOfMemoryError:  # predicted to fit, but did not: a row says so
@@ -194,7 +181,7 @@ def cost_check(
         tokens = filled.train.batch_size * shape.seq_len
         peak = peaks[filled.train.precision]
         ideal = tokens * flops_per_token(filled, shape.seq_len, shape.scored_share) / peak
-        memory = sum(memory_parts(filled, shape.seq_len, shape.scored_share).values())
+        memory = sum(memory_parts(filled, shape.seq_len, shape.scored_share, target).values())
         rows.append(
             {
                 "run": name,
@@ -220,6 +207,19 @@ def cost_check(
         "efficiency": efficiency,
         "rows": rows,
     }
+
+
+def target_of(device: torch.device) -> Target:
+    """The ``--target`` whose constants the check puts to ``device``: the CPU's, or the GPU's
+    of the same name (an unknown GPU gets the H100's), with the device's own memory."""
+    from mixit.cost import GIB, TARGETS
+
+    if device.type != "cuda":
+        return TARGETS["cpu"]
+    name = torch.cuda.get_device_name(device).lower()
+    known = [target for target in TARGETS.values() if target.name in name] or [TARGETS["h100"]]
+    memory_gib = torch.cuda.get_device_properties(device).total_memory / GIB
+    return dataclasses.replace(known[0], memory_gib=memory_gib)
 
 
 def _device_name(device: torch.device) -> str:

@@ -43,9 +43,7 @@ def estimate_comparison(
     device = resolve_device(configs[models[0], seed].train.device)
     where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
     if target is not None:
-        chosen = get_target(target)
-        source = "measured" if chosen.measured else "assumed"
-        where = f"predicted for {chosen.name} ({chosen.efficiency:.0%} of peak, {source})"
+        where = f"predicted for {get_target(target).describe()}"
     return {
         "task": plan.task,
         "preset": plan.preset,

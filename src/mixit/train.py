@@ -44,6 +44,14 @@ def mixed_precision(device: torch.device, config: RunConfig) -> torch.autocast:
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
+def use_tensor_cores(device: torch.device) -> None:
+    """On CUDA, fp32 matmuls run on TF32 tensor cores: mixit's fp32 on a GPU (the cost model
+    prices it at the TF32 peak)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+
 def make_optimizer(model: RunModel, config: RunConfig) -> torch.optim.AdamW:
     """AdamW over the trainable parameters only; no weight decay on norm gains."""
     trainable = model.trainable_parameters()
@@ -230,9 +238,7 @@ def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     model = build_model(config)
     ranks.check_batch(config.train.batch_size)
     device = ranks.device(resolve_device(config.train.device))
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True  # TF32 tensor cores for fp32 matmuls
-        torch.backends.cudnn.allow_tf32 = True
+    use_tensor_cores(device)
     model.to(device)
     ranks.check_identical(dict(model.named_buffers()))
     optimizer = make_optimizer(model, config)

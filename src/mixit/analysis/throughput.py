@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from mixit.config import RunConfig
 from mixit.model import Decoder
-from mixit.train import make_optimizer
+from mixit.train import make_optimizer, mixed_precision, use_tensor_cores
 from mixit.variants import get_variant
 
 Step = Callable[[], None]
@@ -31,12 +31,16 @@ def language_model_step(
     logits_of: Callable[[torch.Tensor], torch.Tensor],
     optimizer: torch.optim.Optimizer,
     tokens: torch.Tensor,
+    config: RunConfig,
 ) -> Step:
-    """One next-token training step on ``tokens`` (B, T + 1) for any model."""
+    """One next-token training step on ``tokens`` (B, T + 1) for any model, at the precision
+    ``config`` trains with (bf16 autocast or fp32, on TF32 tensor cores on CUDA)."""
+    use_tensor_cores(tokens.device)
 
     def step() -> None:
-        logits = logits_of(tokens[:, :-1])  # (B, T, V)
-        loss = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+        with mixed_precision(tokens.device, config):
+            logits = logits_of(tokens[:, :-1])  # (B, T, V)
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), tokens[:, 1:].flatten())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -61,7 +65,9 @@ def mixit_step(
     model = mixit_model(config, seq_len, device)
     optimizer = make_optimizer(model, config)
     tokens = torch.randint(0, model.config.vocab_size, (batch, seq_len + 1), device=device)
-    return language_model_step(torch.compile(model) if compile else model, optimizer, tokens)
+    return language_model_step(
+        torch.compile(model) if compile else model, optimizer, tokens, config
+    )
 
 
 def time_interleaved(

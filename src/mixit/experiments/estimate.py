@@ -68,8 +68,7 @@ def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dic
     device = get_target(target)
     largest = max((t["memory_bytes"] for t in timings.values()), default=0)
     return {
-        "device": f"{device.name} (predicted from FLOPs at {device.efficiency:.0%} of peak, "
-        f"{'measured' if device.measured else 'assumed'})",
+        "device": f"predicted from FLOPs for {device.describe()}",
         "target": device.name,
         "memory_gib_largest_run": largest / GIB,
         "memory_gib_device": device.memory_gib,
