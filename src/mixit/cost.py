@@ -130,16 +130,17 @@ def memory_parts(
 ) -> dict[str, int]:
     """Bytes a training step holds, by part. Activations kept for the backward pass, per token
     and layer: the block's two norm inputs and outputs, Q, K, V and the mixed output (8 n), and
-    the gated MLP's four hidden tensors (4 r n), in the autocast dtype; the logits and their
-    gradient, at the scored positions (under bf16 autocast the bf16 logits, their fp32 copy
-    for the loss, its fp32 gradient and the bf16 gradient). The activations are then scaled
-    by the ``target``'s measured activation factor."""
+    the gated MLP's four hidden tensors (4 r n), in the autocast dtype; at the scored
+    positions, the loss's tensors: the fp32 logits, the log-softmax the loss keeps for
+    backward and the gradient (12 bytes an entry; under bf16 autocast also the bf16 logits
+    and their bf16 gradient, 16). The activations are then scaled by the ``target``'s
+    measured activation factor."""
     m = config.model
     n, layers = m.n_embd, m.n_layer
     c = counted(config)
     tokens = micro_batch_rows(config) * seq_len  # the activations of one micro-batch at once
     autocast = 2 if config.train.precision == "bf16" else FLOAT
-    logit_bytes = 2 * FLOAT + (2 * 2 if config.train.precision == "bf16" else 0)
+    logit_bytes = 3 * FLOAT + (2 * 2 if config.train.precision == "bf16" else 0)
     return {
         "weights": FLOAT * c.parameters,
         "gradients": FLOAT * c.trainable,
