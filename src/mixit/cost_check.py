@@ -23,12 +23,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from mixit.analysis.throughput import synchronize
 from mixit.config import RunConfig
 from mixit.cost import Shape, Target
+
+if TYPE_CHECKING:
+    from mixit.tasks import TaskData
 
 STEPS = 5
 
@@ -38,7 +42,7 @@ def _resident_bytes() -> int:
         return int(statm.read().split()[1]) * resource.getpagesize()
 
 
-def synthetic_data(config: RunConfig, shape: Shape) -> Any:
+def synthetic_data(config: RunConfig, shape: Shape) -> TaskData:
     """Two batches of random tokens in the run's shape: the last round(share x T) positions
     of each row are scored, with targets among the task's answer tokens where it names them."""
     from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
@@ -84,23 +88,14 @@ def measure(config_dict: dict[str, Any], shape: Shape) -> dict[str, float]:
         peak = _PeakResident()
     training = setup(filled, data)
     training.step()  # warm-up: allocations, autograd's first graph, the kernels' choice
-    _synchronize(device)
+    synchronize(device)
     started = time.perf_counter()
     for _ in range(STEPS):
         training.step()
-    _synchronize(device)
+    synchronize(device)
     step_seconds = (time.perf_counter() - started) / STEPS
-    if device.type == "cuda":
-        highest = torch.cuda.max_memory_allocated(device)
-        del training
-    else:
-        highest = peak.stop()
+    highest = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else peak.stop()
     return {"step_seconds": step_seconds, "memory_bytes": highest - before}
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class _PeakResident:
