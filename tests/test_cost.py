@@ -119,7 +119,10 @@ def test_a_run_that_cannot_fit_is_said_and_time_follows_the_peak():
     assert not predict(big, big_shape, TARGETS["h100"])["fits"]
     a100 = predict(config, shape, TARGETS["a100"])
     ratio = TARGETS["h100"].peak_tflops["fp32"] / TARGETS["a100"].peak_tflops["fp32"]
-    assert a100["run_seconds"] == pytest.approx(small["run_seconds"] * ratio)
+    a, b = TARGETS["a100"].launch_ms  # the H100's, assumed
+    launches = config.train.steps * (a + b * config.model.n_layer) / 1e3
+    flop_seconds = small["run_seconds"] - launches
+    assert a100["run_seconds"] - launches == pytest.approx(flop_seconds * ratio)
 
 
 def test_compare_estimate_for_a_target_prints_memory_and_trains_nothing(tmp_path, capsys):
@@ -182,3 +185,20 @@ def test_cost_check_measures_a_step_on_random_tokens_in_the_runs_shape():
     predicted = sum(memory_parts(config, shape.seq_len, shape.scored_share, CPU).values())
     assert measured["step_seconds"] > 0
     assert 0.3 < measured["memory_bytes"] / predicted < 3
+
+
+def test_a_step_costs_its_flops_and_a_launch_cost_per_micro_batch_and_layer():
+    # Small steps are launch-bound: each micro-batch adds a + b x layers milliseconds.
+    h100 = TARGETS["h100"]
+    a, b = h100.launch_ms
+    config, shape = filled("standard", **{"train.batch_size": 64})
+    split, _ = filled("standard", **{"train.batch_size": 64, "train.micro_batches": 2})
+    flops = 1e12
+    one, two = (h100.step_seconds(c, flops) for c in (config, split))
+    assert two - one == pytest.approx((a + b * config.model.n_layer) / 1e3)
+    deeper, _ = filled("standard", **{"model.n_layer": config.model.n_layer + 1})
+    assert h100.step_seconds(deeper, flops) - one == pytest.approx(b / 1e3)
+    rate = h100.peak_tflops["fp32"] * 1e12 * h100.efficiency["fp32"]
+    assert one == pytest.approx(flops / rate + (a + b * config.model.n_layer) / 1e3)
+    run = predict(config, shape, h100)
+    assert run["run_seconds"] > config.train.steps * run["step_seconds"]  # and evaluations

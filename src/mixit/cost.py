@@ -2,13 +2,14 @@
 config alone (``--estimate --target DEVICE``).
 
 Time is the run's training and evaluation FLOPs over the device's peak at the run's precision
-times an efficiency (the share of peak a run of this size reaches): measured on this project's
-CPU machine, assumed for GPUs until one is measured (``TARGETS`` says which; docs/cost.md has the
-validation against measured runs). The weights are counted on the run's model as
-``build_model`` builds it (on the meta device), so any ``model.arch`` and readout is priced as
-it runs. Memory adds up what a training step holds: the fp32 weights,
-the trainable weights' gradients and AdamW's two moments, MixiT's fixed (H, T, T) mixing
-matrices or the RoPE tables, the activations kept for the backward pass, and the logits.
+times an efficiency (the share of peak its steps reach), plus a launch cost per step that
+grows with the layers: measured on this project's CPU machine and on one H100, assumed for
+the A100 (``TARGETS`` says which; docs/cost.md has the calibration and its held-out tests).
+The weights are counted on the run's model as ``build_model`` builds it (on the meta device),
+so any ``model.arch`` and readout is priced as it runs. Memory adds up what a training step
+holds: the fp32 weights, the trainable weights' gradients and AdamW's two moments, MixiT's
+fixed (H, T, T) mixing matrices or the RoPE tables, the activations kept for the backward
+pass, and the loss's tensors.
 """
 
 from __future__ import annotations
@@ -37,14 +38,17 @@ USABLE_MEMORY = 0.9
 class Target:
     """A device to estimate for: its peak dense matmul throughput per precision (TFLOP/s, fp32
     as training runs it: TF32 tensor cores on a GPU), its memory, the share of that peak
-    mixit's runs reach on it per precision, and the factor autograd's saved tensors take over
-    the activations ``memory_parts`` counts (``measured``: both on this project's machines;
-    else assumed)."""
+    mixit's steps reach on it per precision, the launch cost of a step (``launch_ms``: a + b x
+    layers milliseconds per micro-batch, the kernel launches and Python that make small steps
+    slower than their FLOPs), and the factor autograd's saved tensors take over the
+    activations ``memory_parts`` counts (``measured``: on this project's machines; else
+    assumed)."""
 
     name: str
     peak_tflops: Mapping[str, float]
     memory_gib: float
     efficiency: Mapping[str, float]
+    launch_ms: tuple[float, float]
     activation_factor: float
     measured: bool
 
@@ -52,23 +56,45 @@ class Target:
         shares = ", ".join(f"{share:.0%} at {name}" for name, share in self.efficiency.items())
         return f"{self.name} ({shares} of peak, {'measured' if self.measured else 'assumed'})"
 
+    def step_seconds(self, config: RunConfig, step_flops: float) -> float:
+        """A training step's seconds: its FLOPs at the reached rate, plus the launch cost of
+        each micro-batch."""
+        precision = config.train.precision
+        rate = self.peak_tflops[precision] * 1e12 * self.efficiency[precision]
+        a, b = self.launch_ms
+        return step_flops / rate + (a + b * config.model.n_layer) / 1e3 * config.train.micro_batches
 
-# Peaks: the vendors' dense figures; fp32 is TF32, which mixit turns on for CUDA. The shares
-# and the activation factor were measured on one H100 (`mixit bench --cost-check paper`,
-# docs/cost.md): the paper configs' shares weighted by their steps, and the factor that brings
-# bf16's median measured / predicted memory to about 1 (fp32's is 1.0).
-H100 = Target("h100", {"bf16": 989.0, "fp32": 494.7}, 80.0, {"bf16": 0.17, "fp32": 0.22}, 1.3, True)
+
+# Peaks: the vendors' dense figures; fp32 is TF32, which mixit turns on for CUDA. Measured on one
+# H100 and on this project's 2-core machine (`mixit bench --cost-check`, docs/cost.md): the
+# shares that make a calibration set's steps-weighted total time exact with the launch cost
+# that best fits each config (H100: the paper configs in fp32 and bf16; CPU: the tiny ones),
+# confirmed on held-out configs; the activation factor that brings bf16's median measured /
+# predicted memory on the H100 to about 1 (fp32's is 1.0), and the CPU's tiny configs' to 1.
+H100 = Target(
+    "h100",
+    {"bf16": 989.0, "fp32": 494.7},
+    80.0,
+    {"bf16": 0.191, "fp32": 0.236},
+    (3.70, 1.30),
+    1.3,
+    measured=True,
+)
 TARGETS = {
     "h100": H100,
-    # Assumed: the H100's shares and factor, at the A100's peaks.
+    # Assumed: the H100's shares, launch cost and factor, at the A100's peaks.
     "a100": dataclasses.replace(
         H100, name="a100", peak_tflops={"bf16": 312.0, "fp32": 156.0}, measured=False
     ),
-    # This project's 2-core machine: the measured fp32 matmul peak (`mixit bench`) and the
-    # median share of it the tiny experiments' steps reach; autograd's saved tensors there
-    # are 1.8 times those counted (docs/cost.md). CPU bf16 autocast is no faster than fp32.
+    # CPU bf16 autocast is no faster than fp32 here.
     "cpu": Target(
-        "cpu", {"bf16": 0.180, "fp32": 0.180}, 24.0, {"bf16": 0.38, "fp32": 0.38}, 1.8, True
+        "cpu",
+        {"bf16": 0.180, "fp32": 0.180},
+        24.0,
+        {"bf16": 0.537, "fp32": 0.537},
+        (7.40, 0.0),
+        1.8,
+        measured=True,
     ),
 }
 
@@ -164,12 +190,14 @@ def predict(config: RunConfig, shape: Shape, target: Target) -> dict[str, Any]:
     flops = run_flops(config, shape)
     per_token = flops_per_token(config, shape.seq_len, shape.scored_share)
     step_flops = config.train.batch_size * shape.seq_len * per_token
+    step_seconds = target.step_seconds(config, step_flops)
+    evaluation_flops = flops - config.train.steps * step_flops
     parts = memory_parts(config, shape.seq_len, shape.scored_share, target)
     memory = sum(parts.values())
     return {
         "flops": flops,
-        "step_seconds": step_flops / rate,
-        "run_seconds": flops / rate,
+        "step_seconds": step_seconds,
+        "run_seconds": config.train.steps * step_seconds + evaluation_flops / rate,
         "memory_bytes": memory,
         "memory_parts": parts,
         "fits": memory <= usable_bytes(target),

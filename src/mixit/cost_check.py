@@ -142,9 +142,9 @@ def cost_check(
     device: str = "auto",
 ) -> dict[str, Any]:
     """Every distinct config of ``reproduce all`` at ``scale`` (seed 0, ``overrides`` on each)
-    on ``device``: measured against predicted step seconds at the device's measured matmul
-    peak (their ratio is the share of peak reached, whose median is the target's efficiency)
-    and training memory."""
+    on ``device``: its measured step seconds and training memory against those the device's
+    target (``target_of``) predicts, and the share of the device's measured matmul peak the
+    step reaches (the figures a target's constants are calibrated from: docs/cost.md)."""
     from tqdm import tqdm
 
     from mixit.bench import matmul_peaks
@@ -173,33 +173,39 @@ def cost_check(
                 continue
         else:
             measured = _measure_in_child(filled, shape)
-        tokens = filled.train.batch_size * shape.seq_len
-        peak = peaks[filled.train.precision]
-        ideal = tokens * flops_per_token(filled, shape.seq_len, shape.scored_share) / peak
-        memory = sum(memory_parts(filled, shape.seq_len, shape.scored_share, target).values())
+        step_flops = (
+            filled.train.batch_size
+            * shape.seq_len
+            * flops_per_token(filled, shape.seq_len, shape.scored_share)
+        )
+        seconds, memory = measured["step_seconds"], measured["memory_bytes"]
+        predicted = sum(memory_parts(filled, shape.seq_len, shape.scored_share, target).values())
         rows.append(
             {
                 "run": name,
                 "precision": filled.train.precision,
                 "micro_batches": filled.train.micro_batches,
-                "step_seconds": measured["step_seconds"],
-                "share_of_peak": ideal / measured["step_seconds"],
-                "memory_bytes": measured["memory_bytes"],
-                "predicted_memory_bytes": memory,
+                "step_seconds": seconds,
+                "step_flops": step_flops,
+                "n_layer": filled.model.n_layer,
+                "steps": filled.train.steps,
+                "share_of_peak": step_flops / peaks[filled.train.precision] / seconds,
+                "time_ratio": seconds / target.step_seconds(filled, step_flops),
+                "memory_bytes": memory,
+                "predicted_memory_bytes": predicted,
+                "memory_ratio": memory / predicted,
             }
         )
     measured_rows = [row for row in rows if "step_seconds" in row]
-    efficiency = statistics.median(row["share_of_peak"] for row in measured_rows)
-    for row in measured_rows:
-        predicted = row["share_of_peak"] * row["step_seconds"] / efficiency
-        row["time_ratio"] = row["step_seconds"] / predicted  # measured / predicted
-        row["memory_ratio"] = row["memory_bytes"] / row["predicted_memory_bytes"]
     return {
         "scale": scale,
         "device": _device_name(where),
         "overrides": dict(overrides or {}),
         "peak_gflops": {name: value / 1e9 for name, value in peaks.items()},
-        "efficiency": efficiency,
+        "target": target.name,
+        "efficiency": statistics.median(row["share_of_peak"] for row in measured_rows),
+        "steps_weighted_time_ratio": sum(r["steps"] * r["step_seconds"] for r in measured_rows)
+        / sum(r["steps"] * r["step_seconds"] / r["time_ratio"] for r in measured_rows),
         "rows": rows,
     }
 
@@ -229,8 +235,9 @@ def format_cost_check(result: dict[str, Any]) -> str:
     lines = [
         f"{result['device']}, `{result['scale']}` configs"
         + "".join(f" {key}={value}" for key, value in result["overrides"].items())
-        + f": matmul peak (GFLOP/s) {peaks}; median share of peak {result['efficiency']:.2f}"
-        " (the target's efficiency)",
+        + f": matmul peak (GFLOP/s) {peaks}; median share of peak {result['efficiency']:.2f}; "
+        f"predictions of the `{result['target']}` target; steps-weighted measured / predicted "
+        f"time {result['steps_weighted_time_ratio']:.2f}",
         "",
         "| run | precision | micro-batches | ms/step | share of peak "
         "| measured / predicted time | MiB measured | MiB predicted "
