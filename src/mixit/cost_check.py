@@ -29,7 +29,16 @@ import torch
 
 from mixit.analysis.throughput import synchronize
 from mixit.config import RunConfig
-from mixit.cost import Shape, Target
+from mixit.cost import (
+    GIB,
+    TARGETS,
+    Shape,
+    Target,
+    flops_per_token,
+    memory_parts,
+    micro_batches_to_fit,
+    shapes,
+)
 
 if TYPE_CHECKING:
     from mixit.tasks import TaskData
@@ -148,7 +157,6 @@ def cost_check(
     from tqdm import tqdm
 
     from mixit.bench import matmul_peaks
-    from mixit.cost import flops_per_token, memory_parts, micro_batches_to_fit, shapes
     from mixit.experiments.base import Reproduction
     from mixit.experiments.runner import plan_reproduction
     from mixit.resolve import resolve_device
@@ -213,8 +221,6 @@ def cost_check(
 def target_of(device: torch.device) -> Target:
     """The ``--target`` whose constants the check puts to ``device``: the CPU's, or the GPU's
     of the same name (an unknown GPU gets the H100's), with the device's own memory."""
-    from mixit.cost import GIB, TARGETS
-
     if device.type != "cuda":
         return TARGETS["cpu"]
     name = torch.cuda.get_device_name(device).lower()
