@@ -135,3 +135,36 @@ def test_a_claims_shift_reads_only_its_own_experiments_runs():
             assert {summaries[run]["metrics"]["test_accuracy"] for run in chosen} == set(
                 values.values()
             )
+
+
+def test_a_reference_that_did_not_learn_is_named_and_flips_no_verdict(tmp_path):
+    from mixit.experiments import EXPERIMENTS
+    from mixit.experiments.ablation_report import HEADLINES, dependence, unlearned_reference
+
+    planned = set(EXPERIMENTS["table1"].plan("tiny", range(2)))
+    headline = HEADLINES["C1"][0]
+
+    def summaries(standard: float) -> dict:
+        return {
+            run: {"metrics": {"test_accuracy": standard if run.model == "standard" else 0.9},
+                  "chance": 0.27}
+            for run in planned
+        }  # fmt: skip
+
+    assert unlearned_reference(summaries(0.99), headline, planned) == ""
+    why = unlearned_reference(summaries(0.30), headline, planned)
+    assert "standard on retrieval reaches 0.300 (seed 0), 0.300 (seed 1)" in why
+    assert "not clearly beyond chance 0.270" in why
+
+    cell = {"verdict": "reproduced", "no_reference": []}
+    results = {"scale": "tiny", "seeds": 2, "first_seed": 0, "overrides": {}}
+    results["differences"] = {
+        EQUATIONS: {"C1": cell},
+        "init-0.02": {"C1": {"verdict": "not reproduced", "no_reference": [why]}},
+        "sink": {"C1": cell},
+    }
+    (tmp_path / "ablation").mkdir()
+    (tmp_path / "ablation" / "results.json").write_text(json.dumps(results))
+    note = dependence(tmp_path, {"scale": "tiny", "seeds": 2, "overrides": {}})["C1"]
+    assert "flipped" not in note
+    assert "as under each of `sink`; no reference under `init-0.02`" in note

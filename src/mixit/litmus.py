@@ -43,6 +43,20 @@ def _sign(result: Mapping[str, Any]) -> float:
     return 1.0 if result["higher_is_better"] else -1.0
 
 
+def short_of_chance(
+    by_seed: Mapping[int, float], chance: float, tolerance: float, higher_is_better: bool = True
+) -> str:
+    """How a model's seeds fall short of learning a task: the seeds not clearly beyond its
+    ``chance`` (``LEARNED_MARGIN`` tolerances), as a phrase; "" when every seed is beyond."""
+    better = 1.0 if higher_is_better else -1.0
+    bar = chance + better * LEARNED_MARGIN * tolerance
+    short = [(s, v) for s, v in by_seed.items() if better * (v - bar) < 0]
+    if not short:
+        return ""
+    listed = ", ".join(f"{v:.3f} (seed {s})" for s, v in short)
+    return f"reaches {listed}, not clearly beyond chance {chance:.3f} (the bar: {bar:.3f})"
+
+
 def reference_problems(result: Mapping[str, Any], tolerance: float) -> list[str]:
     """Why the standard model cannot be the litmus test's reference, [] when it can: a seed
     not clearly beyond the task's chance (``LEARNED_MARGIN`` tolerances), another variant
@@ -52,15 +66,11 @@ def reference_problems(result: Mapping[str, Any], tolerance: float) -> list[str]
     better = _sign(result)
     problems = []
     if result.get("chance") is not None:
-        bar = result["chance"] + better * LEARNED_MARGIN * tolerance
         seeds = result.get("seeds", range(len(values)))
-        short = [(s, v) for s, v in zip(seeds, values, strict=True) if better * (v - bar) < 0]
+        by_seed = dict(zip(seeds, values, strict=True))
+        short = short_of_chance(by_seed, result["chance"], tolerance, better > 0)
         if short:
-            listed = ", ".join(f"{v:.3f} (seed {s})" for s, v in short)
-            problems.append(
-                f"standard reaches {listed}, not clearly beyond chance {result['chance']:.3f} "
-                f"(the bar: {bar:.3f})"
-            )
+            problems.append(f"standard {short}")
     for model, row in rows.items():
         ahead = better * (row["mean"] - rows["standard"]["mean"])
         if ahead > tolerance + ROUNDING:

@@ -24,7 +24,6 @@ from mixit.errors import UsageError
 from mixit.experiments.ablation_report import (
     ablation_markdown,
     annotate_claims,
-    difference_results,
     judge,
 )
 from mixit.experiments.base import Reproduction, Run
@@ -98,9 +97,9 @@ def ablate(
     differences = ready
     names = [name for name in names if name in {CLAIM_EXPERIMENT[c] for c in claims}]
     folder = make_dir(out / "ablation")
-    verdicts, shifts = judge([EQUATIONS, *differences], claims, names, how, summaries, folder)
+    judged = judge([EQUATIONS, *differences], claims, names, how, summaries, folder)
     cost = training_cost(summaries, wall, trained, how.jobs)
-    markdown = ablation_markdown(verdicts, shifts, claims, how, cost)
+    markdown = ablation_markdown(judged, claims, how, cost)
     if unfinished or left_out:
         markdown += (
             "\n\nNot finished yet, so not in the table: "
@@ -109,7 +108,7 @@ def ablate(
         )
     results = {"scale": how.scale, "seeds": how.seeds, "first_seed": how.first_seed}
     results |= {"overrides": dict(how.overrides), "claims": claims, "claims_left_out": left_out}
-    results["differences"] = difference_results(verdicts, shifts, claims)
+    results["differences"] = judged.results(claims)
     results |= {**cost, "unfinished": unfinished}
     write_text(folder / "report.md", markdown)
     write_json(folder / "results.json", results)

@@ -15,26 +15,32 @@ from typing import Any
 from mixit.experiments.base import REPRODUCED, Claim, Reproduction, Run, markdown_table, seeds_text
 from mixit.experiments.differences import CLAIM_EXPERIMENT, DIFFERENCES, EQUATIONS, WHOLE
 from mixit.io import make_dir
+from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
 
 
 @dataclass(frozen=True)
 class Headline:
-    """A number a claim turns on: ``metric`` of the runs of one experiment that ``selects``."""
+    """A number a claim turns on: ``metric`` of the runs of one experiment that ``selects``;
+    ``reference`` selects the standard runs it is read against, which must have learned the
+    task for the claim's verdict to mean anything (None: the claim has no such reference)."""
 
     label: str
     selects: Callable[[Run], bool]
     metric: str = "test_accuracy"
+    reference: Callable[[Run], bool] | None = None
 
 
-def _mixit(task: str, without: tuple[str, ...] = (), **settings: Any) -> Callable[[Run], bool]:
-    """Selects the MixiT runs of ``task`` whose overrides hold ``settings`` and none of the keys
-    ``without``."""
+def _runs(
+    model: str, task: str, without: tuple[str, ...] = (), **settings: Any
+) -> Callable[[Run], bool]:
+    """Selects the ``model`` runs of ``task`` whose overrides hold ``settings`` and none of the
+    keys ``without``."""
 
     def selects(run: Run) -> bool:
         own = dict(run.overrides)
         return (
             run.task == task
-            and run.model == "mixit"
+            and run.model == model
             and all(own.get(k) == v for k, v in settings.items())
             and not any(k in own for k in without)
         )
@@ -42,36 +48,68 @@ def _mixit(task: str, without: tuple[str, ...] = (), **settings: Any) -> Callabl
     return selects
 
 
+def _against_standard(label: str, task: str) -> Headline:
+    return Headline(label, _runs("mixit", task), reference=_runs("standard", task))
+
+
 HEADLINES: dict[str, list[Headline]] = {
-    "C1": [Headline("retrieval", _mixit("retrieval"))],
-    "C2": [Headline("k-hop", _mixit("khop"))],
+    "C1": [_against_standard("retrieval", "retrieval")],
+    "C2": [_against_standard("k-hop", "khop")],
     "C5": [
-        Headline(task, _mixit(task))
+        _against_standard(task, task)
         for task in ("addition", "dyck", "modular-addition", "sentiment")
     ],
-    "C6": [Headline("memorization bits/param", _mixit("memorization"), "bits_per_param")],
-    "C7": [Headline(f"{t}, 64 heads", _mixit(t, **{"model.n_head": 64})) for t in ("addition",)],
+    "C6": [Headline("memorization bits/param", _runs("mixit", "memorization"), "bits_per_param")],
+    "C7": [
+        Headline(f"{t}, 64 heads", _runs("mixit", t, **{"model.n_head": 64})) for t in ("addition",)
+    ],
     "C8": [
         Headline(
             "addition, depth 16",
-            _mixit("addition", without=("model.residual_lambda",), **{"model.n_layer": 16}),
+            _runs("mixit", "addition", without=("model.residual_lambda",), **{"model.n_layer": 16}),
         )
     ],
 }
 
 
 def per_seed(
-    summaries: Mapping[Run, Mapping[str, Any]], headline: Headline, planned: Collection[Run]
+    summaries: Mapping[Run, Mapping[str, Any]],
+    headline: Headline,
+    planned: Collection[Run],
+    selects: Callable[[Run], bool] | None = None,
 ) -> dict[int, float]:
     """The headline's value per seed, over the runs of the claim's own experiment
-    (``planned``): another experiment's MixiT runs on the same task are not the claim's."""
+    (``planned``) that ``selects`` (default: the headline's own): another experiment's MixiT
+    runs on the same task are not the claim's."""
+    selects = selects or headline.selects
     values: dict[int, float] = {}
     for run, summary in summaries.items():
-        if run in planned and headline.selects(run):
+        if run in planned and selects(run):
             if run.seed in values:
                 raise ValueError(f"headline '{headline.label}' selects two runs of seed {run.seed}")
             values[run.seed] = float(summary["metrics"][headline.metric])
     return values
+
+
+def unlearned_reference(
+    summaries: Mapping[Run, Mapping[str, Any]], headline: Headline, planned: Collection[Run]
+) -> str:
+    """Why the headline's standard runs cannot be its reference: the seeds that did not learn
+    the task, by the litmus test's rule (``mixit.litmus.short_of_chance``); "" when they all
+    did, or when the headline has no reference or its runs no chance level."""
+    if headline.reference is None:
+        return ""
+    values = per_seed(summaries, headline, planned, headline.reference)
+    chances = [
+        s["chance"]
+        for run, s in summaries.items()
+        if run in planned and headline.reference(run) and s.get("chance") is not None
+    ]
+    if not values or not chances:
+        return ""
+    tolerance = DEFAULT_TOLERANCE[headline.metric]
+    short = short_of_chance(values, statistics.fmean(chances), tolerance)
+    return f"standard on {headline.label} {short}" if short else ""
 
 
 def _shift(base: dict[int, float], flipped: dict[int, float]) -> str:
@@ -82,20 +120,31 @@ def _shift(base: dict[int, float], flipped: dict[int, float]) -> str:
     return f"{statistics.fmean(paired):+.3f} ± {spread:.3f}"
 
 
-def difference_results(
-    verdicts: Mapping[str, Mapping[str, Any]],
-    shifts: Mapping[str, Mapping[str, Any]],
-    claims: Sequence[str],
-) -> dict[str, dict[str, dict[str, Any]]]:
-    """results.json's per-difference, per-claim verdict, measured numbers and shift."""
-    return {
-        d: {
-            c: {"verdict": verdicts[d][c].verdict, "measured": verdicts[d][c].measured}
-            | {"shift": shifts[d][c]}
-            for c in claims
+@dataclass
+class Judged:
+    """Per difference and claim: the verdict (``verdicts``), the shift of each of the claim's
+    MixiT headlines against the equations' runs (``shifts``), and why its reference runs did
+    not learn their task (``unlearned``: [] when they did)."""
+
+    verdicts: dict[str, dict[str, Claim]]
+    shifts: dict[str, dict[str, dict[str, str]]]
+    unlearned: dict[str, dict[str, list[str]]]
+
+    def results(self, claims: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """results.json's per-difference, per-claim verdict, measured numbers, shift, and the
+        reference runs that did not learn (``no_reference``: then the verdict means
+        nothing)."""
+        return {
+            d: {
+                c: {
+                    "verdict": self.verdicts[d][c].verdict,
+                    "measured": self.verdicts[d][c].measured,
+                }
+                | {"shift": self.shifts[d][c], "no_reference": self.unlearned[d][c]}
+                for c in claims
+            }
+            for d in self.verdicts
         }
-        for d in verdicts
-    }
 
 
 def judge(
@@ -105,30 +154,34 @@ def judge(
     how: Reproduction,
     summaries: Mapping[tuple[str, Run], Mapping[str, Any]],
     folder: Path,
-) -> tuple[dict[str, dict[str, Claim]], dict[str, dict[str, dict[str, str]]]]:
+) -> Judged:
     """Each difference's verdict on each claim (its experiments' reports, plots under
-    ``folder``) and the shift of the claim's MixiT numbers from the equations' runs."""
+    ``folder``), the shift of the claim's MixiT numbers from the equations' runs, and whether
+    its standard runs learned the tasks they are the reference on."""
     from mixit.experiments import EXPERIMENTS
 
     scale, seeds = how.scale, how.seed_range
     planned = {c: set(EXPERIMENTS[CLAIM_EXPERIMENT[c]].plan(scale, seeds)) for c in claims}
     base = {run: s for (d, run), s in summaries.items() if d == EQUATIONS}
-    verdicts: dict[str, dict[str, Claim]] = {}
-    shifts: dict[str, dict[str, dict[str, str]]] = {}
+    judged = Judged({}, {}, {})
     for difference in differences:
         mine = {run: s for (d, run), s in summaries.items() if d == difference}
         plots = make_dir(folder / re.sub(r"[^a-z0-9]+", "-", difference.lower()).strip("-"))
         reports = [EXPERIMENTS[name].report(scale, seeds, mine, plots) for name in names]
-        judged = [c for report in reports for c in report.claims]
-        verdicts[difference] = {c.id: c for c in judged if c.id in claims}
-        shifts[difference] = {
+        claimed = [c for report in reports for c in report.claims]
+        judged.verdicts[difference] = {c.id: c for c in claimed if c.id in claims}
+        judged.shifts[difference] = {
             c: {
                 h.label: _shift(per_seed(base, h, planned[c]), per_seed(mine, h, planned[c]))
                 for h in HEADLINES[c]
             }
             for c in claims
         }
-    return verdicts, shifts
+        judged.unlearned[difference] = {
+            c: [u for h in HEADLINES[c] if (u := unlearned_reference(mine, h, planned[c]))]
+            for c in claims
+        }
+    return judged
 
 
 def _same_setting(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -141,8 +194,10 @@ def _same_setting(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 def dependence(out: Path, setting: Mapping[str, Any]) -> dict[str, str]:
     """Per claim id, what ``OUT/ablation/results.json`` says its verdict turns on: the
-    differences that flip it against the equations' construction, or that none does. Nothing
-    when there is no ablation at this ``setting``'s scale, seeds and overrides."""
+    differences that flip it against the equations' construction, or that none does. A
+    difference under which the claim's reference did not learn its task flips nothing: it is
+    named apart. Nothing when there is no ablation at this ``setting``'s scale, seeds and
+    overrides."""
     try:
         results = json.loads((out / "ablation" / "results.json").read_text())
         if not _same_setting(results, setting):
@@ -154,18 +209,23 @@ def dependence(out: Path, setting: Mapping[str, Any]) -> dict[str, str]:
     where = f"(`{results['scale']}`, {results['seeds']} seeds, ablation/report.md)"
     notes = {}
     for claim, judged in base.items():
-        others = {d: v[claim]["verdict"] for d, v in differences.items() if d != EQUATIONS}
-        flipped = [f"`{d}` ({verdict})" for d, verdict in others.items() if verdict != judged]
+        if judged.get("no_reference"):
+            notes[claim] = f"no reference under the equations' construction {where}"
+            continue
+        unread = [d for d, v in differences.items() if v[claim].get("no_reference")]
+        others = {
+            d: v[claim]["verdict"]
+            for d, v in differences.items()
+            if d != EQUATIONS and d not in unread
+        }
+        flipped = [f"`{d}` ({v})" for d, v in others.items() if v != judged["verdict"]]
         if flipped:
-            notes[claim] = (
-                f"{judged} under the equations' construction, flipped by "
-                f"{', '.join(flipped)} {where}"
-            )
+            note = f"flipped by {', '.join(flipped)}"
         else:
-            notes[claim] = (
-                f"{judged} under each of {', '.join(f'`{d}`' for d in others)} as under the "
-                f"equations' construction {where}"
-            )
+            note = f"as under each of {', '.join(f'`{d}`' for d in others) or 'no difference'}"
+        if unread:
+            note += "; no reference under " + ", ".join(f"`{d}`" for d in unread)
+        notes[claim] = f"{judged['verdict']} under the equations' construction, {note} {where}"
     return notes
 
 
@@ -183,23 +243,28 @@ def annotate_claims(out: Path) -> None:
 
 
 def ablation_markdown(
-    verdicts: Mapping[str, Mapping[str, Claim]],
-    shifts: Mapping[str, Mapping[str, Mapping[str, str]]],
-    claims: Sequence[str],
-    how: Reproduction,
-    cost: Mapping[str, Any],
+    judged: Judged, claims: Sequence[str], how: Reproduction, cost: Mapping[str, Any]
 ) -> str:
-    base = verdicts[EQUATIONS]
+    base = judged.verdicts[EQUATIONS]
 
     def cell(difference: str, claim_id: str) -> str:
-        verdict = verdicts[difference][claim_id].verdict
-        mark = "yes" if verdict == REPRODUCED else "no"
-        if difference != EQUATIONS and verdict != base[claim_id].verdict:
-            mark += " (flips)"
-        moved = "; ".join(f"{k} {v}" for k, v in shifts[difference][claim_id].items())
+        verdict = judged.verdicts[difference][claim_id].verdict
+        if judged.unlearned[difference][claim_id]:
+            mark = "no reference"
+        else:
+            mark = "yes" if verdict == REPRODUCED else "no"
+            if difference != EQUATIONS and verdict != base[claim_id].verdict:
+                mark += " (flips)"
+        moved = "; ".join(f"{k} {v}" for k, v in judged.shifts[difference][claim_id].items())
         return f"{mark}: {moved}" if difference != EQUATIONS else mark
 
-    rows = [[d, *(cell(d, c) for c in claims)] for d in verdicts]
+    rows = [[d, *(cell(d, c) for c in claims)] for d in judged.verdicts]
+    unlearned = [
+        f"- `{d}`, {c}: {'; '.join(why)}"
+        for d, by_claim in judged.unlearned.items()
+        for c, why in by_claim.items()
+        if why
+    ]
     return "\n\n".join(
         [
             "# Ablation: which detail of the authors' code decides which claim",
@@ -208,8 +273,12 @@ def ablation_markdown(
             "construction gives them to, on top of the equations' construction; the last row is "
             "the whole authors' construction. A cell is the claim's verdict (reproduced: yes or "
             "no), whether it flips against the equations' row, and the shift of MixiT's metric: "
-            "mean ± standard deviation over seeds of the paired per-seed difference.",
+            'mean ± standard deviation over seeds of the paired per-seed difference. "No '
+            'reference": the standard model, against which the claim reads MixiT, did not learn '
+            "the task there (the litmus test's rule: every seed clearly beyond the task's "
+            "chance), so that verdict means nothing and flips nothing.",
             markdown_table(["difference", *claims], rows),
+            *(["No reference:\n" + "\n".join(unlearned)] if unlearned else []),
             "Differences: "
             + "; ".join(f"`{name}`: {what}" for name, (what, _) in DIFFERENCES.items())
             + f"; `{WHOLE}`: all of them at once (docs/constructions.md). `row-sum-drift` "
