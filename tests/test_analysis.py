@@ -12,6 +12,7 @@ from mixit.analysis import (
     run_with_taps,
     tap_names,
     token_covariance,
+    uniformity,
 )
 from mixit.analysis.attention import induction_targets
 from mixit.cli import main
@@ -57,6 +58,23 @@ def test_previous_token_score_finds_a_shift_head():
     torch.testing.assert_close(scores[0, 1], expected)
 
 
+def test_uniformity_is_one_for_averaging_and_zero_for_one_position():
+    T = 5
+    averaging = torch.ones(T, T).tril() / torch.arange(1, T + 1)[:, None]
+    first = torch.zeros(T, T)
+    first[:, 0] = 1
+    patterns = torch.stack([averaging, first])[None, None]  # (L=1, B=1, H=2, T, T)
+    torch.testing.assert_close(uniformity(patterns), torch.tensor([[1.0, 0.0]]))
+    # A padded row sees fewer positions: averaging over the real ones is still uniform.
+    mask = torch.tensor([[False, True, True, True, True]])
+    padded = torch.zeros(T, T)
+    for t in range(1, T):
+        padded[t, 1 : t + 1] = 1 / t
+    torch.testing.assert_close(uniformity(padded[None, None, None], mask), torch.tensor([[1.0]]))
+    # Not causal: a row that sees all T positions but attends to its prefix is not uniform.
+    assert uniformity(averaging[None, None, None], causal=False)[0, 0] < 0.9
+
+
 def test_previous_token_score_can_count_chosen_rows_only():
     T = 6
     half = torch.eye(T)  # attends to the previous token from odd positions only, else to itself
@@ -98,6 +116,7 @@ def test_analyze_command_writes_scores_and_maps(tmp_path, capsys):
     assert main(["analyze", "attention", str(run_dir), "--sequences", "16"]) == 0
     scores = json.loads((run_dir / "analysis" / "head_scores.json").read_text())
     assert len(scores["induction"]) == 2 and len(scores["previous_token"][0]) == 2
+    assert all(0.0 <= u <= 1.0 + 1e-6 for layer in scores["uniformity"] for u in layer)
     assert (run_dir / "analysis" / "attention.png").stat().st_size > 10_000
     assert "induction" in capsys.readouterr().out
     assert main(["analyze", "covariance", str(run_dir), "--out", str(tmp_path / "c")]) == 0
@@ -107,3 +126,19 @@ def test_analyze_command_writes_scores_and_maps(tmp_path, capsys):
     }
     assert main(["analyze", "nonsense", str(run_dir)]) == 2
     assert main(["analyze", "attention", str(tmp_path / "missing")]) == 2
+
+
+def test_frozen_queries_and_keys_at_std_002_attend_uniformly():
+    # Why Frozen-QK fails under the authors' construction (docs/constructions.md): with every
+    # weight N(0, 0.02^2) its frozen attention starts, and so stays, plain averaging.
+    ids = torch.randint(0, 64, (8, 24))
+    scores = {}
+    for init in ("gpt2", "small-output"):
+        config = ModelConfig(
+            vocab_size=64, block_size=24, n_embd=64, n_head=4, n_layer=2, init=init
+        )
+        torch.manual_seed(0)
+        model = Decoder(config, get_variant("frozen-qk")).eval()
+        scores[init] = uniformity(attention_patterns(model, ids))
+    assert scores["gpt2"].min() > 0.99
+    assert scores["small-output"].max() < 0.97

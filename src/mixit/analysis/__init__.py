@@ -1,7 +1,8 @@
 """Analyses of models and run directories, read through the model's named taps.
 
 - ``taps``: run a model and collect activations by tap name (``blocks.0.attn.hook_pattern``).
-- ``attention``: attention maps, previous-token and induction scores per head, heat maps.
+- ``attention``: attention maps, previous-token, induction and uniformity scores per head,
+  heat maps.
 - ``covariance``: covariance / correlation between token representations (rank collapse).
 """
 
@@ -11,6 +12,7 @@ from mixit.analysis.attention import (
     induction_score,
     plot_attention_maps,
     previous_token_score,
+    uniformity,
 )
 from mixit.analysis.covariance import token_covariance
 from mixit.analysis.taps import run_with_taps, tap_names
@@ -24,4 +26,5 @@ __all__ = [
     "run_with_taps",
     "tap_names",
     "token_covariance",
+    "uniformity",
 ]

@@ -7,6 +7,11 @@ its "mul" form, restricted to rows with a target):
 - previous-token score: attention from position t to t - 1;
 - induction score: attention from position t to the position just after an earlier occurrence
   of token ``ids[t]`` (on retrieval, from the query to the value that followed its key).
+
+Beside them, a head's uniformity: the entropy of each row over the log of the number of
+positions it can see, averaged over rows that see two or more. 1 is plain averaging of what a
+row sees, 0 a single position: a frozen query-key pair that starts at 1 (Frozen-QK under the
+authors' N(0, 0.02^2) initialisation) can never leave it.
 """
 
 from __future__ import annotations
@@ -72,20 +77,46 @@ def induction_score(
     return _score(patterns, induction_targets(input_ids, mask))
 
 
+def uniformity(
+    patterns: torch.Tensor, mask: torch.Tensor | None = None, causal: bool = True
+) -> torch.Tensor:
+    """(L, H) mean over rows of the entropy of attention over log(positions the row sees): the
+    real positions (``mask`` (B, T)) at or before it (every real position when not
+    ``causal``), over rows that see at least two."""
+    _, B, _, T, _ = patterns.shape
+    sees = torch.ones(B, T, T, dtype=torch.bool, device=patterns.device)  # (B, T, T)
+    if causal:
+        sees &= torch.ones(T, T, dtype=torch.bool, device=patterns.device).tril()
+    if mask is not None:
+        sees &= mask[:, :, None] & mask[:, None, :]
+    seen = sees.sum(-1)  # (B, T)
+    weights = patterns * sees[None, :, None]  # (L, B, H, T, T)
+    entropy = -(weights * weights.clamp_min(1e-30).log()).sum(-1)  # (L, B, H, T)
+    rows = (seen >= 2)[None, :, None].expand_as(entropy)  # (L, B, H, T)
+    ratio = entropy / seen.clamp(min=2).log()[None, :, None]
+    return (ratio * rows).sum((1, 3)) / rows.sum((1, 3)).clamp(min=1)  # (L, H)
+
+
 def head_scores(
     model: Decoder, input_ids: torch.Tensor, mask: torch.Tensor | None = None
 ) -> dict[str, list[list[float]]]:
-    """``{"previous_token": [[...H] * L], "induction": [[...H] * L]}`` on ``input_ids``."""
-    return scores_of_patterns(attention_patterns(model, input_ids), input_ids, mask)
+    """``{"previous_token": [[...H] * L], "induction": ..., "uniformity": ...}`` on
+    ``input_ids``."""
+    patterns = attention_patterns(model, input_ids)
+    return scores_of_patterns(patterns, input_ids, mask, model.traits.causal)
 
 
 def scores_of_patterns(
-    patterns: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor | None = None
+    patterns: torch.Tensor,
+    input_ids: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    causal: bool = True,
 ) -> dict[str, list[list[float]]]:
     """``head_scores`` from attention already read (L, B, H, T, T) on ``input_ids``."""
     return {
         "previous_token": previous_token_score(patterns, mask).tolist(),
         "induction": induction_score(patterns, input_ids, mask).tolist(),
+        "uniformity": uniformity(patterns, mask, causal).tolist(),
     }
 
 

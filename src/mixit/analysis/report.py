@@ -37,11 +37,10 @@ def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str
     title = f"{config.variant} on {config.task_name}: attention on test example 0"
     tokens = [str(t) for t in example[0, keep].tolist()]
     plot_attention_maps(patterns, tokens, folder / "attention.png", title)
-    lines = ["layer head previous-token induction"]
-    for layer, (previous, induction) in enumerate(
-        zip(scores["previous_token"], scores["induction"], strict=True)
-    ):
-        for head, (p, i) in enumerate(zip(previous, induction, strict=True)):
-            lines.append(f"{layer:>5} {head:>4} {p:>14.3f} {i:>9.3f}")
+    lines = ["layer head previous-token induction uniformity"]
+    columns = ("previous_token", "induction", "uniformity")
+    for layer, heads in enumerate(zip(*(scores[c] for c in columns), strict=True)):
+        for head, (p, i, u) in enumerate(zip(*heads, strict=True)):
+            lines.append(f"{layer:>5} {head:>4} {p:>14.3f} {i:>9.3f} {u:>10.3f}")
     lines.append(f"written: {folder}/head_scores.json, {folder}/attention.png")
     return "\n".join(lines)

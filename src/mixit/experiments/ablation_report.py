@@ -79,8 +79,8 @@ def per_seed(
     selects: Callable[[Run], bool] | None = None,
 ) -> dict[int, float]:
     """The headline's value per seed, over the runs of the claim's own experiment
-    (``planned``) that ``selects`` (default: the headline's own): another experiment's MixiT
-    runs on the same task are not the claim's."""
+    (``planned``) that ``selects`` (default: the headline's own), in seed order: another
+    experiment's MixiT runs on the same task are not the claim's."""
     selects = selects or headline.selects
     values: dict[int, float] = {}
     for run, summary in summaries.items():
@@ -88,7 +88,7 @@ def per_seed(
             if run.seed in values:
                 raise ValueError(f"headline '{headline.label}' selects two runs of seed {run.seed}")
             values[run.seed] = float(summary["metrics"][headline.metric])
-    return values
+    return dict(sorted(values.items()))
 
 
 def unlearned_reference(
