@@ -84,7 +84,7 @@ def test_ablation_writes_a_report_and_trains_only_what_changed(tmp_path):
     [
         (["--claims", "C4"], "does not cover claim 'C4'"),
         (["--differences", "colour"], "unknown difference 'colour'"),
-        (["--estimate"], "takes no --tuned, --estimate or --target"),
+        (["--tuned", "best.json"], "takes no --tuned"),
         (["--no-train"], "equations' runs of the ablation"),
     ],
 )
@@ -168,3 +168,15 @@ def test_a_reference_that_did_not_learn_is_named_and_flips_no_verdict(tmp_path):
     note = dependence(tmp_path, {"scale": "tiny", "seeds": 2, "overrides": {}})["C1"]
     assert "flipped" not in note
     assert "as under each of `sink`; no reference under `init-0.02`" in note
+
+
+def test_ablation_estimate_prices_each_difference_and_trains_nothing(tmp_path, capsys):
+    out = tmp_path / "x"
+    argv = ["reproduce", "ablation", "--estimate", "--target", "cpu", "--seeds", "1"]
+    assert main([*argv, "--differences", "sink", "--claims", "C1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| difference | runs | to train |" in text
+    # Table 1: 2 tasks x 4 models in each row; the sink changes the two MixiT runs only, so
+    # the rows share six runs and the total counts them once.
+    assert "| equations | 8 | 8 |" in text and "| sink | 8 | 8 |" in text
+    assert "10 runs to train" in text and not out.exists()

@@ -163,7 +163,7 @@ COMMANDS = [
     (["reproduce", "table4", "--seeds", "0"], "argument --seeds: must be >= 1"),
     (["reproduce", "table4", "--jobs", "0"], "argument --jobs: must be >= 1"),
     (["reproduce", "table4", "--seed", "-3"], "--seed must be in [0, 2^62)"),
-    (["reproduce", "ablation", "--estimate"], "takes no --tuned, --estimate or --target"),
+    (["reproduce", "ablation", "--tuned", "best.json"], "takes no --tuned"),
     (["reproduce", "ablation", "--seed", "-1"], "--seed must be in [0, 2^62)"),
     (["reproduce", "ablation", "--differences", "magic"], "unknown difference 'magic'"),
     ([*TRAIN, "--nproc", "2", "train.lr=-1"], "train.lr must be > 0"),  # not torchrun's 43 lines

@@ -638,10 +638,16 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def _ablation(args: argparse.Namespace, how: Reproduction) -> int:
     from mixit.experiments.ablation import ablate
+    from mixit.experiments.estimate import estimate_ablation, format_reproduction_estimate
 
-    if args.estimate or args.tuned or args.target:
-        raise UsageError("`reproduce ablation` takes no --tuned, --estimate or --target")
-    results = ablate(_names(args.differences), _names(args.claims), how, not args.no_train)
+    if args.tuned:
+        raise UsageError("`reproduce ablation` takes no --tuned: each row sets its own options")
+    differences, claims = _names(args.differences), _names(args.claims)
+    if args.estimate:
+        estimate = estimate_ablation(differences, claims, how, args.target)
+        print(format_reproduction_estimate(estimate))
+        return 0
+    results = ablate(differences, claims, how, not args.no_train)
     for difference, by_claim in results["differences"].items():
         verdicts = ", ".join(f"{c} {r['verdict']}" for c, r in by_claim.items())
         print(f"{difference:<18} {verdicts}")

@@ -70,6 +70,13 @@ def plan_ablation(
     return names, configs
 
 
+def selection(
+    differences: Sequence[str] | None, claims: Sequence[str] | None
+) -> tuple[list[str], list[str]]:
+    """The differences and claims an ablation covers: those named (checked), else all."""
+    return check_differences(differences or DEFAULT_DIFFERENCES), list(claims or CLAIM_EXPERIMENT)
+
+
 def ablate(
     differences: Sequence[str] | None,
     claims: Sequence[str] | None,
@@ -83,8 +90,7 @@ def ablate(
     (``reportable``)."""
     from mixit.runs import train_missing
 
-    differences = check_differences(differences or DEFAULT_DIFFERENCES)
-    claims = list(claims or CLAIM_EXPERIMENT)
+    differences, claims = selection(differences, claims)
     names, configs = plan_ablation(differences, claims, how)
     out = Path(how.out)
     started = time.perf_counter()

@@ -27,34 +27,66 @@ def estimate_reproduction(
     ``jobs`` processes (one per GPU on a target) do not slow each other down; it covers
     training, not the reports.
     """
-    scale, seed_range, jobs = how.scale, how.seed_range, how.jobs
     experiments, configs = plan_reproduction(names, how)
     dir_names = {run: run_dir_name(config) for run, config in configs.items()}
+    groups = {
+        e.name: {dir_names[run] for run in e.plan(how.scale, how.seed_range)} for e in experiments
+    }
+    return _estimate("experiments", groups, configs, how, target)
+
+
+def estimate_ablation(
+    differences: Sequence[str] | None,
+    claims: Sequence[str] | None,
+    how: Reproduction,
+    target: str | None = None,
+) -> dict[str, Any]:
+    """``estimate_reproduction`` for ``reproduce ablation``: per difference (the equations'
+    construction first; all differences and claims when None), the runs it needs and what
+    those not yet finished cost. A run a difference leaves unchanged is the equations' run and
+    counts in both rows."""
+    from mixit.experiments.ablation import plan_ablation, selection
+
+    _, planned = plan_ablation(*selection(differences, claims), how)
+    groups: dict[str, set[str]] = {}
+    for (difference, _run), config in planned.items():
+        groups.setdefault(difference, set()).add(run_dir_name(config))
+    return _estimate("differences", groups, planned, how, target)
+
+
+def _estimate(
+    grouped_by: str,
+    groups: Mapping[str, set[str]],
+    configs: Mapping[Any, Any],
+    how: Reproduction,
+    target: str | None,
+) -> dict[str, Any]:
+    """The estimate of ``configs``, each of ``groups`` (run directory names, under the key
+    ``grouped_by``) costed on its own, and the whole once."""
+    runs_dir = Path(how.out) / "runs"
     if target is None:
-        timings = pending_timings(configs, Path(how.out) / "runs", jobs, how.progress)
+        timings = pending_timings(configs, runs_dir, how.jobs, how.progress)
     else:
-        timings = predicted_timings(configs, Path(how.out) / "runs", target)
+        timings = predicted_timings(configs, runs_dir, target)
     seconds = {name: timing["run_seconds"] for name, timing in timings.items()}
-    per_experiment = {}
-    for experiment in experiments:
-        planned = {dir_names[run] for run in experiment.plan(scale, seed_range)}
-        todo = planned & seconds.keys()
-        per_experiment[experiment.name] = {
-            "runs": len(planned),
-            "runs_to_train": len(todo),
-            "train_seconds": sum(seconds[name] for name in todo),
-        }
     result = {
-        "scale": scale,
+        "scale": how.scale,
         "seeds": how.seeds,
-        "jobs": jobs,
-        "threads_per_job": worker_threads(jobs),
+        "jobs": how.jobs,
+        "threads_per_job": worker_threads(how.jobs),
         "device": str(resolve_device("auto")),
-        "experiments": per_experiment,
+        grouped_by: {
+            group: {
+                "runs": len(names),
+                "runs_to_train": len(names & seconds.keys()),
+                "train_seconds": sum(seconds[name] for name in names & seconds.keys()),
+            }
+            for group, names in groups.items()
+        },
         "runs_to_train": len(seconds),
         "configs_timed": len({id(timing) for timing in timings.values()}),
         "train_seconds": sum(seconds.values()),
-        "wall_seconds": list_schedule(list(seconds.values()), jobs),
+        "wall_seconds": list_schedule(list(seconds.values()), how.jobs),
     }
     if target is not None:
         result |= memory_summary(timings, target)
@@ -78,10 +110,12 @@ def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dic
 
 
 def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
-    """``estimate``'s result as a markdown table and a closing line."""
+    """``estimate``'s result as a markdown table (a row per experiment, or per difference of
+    an ablation) and a closing line."""
+    grouped_by = "differences" if "differences" in estimate else "experiments"
     rows = [
         f"| {name} | {e['runs']} | {e['runs_to_train']} | {e['train_seconds']:,.0f} |"
-        for name, e in estimate["experiments"].items()
+        for name, e in estimate[grouped_by].items()
     ]
     return "\n".join(
         [
@@ -94,7 +128,7 @@ def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
             )
             + ":",
             "",
-            "| experiment | runs | to train | seconds (one job) |",
+            f"| {grouped_by[:-1]} | runs | to train | seconds (one job) |",
             "|---|---:|---:|---:|",
             *rows,
             "",
@@ -102,7 +136,7 @@ def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
             f"{'predicted' if 'target' in estimate else 'timed'}): "
             f"{estimate['train_seconds']:,.0f} s in one job, about "
             f"{duration(estimate['wall_seconds'])} of wall time with --jobs {estimate['jobs']} "
-            "(runs shared by experiments count in each row, once in the total).",
+            f"(runs shared by {grouped_by} count in each row, once in the total).",
             *memory_lines(estimate),
         ]
     )
