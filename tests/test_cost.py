@@ -202,28 +202,3 @@ def test_a_step_costs_its_flops_and_a_launch_cost_per_micro_batch_and_layer():
     assert one == pytest.approx(flops / rate + (a + b * config.model.n_layer) / 1e3)
     run = predict(config, shape, h100)
     assert run["run_seconds"] > config.train.steps * run["step_seconds"]  # and evaluations
-
-
-def test_runs_sharing_the_cpus_cores_are_priced_slower_and_a_gpus_jobs_are_not(tmp_path):
-    from mixit.experiments import estimate_reproduction
-    from mixit.experiments.base import Reproduction
-    from mixit.launchers import Launch
-
-    config, shape = filled("standard")
-    alone = predict(config, shape, CPU)
-    two = predict(config, shape, CPU, jobs=2)  # one core each on the 2-core machine
-    assert two["run_seconds"] == pytest.approx(alone["run_seconds"] * 2**CPU.core_exponent)
-    # Beyond one run a core, the cores are time-shared on top.
-    assert CPU.sharing_factor(4) == pytest.approx(2**CPU.core_exponent * 2)
-    h100 = TARGETS["h100"]
-    assert predict(config, shape, h100, jobs=8)["run_seconds"] == pytest.approx(
-        predict(config, shape, h100)["run_seconds"]
-    )
-    # `reproduce --estimate --target cpu` prices its runs at the --jobs it is given.
-    seconds = [
-        estimate_reproduction(
-            ["table7"], Reproduction("tiny", 1, out=tmp_path, launch=Launch(jobs=jobs)), "cpu"
-        )["train_seconds"]
-        for jobs in (1, 2)
-    ]
-    assert seconds[1] == pytest.approx(seconds[0] * 2**CPU.core_exponent)

@@ -42,8 +42,7 @@ class Target:
     layers milliseconds per micro-batch, the kernel launches and Python that make small steps
     slower than their FLOPs), and the factor autograd's saved tensors take over the
     activations ``memory_parts`` counts (``measured``: on this project's machines; else
-    assumed). A CPU target names its ``cores`` and how a run slows when it gets fewer of them
-    (``core_exponent``); a GPU target runs one job per device (``cores`` 0)."""
+    assumed)."""
 
     name: str
     peak_tflops: Mapping[str, float]
@@ -52,21 +51,10 @@ class Target:
     launch_ms: tuple[float, float]
     activation_factor: float
     measured: bool
-    cores: int = 0
-    core_exponent: float = 0.0
 
     def describe(self) -> str:
         shares = ", ".join(f"{share:.0%} at {name}" for name, share in self.efficiency.items())
         return f"{self.name} ({shares} of peak, {'measured' if self.measured else 'assumed'})"
-
-    def sharing_factor(self, jobs: int) -> float:
-        """How much longer a run takes when ``jobs`` runs share this device's cores than alone
-        on all of them: ``(cores / cores it gets) ^ core_exponent``, and beyond one run a core
-        the cores are time-shared (``jobs / cores`` more). 1 on a GPU target."""
-        if not self.cores or jobs <= 1:
-            return 1.0
-        cores_each = max(1.0, self.cores / jobs)
-        return (self.cores / cores_each) ** self.core_exponent * max(1.0, jobs / self.cores)
 
     def step_seconds(self, config: RunConfig, step_flops: float) -> float:
         """A training step's seconds: its FLOPs at the reached rate, plus the launch cost of
@@ -107,9 +95,6 @@ TARGETS = {
         (7.40, 0.0),
         1.8,
         measured=True,
-        # Two one-core runs at once each took 1.294x their price alone (docs/cost.md).
-        cores=2,
-        core_exponent=0.372,
     ),
 }
 
@@ -197,23 +182,22 @@ def memory_parts(
     }
 
 
-def predict(config: RunConfig, shape: Shape, target: Target, jobs: int = 1) -> dict[str, Any]:
+def predict(config: RunConfig, shape: Shape, target: Target) -> dict[str, Any]:
     """Seconds and memory of one run of ``config`` (filled in from its data: ``shape``) on
-    ``target``, one of ``jobs`` runs at once (``Target.sharing_factor``)."""
+    ``target``."""
     precision = config.train.precision
     rate = target.peak_tflops[precision] * 1e12 * target.efficiency[precision]
     flops = run_flops(config, shape)
     per_token = flops_per_token(config, shape.seq_len, shape.scored_share)
     step_flops = config.train.batch_size * shape.seq_len * per_token
-    sharing = target.sharing_factor(jobs)
-    step_seconds = sharing * target.step_seconds(config, step_flops)
+    step_seconds = target.step_seconds(config, step_flops)
     evaluation_flops = flops - config.train.steps * step_flops
     parts = memory_parts(config, shape.seq_len, shape.scored_share, target)
     memory = sum(parts.values())
     return {
         "flops": flops,
         "step_seconds": step_seconds,
-        "run_seconds": config.train.steps * step_seconds + sharing * evaluation_flops / rate,
+        "run_seconds": config.train.steps * step_seconds + evaluation_flops / rate,
         "memory_bytes": memory,
         "memory_parts": parts,
         "fits": memory <= usable_bytes(target),

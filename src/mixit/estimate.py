@@ -27,7 +27,7 @@ def estimate_comparison(
     if target is None:
         timings = pending_timings(configs, runs_dir, jobs)
     else:
-        timings = predicted_timings(configs, runs_dir, target, jobs)
+        timings = predicted_timings(configs, runs_dir, target)
     rows = []
     for model in models:
         names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)

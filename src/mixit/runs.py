@@ -196,16 +196,14 @@ def pending_timings(
 
 
 def predicted_timings(
-    configs: Mapping[Key, RunConfig], runs_dir: Path | None, target: str, jobs: int = 1
+    configs: Mapping[Key, RunConfig], runs_dir: Path | None, target: str
 ) -> dict[str, dict[str, Any]]:
     """``mixit.cost.predict``'s seconds and memory on ``target`` for each run not finished in
-    ``runs_dir`` (all of them when None), one of ``jobs`` at once, by run directory name:
-    nothing is timed here."""
+    ``runs_dir`` (all of them when None), by run directory name: nothing is timed here."""
     from mixit.cost import get_target, predict, shapes
 
     device = get_target(target)
     pending = unfinished(configs, runs_dir)
     return {
-        name: predict(filled, shape, device, jobs)
-        for name, (filled, shape) in shapes(pending).items()
+        name: predict(filled, shape, device) for name, (filled, shape) in shapes(pending).items()
     }

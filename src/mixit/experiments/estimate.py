@@ -23,10 +23,9 @@ def estimate_reproduction(
     training: each distinct config (seeds share one) is timed for a few steps on this machine
     at the thread count a worker would get (``mixit.runs.pending_timings``), or, with
     ``target`` (``mixit.cost.TARGETS``), predicted for that device from its FLOPs, with its
-    memory. Runs already finished in ``out`` cost nothing. Timed here, each run gets the
-    threads a worker would; predicted, a CPU target prices the cores the ``jobs`` share
-    (``Target.sharing_factor``) and a GPU target gives each job its own device. The estimate
-    covers training, not the reports.
+    memory. Runs already finished in ``out`` cost nothing. The wall-time estimate assumes the
+    ``jobs`` processes (one per GPU on a target) do not slow each other down; it covers
+    training, not the reports.
     """
     experiments, configs = plan_reproduction(names, how)
     dir_names = {run: run_dir_name(config) for run, config in configs.items()}
@@ -68,7 +67,7 @@ def _estimate(
     if target is None:
         timings = pending_timings(configs, runs_dir, how.jobs, how.progress)
     else:
-        timings = predicted_timings(configs, runs_dir, target, how.jobs)
+        timings = predicted_timings(configs, runs_dir, target)
     seconds = {name: timing["run_seconds"] for name, timing in timings.items()}
     result = {
         "scale": how.scale,
