@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mixit import devices
 from mixit.config import ModelConfig
 
 
@@ -19,6 +20,15 @@ def _two_threads():
 def _private_cache(tmp_path_factory):
     """Tokenizers and token caches of the tests go to a temporary folder, not ~/.cache."""
     os.environ["MIXIT_CACHE"] = str(tmp_path_factory.mktemp("mixit-cache"))
+
+
+@pytest.fixture
+def cpu_only(monkeypatch):
+    """For a test whose meaning is the CPU's (gloo process groups, bytes written on a CPU,
+    tolerances below TF32's): no GPU, for this process (where mixit asks) and the processes it
+    starts, also on a machine that has one."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr(devices, "gpu_count", lambda: 0)
 
 
 @pytest.fixture

@@ -65,8 +65,14 @@ def test_any_architecture_and_readout_is_counted_as_built(task, model, arch):
     ids = torch.randint(1, config.model.vocab_size, (2, T))
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         built(ids)
+    # Llama's rotary table is built per forward pass and is no weight's work, so the cost model
+    # leaves it out; transformers 5.17 builds it with a matmul the counter sees (batch x head
+    # size x T FLOPs, seen on the GPU machine), 5.24 with a broadcast product it does not.
+    per_module = counter.get_flop_counts()
+    tables = [name for name in per_module if name.endswith("rotary_emb")]
+    table = sum(sum(per_module[name].values()) for name in tables)
     per_token = forward_flops_per_token(config, T, 1.0)
-    assert counter.get_total_flops() == pytest.approx(2 * T * per_token, rel=1e-6)
+    assert counter.get_total_flops() - table == pytest.approx(2 * T * per_token, rel=1e-6)
 
 
 def test_mixits_fixed_matrices_are_counted_as_built():

@@ -1,18 +1,22 @@
 """One GPU per worker: tested on CPU by faking the GPU count where mixit reads it."""
 
 import json
+import multiprocessing
+import os
 import sys
-import time
 
 import pytest
 
 from mixit import devices, runs, workers
+from mixit.errors import UsageError
 from mixit.resolve import resolve_config
 
 
-def slow_pinned_device():
-    time.sleep(0.5)  # keeps its worker busy, so that the other worker takes the next call
-    return workers.pinned_device()
+def pinned_device_together(barrier):
+    """This worker's process and device, once the other worker has one of these calls too: two
+    calls at a barrier of two run on two workers, however slowly the workers start."""
+    barrier.wait(timeout=60)
+    return os.getpid(), workers.pinned_device()
 
 
 @pytest.mark.parametrize(
@@ -46,11 +50,17 @@ def test_sharing_a_gpu_is_said(monkeypatch, capsys):
 def test_each_pool_worker_keeps_its_own_gpu(monkeypatch):
     monkeypatch.setattr(devices, "gpu_count", lambda: 2)
     pool = workers.worker_pool(2)
-    try:
-        pinned = [pool.submit(slow_pinned_device) for _ in range(4)]
-        assert sorted(future.result() for future in pinned) == ["cuda:0"] * 2 + ["cuda:1"] * 2
-    finally:
-        pool.shutdown()
+    with multiprocessing.get_context("spawn").Manager() as manager:
+        barrier = manager.Barrier(2)
+        try:
+            seen = {}
+            for _ in range(2):  # two rounds: each worker keeps the GPU it was given
+                pair = [pool.submit(pinned_device_together, barrier) for _ in range(2)]
+                for pid, device in (future.result() for future in pair):
+                    assert seen.setdefault(pid, device) == device
+            assert sorted(seen.values()) == ["cuda:0", "cuda:1"]
+        finally:
+            pool.shutdown()
 
 
 def test_a_pinned_worker_trains_auto_runs_on_its_gpu_and_leaves_others(monkeypatch):
@@ -88,7 +98,7 @@ def test_a_run_of_k_gpus_takes_its_workers_k_gpus(gpus, jobs, per_run, expected,
 
 
 @pytest.mark.processes
-def test_two_processes_per_run_train_what_one_does(tmp_path):
+def test_two_processes_per_run_train_what_one_does(tmp_path, cpu_only):
     """``--gpus-per-run 2`` on a machine without GPUs: a torchrun group of two CPU processes
     per run, which trains the single process's run (mixit.distributed)."""
     from mixit.cli import main
@@ -104,3 +114,43 @@ def test_two_processes_per_run_train_what_one_does(tmp_path):
     assert two == pytest.approx(one, abs=1e-5)
     (log,) = (tmp_path / "two" / "runs").glob("*/torchrun.log")
     assert log.is_file()
+
+
+@pytest.mark.parametrize(
+    "gpus, ranks, device, fits",
+    [
+        (0, 4, "auto", True),  # CPU processes share the cores
+        (1, 1, "auto", True),
+        (1, 2, "auto", False),  # NCCL refuses two ranks on one GPU
+        (1, 2, "cpu", True),
+        (2, 2, "auto", True),
+        (2, 2, "cuda", True),
+        (0, 2, "cuda", False),
+    ],
+)
+def test_a_run_on_gpus_has_one_gpu_per_process(gpus, ranks, device, fits, monkeypatch):
+    monkeypatch.setattr(devices, "gpu_count", lambda: gpus)
+    if fits:
+        devices.check_ranks_fit(ranks, device)
+    else:
+        with pytest.raises(UsageError, match=f"--nproc {ranks} trains one process per GPU"):
+            devices.check_ranks_fit(ranks, device)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "--task", "addition", "--model", "standard", "--nproc", "2"],
+        ["compare", "--task", "addition", "--models", "standard", "--gpus-per-run", "2"],
+    ],
+)
+def test_more_processes_than_gpus_is_one_line_before_anything_starts(
+    argv, monkeypatch, tmp_path, capsys
+):
+    from mixit.cli import main
+
+    monkeypatch.setattr(devices, "gpu_count", lambda: 1)
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "2 trains one process per GPU, and 1 GPU is visible: use at most 1" in line
+    assert not (tmp_path / "out").exists()

@@ -26,7 +26,7 @@ def metrics(out):
 
 
 @pytest.mark.processes
-def test_two_processes_equal_one(tmp_path):
+def test_two_processes_equal_one(tmp_path, cpu_only):
     """Each of the two processes also splits its half of the batch in two micro-batches: the
     step is still the one-process, whole-batch step."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -43,7 +43,7 @@ def test_two_processes_equal_one(tmp_path):
 
 
 @pytest.mark.processes
-def test_a_bottleneck_readout_trains_data_parallel(tmp_path):
+def test_a_bottleneck_readout_trains_data_parallel(tmp_path, cpu_only):
     """The compression readout never uses its body's output head; DDP is told so."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     argv = [sys.executable, "-m", "mixit", "train", "--task", "compression", "--model", "mixit"]

@@ -339,7 +339,9 @@ def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
 
 @pytest.mark.processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_ctrl_c_stops_reproduce_and_its_workers_at_once(tmp_path, alive, children, session):
+def test_ctrl_c_stops_reproduce_and_its_workers_at_once(
+    tmp_path, alive, children, session, cpu_only
+):
     out = tmp_path / "rep"
     command = [sys.executable, "-m", "mixit", "reproduce", "table4", "--jobs", "2"]
     command += ["--out", str(out), "train.steps=100000", "task.num_pairs=256"]
@@ -365,7 +367,7 @@ def test_ctrl_c_stops_reproduce_and_its_workers_at_once(tmp_path, alive, childre
 GOLDEN = Path(__file__).parent / "fixtures" / "table1-tiny"
 
 
-def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path):
+def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path, cpu_only):
     out = tmp_path / "rep"
     few = {"train.steps": 2, "train.eval_every": 2, "task.n_train": 512, "task.n_test": 200}
     reproduce(["table1"], Reproduction("tiny", seeds=1, out=out, overrides=few))

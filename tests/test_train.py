@@ -85,7 +85,7 @@ def test_same_seed_gives_the_same_numbers():
 
 
 @pytest.mark.parametrize("model", ["standard", "mixit"])
-def test_micro_batches_take_the_whole_batchs_step(model, tmp_path):
+def test_micro_batches_take_the_whole_batchs_step(model, tmp_path, cpu_only):
     # Targets of 1 to 6 tokens and a batch of 30 in 4 uneven pieces: a piece's mean loss is
     # not the batch's, so only the whole batch's normalisation passes.
     rng = random.Random(0)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mixit.compare import Comparison, compare, format_table
 from mixit.config import parse_overrides
+from mixit.devices import check_ranks_fit
 from mixit.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
 from mixit.estimate import estimate_comparison, format_comparison_estimate
 from mixit.io import write_json
@@ -327,6 +328,8 @@ def _launch(args: argparse.Namespace) -> Launch:
             "--gpus-per-run > 1 trains with local torchrun groups; on SLURM give each job its "
             "GPUs with --slurm-option gpus_per_node=K and train one run per job"
         )
+    if args.launcher == "local":
+        check_ranks_fit(args.gpus_per_run, option="--gpus-per-run")
     options = parse_options(args.slurm_option)
     return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run, args.jobs)
 
@@ -515,7 +518,8 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     if args.nproc != 1:
         # Bad input is one line here, not one traceback per process from torchrun.
-        resolve_config(args.task, args.model, args.preset, args.seed, overrides)
+        config = resolve_config(args.task, args.model, args.preset, args.seed, overrides)
+        check_ranks_fit(args.nproc, config.train.device)
         return _torchrun(args.nproc, args.argv)
     out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
     summary = train(

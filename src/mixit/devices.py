@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from mixit.errors import UsageError
+
 
 def gpu_count() -> int:
     """GPUs visible to this process (``CUDA_VISIBLE_DEVICES`` applies)."""
@@ -14,6 +16,22 @@ def gpu_count() -> int:
 def auto_device() -> torch.device:
     """``device=auto``: the current GPU where there is one, else the CPU."""
     return torch.device("cuda" if gpu_count() else "cpu")
+
+
+def check_ranks_fit(ranks: int, device: str = "auto", option: str = "--nproc") -> None:
+    """A data-parallel run of ``ranks`` processes on CUDA gives each its own GPU (NCCL refuses
+    two ranks on one), so it needs that many visible GPUs. ``device`` is the run's
+    ``train.device``: on the CPU (``auto`` on a machine without GPUs) any number of processes
+    share the cores."""
+    gpus = gpu_count()
+    on_gpus = device.startswith("cuda") or (device == "auto" and gpus > 0)
+    if ranks > 1 and on_gpus and ranks > gpus:
+        fewer = f"use at most {gpus}, or " if gpus else "use "
+        raise UsageError(
+            f"{option} {ranks} trains one process per GPU, and {gpus} GPU"
+            f"{'s are' if gpus != 1 else ' is'} visible: {fewer}train.device=cpu for "
+            "processes that share the CPU"
+        )
 
 
 def worker_gpus(jobs: int, per_run: int = 1) -> list[tuple[int, ...]]:
