@@ -24,8 +24,8 @@ def check_ranks_fit(ranks: int, device: str = "auto", option: str = "--nproc") -
     ``train.device``: on the CPU (``auto`` on a machine without GPUs) any number of processes
     share the cores."""
     gpus = gpu_count()
-    on_gpus = device.startswith("cuda") or (device == "auto" and gpus > 0)
-    if ranks > 1 and on_gpus and ranks > gpus:
+    kind = auto_device().type if device == "auto" else torch.device(device).type
+    if ranks > 1 and kind == "cuda" and ranks > gpus:
         fewer = f"use at most {gpus}, or " if gpus else "use "
         raise UsageError(
             f"{option} {ranks} trains one process per GPU, and {gpus} GPU"
