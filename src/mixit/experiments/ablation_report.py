@@ -167,7 +167,9 @@ def judge(
     for difference in differences:
         mine = {run: s for (d, run), s in summaries.items() if d == difference}
         plots = make_dir(folder / re.sub(r"[^a-z0-9]+", "-", difference.lower()).strip("-"))
-        reports = [EXPERIMENTS[name].report(scale, seeds, mine, plots) for name in names]
+        reports = [
+            EXPERIMENTS[name].report(scale, seeds, mine, plots, how.overrides) for name in names
+        ]
         claimed = [c for report in reports for c in report.claims]
         judged.verdicts[difference] = {c.id: c for c in claimed if c.id in claims}
         judged.shifts[difference] = {

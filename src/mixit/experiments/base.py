@@ -141,6 +141,10 @@ class Claim:
     # "reproduced", "100-102": "not reproduced"}: settings chosen on the first are confirmed
     # only by the others (``confirmed``).
     by_seeds: dict[str, str] = field(default_factory=dict)
+    # The settings its verdict does not depend on (``Experiment.independent_of``): a claim
+    # independent of the seeds is the same computation on every seed range, so fresh seeds
+    # cannot confirm it.
+    independent_of: list[str] = field(default_factory=list)
 
     def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)
@@ -150,6 +154,8 @@ class Claim:
     def confirmed(self) -> bool | None:
         """Reproduced on a set of seeds that nothing was tuned on (``TUNED_ON_SEEDS``); None
         when no such set has judged it."""
+        if SEEDS in self.independent_of:
+            return None
         fresh = [v for label, v in self.by_seeds.items() if not _tuned_on(label)]
         fresh = [v for v in fresh if v != NOT_RUN]
         return None if not fresh else all(v == REPRODUCED for v in fresh)
@@ -163,18 +169,35 @@ class Report:
 
 
 Summaries = Mapping[Run, Mapping[str, Any]]
+Overrides = Mapping[str, Any]
+# The settings of a reproduction that an experiment may declare its verdict independent of.
+SEEDS, OVERRIDES = "seeds", "overrides"
+
+
+def measures_nothing(scale: str, seeds: range, overrides: Overrides) -> list[RunConfig]:
+    return []
 
 
 @dataclass(frozen=True)
 class Experiment:
     """``plan(scale, seeds)`` lists the runs (``seeds``: a range of seed numbers);
-    ``report(scale, seeds, summaries, out)`` writes PNGs into ``out`` and returns the report,
-    results and claims."""
+    ``report(scale, seeds, summaries, out, overrides)`` writes PNGs into ``out`` and returns
+    the report, results and claims, the claims by ``judge(results)``, so that a verdict can be
+    judged again from a stored ``results.json`` once the runs are gone.
+
+    ``measures`` lists the configs a report builds and measures besides the runs (at
+    initialisation, or for timing), under the reproduction's ``overrides``.
+    ``independent_of`` names the settings (``SEEDS``, ``OVERRIDES``) the verdict does not
+    depend on; a test holds every other setting to change what the experiment trains or
+    measures."""
 
     name: str
     title: str
     plan: Callable[[str, range], list[Run]]
-    report: Callable[[str, range, Summaries, Path], Report]
+    report: Callable[[str, range, Summaries, Path, Overrides], Report]
+    judge: Callable[[Mapping[str, Any]], list[Claim]]
+    measures: Callable[[str, range, Overrides], list[RunConfig]] = measures_nothing
+    independent_of: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -264,6 +287,23 @@ def seeds_text(seeds: range) -> str:
 
 def seeds_note(seeds: range) -> str:
     return f"Mean ± standard deviation over {seeds_text(seeds)}."
+
+
+def model_overrides(overrides: Overrides) -> dict[str, Any]:
+    """The overrides a measurement of models takes (its task and training are its own): the
+    ``model.*`` keys, the construction among them."""
+    return {key: value for key, value in overrides.items() if key.startswith("model.")}
+
+
+def measurement_key(
+    scale: str, seeds: range, overrides: Overrides, **settings: Any
+) -> dict[str, Any]:
+    """A cached measurement's key: the scale, the seeds, the experiment's own ``settings`` and
+    the model overrides it measured under where there are any (a key without them is a
+    measurement of the scale's own models)."""
+    key = {"scale": scale, "seeds": seeds_key(seeds), **settings}
+    models = model_overrides(overrides)
+    return key | ({"overrides": models} if models else {})
 
 
 def seeds_key(seeds: range) -> int | list[int]:

@@ -47,9 +47,11 @@ FINDINGS: list[Finding] = [
         "k-hop induction heads: standard, Frozen-MLP and Frozen-QK beat MixiT "
         "(Table 1: 99.99 / 99.89 / 96.73 vs 48.58 %).",
         Rule(
-            "each of standard, frozen-mlp, frozen-qk has mean test accuracy >= mixit's "
-            "+ {margin:.2f}",
-            {"margin": 0.10},
+            "each of standard, frozen-mlp, frozen-qk has mean test accuracy >= {solved:.2f} "
+            "(it solves the task) and >= mixit's + {margin:.2f}",
+            # The paper's three winners reach 96.7-99.99 %: a lead over MixiT by models that
+            # have not solved k-hop is not the paper's finding.
+            {"margin": 0.10, "solved": 0.90},
         ),
     ),
     Finding(
@@ -63,7 +65,12 @@ FINDINGS: list[Finding] = [
     Finding(
         "C4",
         "Language modeling: standard < Frozen-QK < MixiT in log perplexity (Table 2).",
-        Rule("mean test log_ppl: standard < frozen-qk < mixit"),
+        # The paper's Frozen-QK is close to standard (2.78 / 3.07 / 3.73 on WikiText-103):
+        # the order alone would pass a Frozen-QK as far from standard as MixiT is.
+        Rule(
+            "mean test log_ppl: standard < frozen-qk < mixit, and frozen-qk - standard < "
+            "mixit - frozen-qk"
+        ),
     ),
     Finding(
         "C5",
@@ -129,7 +136,18 @@ FINDINGS: list[Finding] = [
     Finding(
         "C11",
         "Training throughput: MixiT > Frozen-QK > standard (appendix D: +32.0 % and +23.9 %).",
-        Rule("median samples/s at the language-model shape: mixit > frozen-qk > standard"),
+        # The paper's claim is two sizes, not an order: a Frozen-QK that gains only its FLOP
+        # saving (a few per cent) does not reproduce +23.9 %.
+        Rule(
+            "median samples/s at the language-model shape: mixit > frozen-qk > standard, and "
+            "each of mixit's and frozen-qk's gain over standard >= {fraction:g} x the paper's "
+            "(+{paper_mixit:.1%} and +{paper_frozen_qk:.1%})",
+            {
+                "fraction": 0.5,
+                "paper_mixit": 1349.0 / 1022.8 - 1,
+                "paper_frozen_qk": 1267.1 / 1022.8 - 1,
+            },
+        ),
     ),
     Finding(
         "C12",
@@ -152,6 +170,10 @@ def claim(claim_id: str) -> Claim:
     return next(Claim(f.id, f.statement, f.rule.text()) for f in FINDINGS if f.id == claim_id)
 
 
-def margin(claim_id: str, name: str = "margin") -> float:
-    """One number of a claim's rule, as its experiment compares it."""
-    return next(f.rule.margins[name] for f in FINDINGS if f.id == claim_id)
+def margin(claim_id: str, name: str = "margin", default: float | None = None) -> float:
+    """One number of a claim's rule, as its experiment compares it; ``default`` for a rule
+    that has no such number (KeyError without one)."""
+    margins = next(f.rule.margins for f in FINDINGS if f.id == claim_id)
+    if name not in margins and default is not None:
+        return default
+    return margins[name]

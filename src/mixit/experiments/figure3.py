@@ -7,7 +7,9 @@ measured on 256 test sequences with padding excluded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -18,7 +20,9 @@ from mixit.analysis.attention import (
     scores_of_patterns,
 )
 from mixit.experiments.base import (
+    Claim,
     Experiment,
+    Overrides,
     Report,
     Run,
     Summaries,
@@ -62,7 +66,15 @@ def has_circuit(scores: dict[str, list[list[float]]]) -> bool:
     return any(p and any(induction[later + 1 :]) for later, p in enumerate(previous))
 
 
-def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
+def judge(results: Mapping[str, Any]) -> list[Claim]:
+    """C10: every seed's Frozen-QK retrieval model has the circuit."""
+    frozen_qk = [has_circuit(scores) for scores in results["head_scores"]["frozen-qk"]]
+    return [claim("C10").judge(all(frozen_qk), {"frozen_qk_circuit_per_seed": frozen_qk})]
+
+
+def report(
+    scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
+) -> Report:
     results: dict[str, list] = {}
     rows = []
     for model_name in MODELS:
@@ -85,7 +97,6 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
             )
             if model_name == "frozen-qk" and run.seed == 0:
                 _plot_example(model, inputs[:1], out / "frozen_qk_attention.png", scale)
-    frozen_qk = [has_circuit(s) for s in results["frozen-qk"]]
     markdown = "\n\n".join(
         [
             "Best previous-token and induction scores over the heads of each trained retrieval "
@@ -106,17 +117,14 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
             "C10's rule reads the last column: the best head's attention to the previous token "
             "from value positions only, the positions where retrieval needs it (a value's "
             "previous token is its key). The previous-token column averages over every "
-            "position, keys included, where a perfect value-to-key head scores about 0.5; the "
-            "rule read that column until issue #18 and was changed before the runs that judge "
-            "it.",
+            "position, keys included, where a perfect value-to-key head scores about 0.5 "
+            "(docs/reproduce.md says when and why the rule moved to the last column).",
             "Attention of every Frozen-QK head on one test example (padding removed):",
             "![Frozen-QK attention](frozen_qk_attention.png)",
         ]
     )
-    measured = {"frozen_qk_circuit_per_seed": frozen_qk}
-    return Report(
-        markdown, {"head_scores": results}, [claim("C10").judge(all(frozen_qk), measured)]
-    )
+    stored = {"head_scores": results}
+    return Report(markdown, stored, judge(stored))
 
 
 def _plot_example(model: torch.nn.Module, example: torch.Tensor, path: Path, scale: str) -> None:
@@ -129,4 +137,4 @@ def _plot_example(model: torch.nn.Module, example: torch.Tensor, path: Path, sca
     plot_attention_maps(patterns, tokens, path, title)
 
 
-EXPERIMENT = Experiment("figure3", "Figure 3: induction heads in Frozen-QK", plan, report)
+EXPERIMENT = Experiment("figure3", "Figure 3: induction heads in Frozen-QK", plan, report, judge)

@@ -143,7 +143,8 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     ``how.overrides`` apply to every training run on top of the experiment's own, e.g.
     ``{"train.steps": 50}`` for a quick look. ``train=False`` trains nothing and reports the
     experiments whose runs are all finished (a look at a reproduction still running
-    elsewhere).
+    elsewhere); an experiment whose runs are gone but whose ``results.json`` was written under
+    the same setting is judged again from it under the current rules, its report kept.
     """
     scale, seed_range, jobs, out = how.scale, how.seed_range, how.jobs, Path(how.out)
     experiments, configs = plan_reproduction(names, how)
@@ -168,22 +169,42 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
         stops = stops_note(timing[experiment.name])
         header = report_header(experiment, scale, seed_range, construction, changed, stops)
         missing = sum(run not in summaries for run in planned)
-        if missing:
+        again = rejudged(experiment, folder, setting) if missing and not train else None
+        if again is not None:
+            claims, construction = again
+        elif missing:
             note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
             write_text(folder / "report.md", header + note)
             continue
-        started = time.perf_counter()
-        report = experiment.report(scale, seed_range, summaries, folder)
-        timing[experiment.name]["report_seconds"] = time.perf_counter() - started
-        write_text(folder / "report.md", header + report.markdown + "\n")
-        write_json(
-            folder / "results.json", {**setting, "construction": construction, **report.results}
-        )
-        for judged_claim in report.claims:
+        else:
+            started = time.perf_counter()
+            report = experiment.report(scale, seed_range, summaries, folder, how.overrides)
+            timing[experiment.name]["report_seconds"] = time.perf_counter() - started
+            write_text(folder / "report.md", header + report.markdown + "\n")
+            results = {**setting, "construction": construction, **report.results}
+            write_json(folder / "results.json", results)
+            claims = report.claims
+        for judged_claim in claims:
             judged_claim.construction = construction
-        judged += report.claims
+            judged_claim.independent_of = list(experiment.independent_of)
+        judged += claims
     write_json(out / "timing.json", timing)
     return record_claims(out, judged, setting, seed_range)
+
+
+def rejudged(
+    experiment: Experiment, folder: Path, setting: Mapping[str, Any]
+) -> tuple[list[Claim], str] | None:
+    """The experiment's claims judged under the current rules from the ``results.json`` an
+    earlier call wrote under ``setting``, and the construction it names; None when there is
+    none, it is unreadable, lacks what the rule reads or was written under another setting."""
+    try:
+        stored = json.loads((folder / "results.json").read_text())
+        if any(stored.get(key) != value for key, value in setting.items()):
+            return None
+        return experiment.judge(stored), str(stored.get("construction", ""))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
 
 
 def report_header(

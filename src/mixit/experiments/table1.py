@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mixit.experiments.base import (
+    Claim,
     Experiment,
+    Overrides,
     Report,
     Run,
     Summaries,
@@ -65,8 +69,22 @@ def plan(scale: str, seeds: range) -> list[Run]:
     return runs("khop", MODELS, seeds, scale) + runs("retrieval", MODELS, seeds, scale)
 
 
-def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
-    results, rows, claims = {}, [], []
+def judge(results: Mapping[str, Any]) -> list[Claim]:
+    """C2 on k-hop, C1 on retrieval: each winner leads MixiT by the claim's margin, and
+    reaches the claim's pass mark where it has one (k-hop's: the task solved)."""
+    claims = []
+    for task in ("khop", "retrieval"):
+        means = {m: mean(results[task][m]) for m in MODELS}
+        rule = CLAIM_OF[task]
+        bar = max(means["mixit"] + margin(rule), margin(rule, "solved", default=0.0))
+        claims.append(claim(rule).judge(all(means[m] >= bar for m in MODELS[:3]), means))
+    return claims
+
+
+def report(
+    scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
+) -> Report:
+    results, rows = {}, []
     for task in ("khop", "retrieval"):
         accuracy = by_model(summaries, runs(task, MODELS, seeds, scale), "test_accuracy")
         results[task] = accuracy
@@ -74,9 +92,6 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
             [task, *(f"{percent(PAPER[task][m])} / {mean_std(accuracy[m])}" for m in MODELS)]
         )
         bar_plot(out / f"{task}.png", accuracy, f"{task} ({scale}): test accuracy", "accuracy")
-        means = {m: mean(accuracy[m]) for m in MODELS}
-        holds = all(means[m] >= means["mixit"] + margin(CLAIM_OF[task]) for m in MODELS[:3])
-        claims.append(claim(CLAIM_OF[task]).judge(holds, means))
     hops = {
         m: [by_hops(summaries[run]["run_dir"]) for run in runs("khop", [m], seeds, scale)]
         for m in MODELS
@@ -94,7 +109,9 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
             hops_table(hops),
         ]
     )
-    return Report(markdown, results, claims)
+    return Report(markdown, results, judge(results))
 
 
-EXPERIMENT = Experiment("table1", "Table 1: k-hop induction heads and retrieval", plan, report)
+EXPERIMENT = Experiment(
+    "table1", "Table 1: k-hop induction heads and retrieval", plan, report, judge
+)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mixit.experiments.base import (
+    Claim,
     Experiment,
+    Overrides,
     Report,
     Run,
     Summaries,
@@ -36,7 +40,16 @@ def plan(scale: str, seeds: range) -> list[Run]:
     return [run for task in TASKS for run in runs(task, MODELS, seeds, scale)]
 
 
-def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
+def judge(results: Mapping[str, Any]) -> list[Claim]:
+    """C5: on each of its tasks MixiT is within the claim's margin of standard."""
+    gap = results["mixit_minus_standard"]
+    holds = all(value >= -margin("C5") for value in gap.values())
+    return [claim("C5").judge(holds, {"mixit_minus_standard": gap})]
+
+
+def report(
+    scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
+) -> Report:
     accuracy = {
         task: by_model(summaries, runs(task, MODELS, seeds, scale), "test_accuracy")
         for task in TASKS
@@ -46,7 +59,6 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
         for task in TASKS
     ]
     gap = {t: mean(accuracy[t]["mixit"]) - mean(accuracy[t]["standard"]) for t in C5_TASKS}
-    holds = all(value >= -margin("C5") for value in gap.values())
     markdown = "\n\n".join(
         [
             "Test accuracy, paper / ours. Memorization is scored on the pairs it memorized and "
@@ -59,9 +71,9 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
         ]
     )
     results = {"accuracy": accuracy, "mixit_minus_standard": gap}
-    return Report(markdown, results, [claim("C5").judge(holds, {"mixit_minus_standard": gap})])
+    return Report(markdown, results, judge(results))
 
 
 EXPERIMENT = Experiment(
-    "table3", "Table 3: algorithmic tasks, memorization, sentiment", plan, report
+    "table3", "Table 3: algorithmic tasks, memorization, sentiment", plan, report, judge
 )

@@ -9,12 +9,17 @@ does not say at which point its numbers were taken.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mixit.analysis import token_covariance
 from mixit.analysis.covariance import covariance_at_initialisation
+from mixit.config import RunConfig
 from mixit.experiments.base import (
+    Claim,
     Experiment,
+    Overrides,
     Report,
     Run,
     Summaries,
@@ -22,8 +27,9 @@ from mixit.experiments.base import (
     markdown_table,
     mean,
     mean_std,
+    measurement_key,
+    model_overrides,
     runs,
-    seeds_key,
     seeds_note,
 )
 from mixit.experiments.claims import claim, margin
@@ -53,12 +59,30 @@ def plan(scale: str, seeds: range) -> list[Run]:
     return [run for depth in TRAINED_DEPTHS for run in _trained_runs(scale, depth)]
 
 
-def _at_initialisation(scale: str, seeds: range) -> dict[str, list[list[dict[str, float]]]]:
+def _init_config(scale: str, model: str, depth: int, seed: int, overrides: Overrides) -> RunConfig:
+    """A model measured at initialisation: the experiment's init and depth, then the
+    reproduction's model overrides (its construction among them)."""
+    run = Run("lm", model, seed, (*INIT.items(), ("model.n_layer", depth)))
+    return run.config(scale, model_overrides(overrides))
+
+
+def measures(scale: str, seeds: range, overrides: Overrides) -> list[RunConfig]:
+    return [
+        _init_config(scale, model, depth, seed, overrides)
+        for model in MODELS
+        for depth in DEPTHS
+        for seed in seeds
+    ]
+
+
+def _at_initialisation(
+    scale: str, seeds: range, overrides: Overrides
+) -> dict[str, list[list[dict[str, float]]]]:
     """{model: [[{covariance, correlation} per seed] per depth]} on test text windows."""
     from mixit.resolve import fit_model_to_data
     from mixit.tasks import get_task
 
-    first = Run("lm", "mixit", 0, tuple(INIT.items())).config(scale)
+    first = _init_config(scale, "mixit", DEPTHS[0], 0, overrides)
     data = get_task("lm").make_data(first.task, 0)
     inputs = data.test.inputs[:SEQUENCES]  # (S, T)
     table: dict[str, list[list[dict[str, float]]]] = {}
@@ -67,22 +91,31 @@ def _at_initialisation(scale: str, seeds: range) -> dict[str, list[list[dict[str
         for depth in DEPTHS:
             per_seed = []
             for seed in seeds:
-                config = Run("lm", model, seed, (*INIT.items(), ("model.n_layer", depth)))
-                config = config.config(scale)
+                config = _init_config(scale, model, depth, seed, overrides)
                 fit_model_to_data(config, data)
                 per_seed.append(covariance_at_initialisation(config, inputs))
             table[model].append(per_seed)
     return table
 
 
-def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
+def judge(results: Mapping[str, Any]) -> list[Claim]:
+    """C9: from depth 2 to the largest depth the random transformer's token correlation at
+    initialisation rises, MixiT's stays flat."""
+    correlation = results["correlation_at_init"]
+    rise = {m: mean(correlation[m][-1]) - mean(correlation[m][0]) for m in MODELS}
+    holds = rise["random"] >= margin("C9", "rise") and abs(rise["mixit"]) <= margin("C9", "flat")
+    return [claim("C9").judge(holds, {"rise": rise})]
+
+
+def report(
+    scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
+) -> Report:
     from mixit.rundir import load_run
     from mixit.tasks import get_task
 
-    key = {"scale": scale, "seeds": seeds_key(seeds), "depths": list(DEPTHS)}
-    key["sequences"] = SEQUENCES
+    key = measurement_key(scale, seeds, overrides, depths=list(DEPTHS), sequences=SEQUENCES)
     init = cached_measurement(
-        out / "measurements.json", key, lambda: _at_initialisation(scale, seeds)
+        out / "measurements.json", key, lambda: _at_initialisation(scale, seeds, overrides)
     )
     correlation = {m: [[s["correlation"] for s in d] for d in init[m]] for m in MODELS}
     covariance = {m: [[s["covariance"] for s in d] for d in init[m]] for m in MODELS}
@@ -103,8 +136,6 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
             trained[f"{run.model} depth {depth}"] = token_covariance(
                 model, data.test.inputs[:SEQUENCES]
             )
-    rise = {m: mean(correlation[m][-1]) - mean(correlation[m][0]) for m in MODELS}
-    holds = rise["random"] >= margin("C9", "rise") and abs(rise["mixit"]) <= margin("C9", "flat")
     rows = (
         [[f"{m} (paper covariance)", *(f"{p:.5f}" for p in PAPER[m])] for m in MODELS]
         + [[f"{m} covariance", *(mean_std(v, digits=5) for v in covariance[m])] for m in MODELS]
@@ -129,7 +160,9 @@ def report(scale: str, seeds: range, summaries: Summaries, out: Path) -> Report:
         "correlation_at_init": correlation,
         "after_training": trained,
     }
-    return Report(markdown, results, [claim("C9").judge(holds, {"rise": rise})])
+    return Report(markdown, results, judge(results))
 
 
-EXPERIMENT = Experiment("table7", "Table 7: token covariance against depth", plan, report)
+EXPERIMENT = Experiment(
+    "table7", "Table 7: token covariance against depth", plan, report, judge, measures
+)

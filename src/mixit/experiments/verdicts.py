@@ -8,7 +8,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.experiments.base import NOT_RUN, TUNED_ON_SEEDS, Claim, seeds_label, seeds_text
+from mixit.experiments.base import (
+    NOT_RUN,
+    OVERRIDES,
+    SEEDS,
+    TUNED_ON_SEEDS,
+    Claim,
+    seeds_label,
+    seeds_text,
+)
 from mixit.io import write_json, write_text
 
 
@@ -122,7 +130,7 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
             f"- **Claim:** {claim.statement}",
             f"- **Rule:** {claim.rule}",
             f"- **Measured:** {measured}",
-            *([f"- **Construction:** `{claim.construction}`"] if claim.construction else []),
+            *_construction_line(claim),
             *([f"- **Ablation:** {claim.ablation}"] if claim.ablation else []),
             *([f"- **By seeds:** {_by_seeds(claim)}"] if claim.by_seeds else []),
             "",
@@ -130,9 +138,20 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _construction_line(claim: Claim) -> list[str]:
+    if OVERRIDES in claim.independent_of:
+        return ["- **Construction:** independent of the construction and the overrides"]
+    return [f"- **Construction:** `{claim.construction}`"] if claim.construction else []
+
+
 def _by_seeds(claim: Claim) -> str:
     """``0-2 reproduced; 100-102 not reproduced; not confirmed``."""
     verdicts = "; ".join(f"{label} {verdict}" for label, verdict in claim.by_seeds.items())
+    if SEEDS in claim.independent_of:
+        return (
+            f"{verdicts}; independent of the seeds (the same computation on any seeds), so "
+            "never confirmed on fresh seeds"
+        )
     confirmed = claim.confirmed()
     state = {None: "not judged on fresh seeds yet", True: "confirmed", False: "not confirmed"}
     return f"{verdicts}; {state[confirmed]}"

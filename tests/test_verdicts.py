@@ -1,0 +1,137 @@
+"""What a verdict means: each experiment follows the reproduction's construction and seeds or
+says it does not, the rules judge the sizes the paper claims, and a stored results.json is
+judged again under the current rules once its runs are gone."""
+
+import json
+
+import pytest
+
+from mixit.cli import main
+from mixit.experiments import EXPERIMENTS, reproduce, table1, table2, table7, theorem21, throughput
+from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction
+from mixit.experiments.verdicts import claims_markdown
+
+QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
+AUTHORS = {"model.construction": "authors"}
+
+
+def _configs(name: str, seeds: range, overrides: dict) -> list[str]:
+    """Every config the experiment trains or measures, as JSON."""
+    experiment = EXPERIMENTS[name]
+    planned = [run.config("tiny", overrides) for run in experiment.plan("tiny", seeds)]
+    measured = experiment.measures("tiny", seeds, overrides)
+    return sorted(json.dumps(c.to_dict(), sort_keys=True) for c in planned + measured)
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_each_experiment_follows_the_construction_or_says_it_does_not(name):
+    follows = _configs(name, range(2), AUTHORS) != _configs(name, range(2), {})
+    assert follows or OVERRIDES in EXPERIMENTS[name].independent_of
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_each_experiment_follows_the_seeds_or_says_it_does_not(name):
+    follows = _configs(name, range(100, 102), {}) != _configs(name, range(2), {})
+    assert follows or SEEDS in EXPERIMENTS[name].independent_of
+
+
+def test_throughput_times_the_models_of_the_construction_and_ignores_the_seeds():
+    built = {c.model.construction for c in throughput.measures("tiny", range(1), AUTHORS)}
+    assert built == {"authors"}
+    assert throughput.EXPERIMENT.independent_of == (SEEDS,)
+
+
+def test_table7_measures_initialisation_under_the_construction(monkeypatch):
+    monkeypatch.setattr(table7, "DEPTHS", (2, 4))
+    monkeypatch.setattr(table7, "SEQUENCES", 4)
+    equations = table7._at_initialisation("tiny", range(1), {})
+    authors = table7._at_initialisation("tiny", range(1), AUTHORS)
+    assert equations["mixit"] != authors["mixit"]
+
+
+def test_theorem21_draws_its_paths_from_each_seed(monkeypatch):
+    monkeypatch.setitem(theorem21.WIDTHS, "tiny", (16, 32))
+    monkeypatch.setitem(theorem21.PATHS, "tiny", 200)
+    first, again, other = (theorem21._theory("tiny", seed) for seed in (0, 0, 100))
+    assert first == again and first["per_width"] != other["per_width"]
+
+
+def test_a_claim_independent_of_the_seeds_is_never_confirmed():
+    setting = {"scale": "tiny", "seeds": 3, "overrides": {}, "tuned": None}
+    timed = Claim("C11", "s", "r", verdict="reproduced", independent_of=[SEEDS])
+    timed.by_seeds = {"0-2": "reproduced", "100-102": "reproduced"}
+    theory = Claim("C12", "s", "r", verdict="reproduced", independent_of=[OVERRIDES])
+    theory.by_seeds = {"100-102": "reproduced"}
+    assert timed.confirmed() is None and theory.confirmed() is True
+    text = claims_markdown([timed, theory], setting)
+    assert "independent of the seeds" in text and "0 claim(s) are" not in text
+    assert "- **Construction:** independent of the construction" in text
+
+
+KHOP_AT_SMALL = {"standard": [0.79] * 3, "frozen-mlp": [0.95] * 3, "frozen-qk": [0.64] * 3}
+RETRIEVAL = {"standard": [1.0], "frozen-mlp": [1.0], "frozen-qk": [1.0], "mixit": [0.3]}
+
+
+@pytest.mark.parametrize(
+    ("khop", "verdict"),
+    [
+        ({**KHOP_AT_SMALL, "mixit": [0.52] * 3}, "not reproduced"),  # leads, but unsolved
+        ({m: [0.97] for m in KHOP_AT_SMALL} | {"mixit": [0.5]}, "reproduced"),
+        ({m: [0.97] for m in KHOP_AT_SMALL} | {"mixit": [0.9]}, "not reproduced"),  # no lead
+    ],
+)
+def test_c2_asks_the_winners_to_solve_k_hop(khop, verdict):
+    claims = {c.id: c for c in table1.judge({"khop": khop, "retrieval": RETRIEVAL})}
+    assert claims["C2"].verdict == verdict and claims["C1"].verdict == "reproduced"
+
+
+@pytest.mark.parametrize(
+    ("log_ppl", "verdict"),
+    [
+        ((2.78, 3.07, 3.73), "reproduced"),  # the paper's WikiText-103 row
+        ((2.78, 3.50, 3.73), "not reproduced"),  # in order, Frozen-QK nearer MixiT
+        ((2.78, 2.70, 3.73), "not reproduced"),
+    ],
+)
+def test_c4_asks_frozen_qk_to_be_the_closer_to_standard(log_ppl, verdict):
+    results = {"sotu": dict(zip(table2.MODELS, ([v] for v in log_ppl), strict=True))}
+    assert table2.judge(results)[0].verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("samples_per_s", "verdict"),
+    [
+        ((100.0, 124.0, 132.0), "reproduced"),  # the paper's gains
+        ((100.0, 104.0, 124.0), "not reproduced"),  # Frozen-QK gains its FLOPs alone
+        ((100.0, 113.0, 115.0), "not reproduced"),  # MixiT's gain under half the paper's
+        ((100.0, 125.0, 120.0), "not reproduced"),  # out of order
+    ],
+)
+def test_c11_judges_each_gain_on_its_size(samples_per_s, verdict):
+    speed = dict(zip(throughput.MODELS, ([v, v] for v in samples_per_s), strict=True))
+    assert throughput.judge({"samples_per_s": speed})[0].verdict == verdict
+
+
+def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path):
+    out = tmp_path / "rep"
+    how = Reproduction("tiny", seeds=1, out=out, overrides=QUICK)
+    first = {c.id: c for c in reproduce(["table4"], how)}["C6"]
+    report = (out / "table4" / "report.md").read_text()
+    for summary in (out / "runs").glob("*/summary.json"):
+        summary.unlink()
+    again = {c.id: c for c in reproduce(["table4"], how, train=False)}["C6"]
+    assert (again.verdict, again.measured) == (first.verdict, first.measured)
+    assert again.construction == "equations"
+    assert (out / "table4" / "report.md").read_text() == report  # kept, not "not reported"
+
+    results = json.loads((out / "table4" / "results.json").read_text())
+    bits = {"standard": [3.0], "frozen-mlp": [1.1], "frozen-qk": [2.2], "mixit": [2.1]}
+    results["bits_per_param"] = bits  # Table 4's own numbers: C6 holds under its rule
+    (out / "table4" / "results.json").write_text(json.dumps(results))
+    assert {c.id: c for c in reproduce(["table4"], how, train=False)}["C6"].verdict == (
+        "reproduced"
+    )
+
+    argv = ["reproduce", "table4", "--no-train", "--seeds", "2", "--out", str(out)]
+    assert main(argv) == 0  # another setting: its results.json says nothing of it
+    assert "Not reported yet" in (out / "table4" / "report.md").read_text()
