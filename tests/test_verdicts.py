@@ -123,6 +123,8 @@ def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path):
     assert (again.verdict, again.measured) == (first.verdict, first.measured)
     assert again.construction == "equations"
     assert (out / "table4" / "report.md").read_text() == report  # kept, not "not reported"
+    timing = json.loads((out / "timing.json").read_text())
+    assert timing["table4"]["runs"] == 4 and timing["table4"]["train_seconds"] > 0  # kept
 
     results = json.loads((out / "table4" / "results.json").read_text())
     bits = {"standard": [3.0], "frozen-mlp": [1.1], "frozen-qk": [2.2], "mixit": [2.1]}

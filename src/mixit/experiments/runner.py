@@ -122,15 +122,19 @@ def plan_reproduction(
     return experiments, configs
 
 
-def earlier_calls(out: Path) -> list[dict[str, Any]]:
-    """The ``calls`` history of ``OUT/timing.json``: one entry per ``reproduce`` on this output,
-    so that a later call that trains nothing keeps the wall time of the one that trained."""
+def earlier_timing(out: Path) -> dict[str, Any]:
+    """``OUT/timing.json`` as an earlier call wrote it; {} for none or a damaged one."""
     try:
         timing = json.loads((out / "timing.json").read_text())
     except (OSError, ValueError):
-        return []
-    if not isinstance(timing, dict):
-        return []
+        return {}
+    return timing if isinstance(timing, dict) else {}
+
+
+def earlier_calls(out: Path) -> list[dict[str, Any]]:
+    """The ``calls`` history of ``OUT/timing.json``: one entry per ``reproduce`` on this output,
+    so that a later call that trains nothing keeps the wall time of the one that trained."""
+    timing = earlier_timing(out)
     if "calls" not in timing and "train_wall_seconds" in timing:  # written before the history
         return [{key: timing[key] for key in ("train_wall_seconds", "jobs") if key in timing}]
     calls = timing.get("calls", [])
@@ -156,6 +160,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
     this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
     this_call |= {"scale": scale, "seeds": how.seeds}
+    earlier = earlier_timing(out)
     timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
     setting = judged_under(how)
     changed = changed_settings_note(setting)
@@ -172,6 +177,8 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
         again = rejudged(experiment, folder, setting) if missing and not train else None
         if again is not None:
             claims, construction = again
+            # The runs' seconds as the call that trained them measured them.
+            timing[experiment.name] = earlier.get(experiment.name, timing[experiment.name])
         elif missing:
             note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
             write_text(folder / "report.md", header + note)
