@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: setup
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests tools
+	$(BIN)/ruff format --check src tests tools
 
 test: lint
 	$(BIN)/python -m pytest

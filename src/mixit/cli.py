@@ -182,8 +182,9 @@ def _add_reproduce(commands: Any) -> None:
         "--scale",
         default="tiny",
         help="tiny (laptop CPU, shortened budgets; default), small (the tiny models at their "
-        "presets' full budgets, k-hop at the paper's 5 layers and 5,000 steps; about 1.75 h on "
-        "2 cores) or paper (the paper's configurations, GPUs)",
+        "presets' full budgets, k-hop at the paper's 5 layers and 5,000 steps; hours on 2 "
+        "cores: --estimate times it here, the README gives the measured times) or paper (the "
+        "paper's configurations, GPUs)",
     )
     parser.add_argument("--seeds", type=count, default=3, help="seeds per run (default 3)")
     parser.add_argument(
@@ -208,7 +209,8 @@ def _add_reproduce(commands: Any) -> None:
         "--no-train",
         action="store_true",
         help="train nothing; report the experiments (the ablation: the differences) whose "
-        "runs are all finished",
+        "runs are all finished, and judge again under the current rules, from its "
+        "results.json, an experiment whose runs are gone",
     )
     _add_estimate_options(parser)
     _add_ablation_options(parser)

@@ -5,7 +5,7 @@ The figure is a lower bound, so that no run that fits is ever refused: the fp32 
 with their gradients and AdamW's two moments, the buffers sized by ``block_size`` (RoPE
 tables; MixiT's fixed (H, T, T) mixing matrices), the residual stream each layer keeps for
 the backward pass, and the logits, at ``batch_size`` x ``seq_len`` tokens. A real step needs
-several times the activation part (issue #21 models that for GPU estimates).
+several times the activation part (``mixit.cost`` models that for GPU estimates).
 """
 
 from __future__ import annotations

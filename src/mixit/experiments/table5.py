@@ -37,13 +37,10 @@ PAPER = {  # Table 5, width 512 (addition, Dyck-1) and 1024 (Yelp)
 # The tiny presets use sigma = 1/sqrt(m) for W^M, identical for every head, so more heads only
 # means narrower heads. The authors' code spreads sigma across heads (`per-head-spread`):
 # there, more heads give the MLPs more distinct mixing patterns to choose from, which is
-# Table 5's argument (docs/presets.md: addition 0.103 with 4 heads, 1.000 with 64).
+# Table 5's argument (docs/presets.md).
 SPREAD = {"model.mixing_scale": "per-head-spread"}
-# Tiny also trains fewer steps. Dyck-1 300, a third of the preset: 4 / 16 / 64-head MixiT
-# reach 0.969 / 0.979 / 0.983 (at 1,000 steps 0.978 / 0.990 / 0.990), near the ceiling either
-# way, unlike the paper's 0.78 with 4 heads (at the paper's length of 40, seed 0 and 1:
-# 0.965 with 4 heads, 0.971 with 64). Addition 600 of its 900 steps: 4 / 64 heads reach
-# 0.009 / 1.000 at 600 (seed 0).
+# Tiny also trains fewer steps, where the head counts' accuracies stand as far apart as at the
+# full budget: Dyck-1 a third of the preset, addition 600 of its 900 (docs/reproduce.md).
 TINY_STEPS = {
     "addition": {"train.steps": 600},
     "dyck": {"train.steps": 300, "train.eval_every": 100},

@@ -190,14 +190,13 @@ register(
                 "model.mixing_scale": "sequence",
                 "train.batch_size": 128,
                 "train.lr": 2e-3,
-                # A ceiling, not a budget: on fresh seeds 3 of 10 standard runs were still at
-                # chance after 1,200 steps; with 2,400 and a stop at 0.99, 30 of 30 runs of
-                # standard, Frozen-QK and Frozen-MLP solved it by step 1,120 on average.
+                # A ceiling, not a budget: a run that solves the task stops at 0.99, and a
+                # slow seed still gets there (docs/presets.md).
                 "train.steps": 2400,
                 "train.stop_at": 0.99,
                 "train.eval_every": 400,
             },
-            # Notes: 16 pairs did not leave the floor in 90 s at n=64-128; 12 with more steps.
+            # 12 pairs: as many as this width learns in a CPU budget (docs/presets.md).
             "small": {
                 "task.vocab_size": 128,
                 "task.max_pairs": 12,

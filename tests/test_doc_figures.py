@@ -1,0 +1,44 @@
+"""The figures README.md and docs/reproduce.md quote agree with the committed results."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).parent.parent / "tools" / "doc_figures.py"
+spec = importlib.util.spec_from_file_location("doc_figures", TOOL)
+doc_figures = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(doc_figures)
+
+
+def test_every_quoted_figure_agrees_with_its_result_file():
+    assert doc_figures.stale() == []
+
+
+@pytest.mark.parametrize("document", doc_figures.DOCUMENTS, ids=lambda p: p.name)
+def test_each_document_quotes_generated_figures(document):
+    assert doc_figures.BLOCK.search(document.read_text())
+
+
+def test_a_figure_edited_by_hand_fails_the_check(tmp_path):
+    readme = doc_figures.ROOT / "README.md"
+    block = doc_figures.BLOCK.search(readme.read_text())
+    body = block.group(3)
+    digit = next(i for i, ch in enumerate(body) if ch.isdigit())
+    edited = body[:digit] + str((int(body[digit]) + 1) % 10) + body[digit + 1 :]
+    copy = tmp_path / "README.md"
+    copy.write_text(readme.read_text().replace(body, edited))
+    assert doc_figures.stale((copy,)) == [f"{copy}: block {block.group(2)}"]
+    assert doc_figures.stale((readme,)) == []
+
+
+def test_check_exits_1_naming_a_stale_block(tmp_path, monkeypatch, capsys):
+    stale = tmp_path / "doc.md"
+    stale.write_text(
+        "<!-- figures:reproductions -->\n| typed by hand |\n<!-- /figures:reproductions -->\n"
+    )
+    monkeypatch.setattr(doc_figures, "DOCUMENTS", (stale,))
+    assert doc_figures.main(["--check"]) == 1
+    assert "block reproductions" in capsys.readouterr().err
+    assert doc_figures.main([]) == 0 and doc_figures.main(["--check"]) == 0
+    assert "typed by hand" not in stale.read_text()

@@ -1,0 +1,192 @@
+"""The figures that README.md and docs/ quote from the committed reproductions in results/.
+
+Each figure sits in a block between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``,
+and its text is what ``BLOCKS[NAME]`` makes from the result files. Running this file rewrites
+every block; ``--check`` rewrites nothing and exits 1 naming each block whose text differs
+from its files (``tests/test_doc_figures.py`` runs it in CI). A figure typed by hand inside a
+block therefore fails the suite until it agrees with the file it names.
+
+    python tools/doc_figures.py           # regenerate the blocks
+    python tools/doc_figures.py --check   # what CI runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+# Where a reproduction's verdicts under the rules it was first judged by are kept, beside the
+# claims.json that `reproduce --no-train` wrote under the current rules.
+OLD_RULES = "claims-old-rules.json"
+CLAIM_IDS = [f"C{i}" for i in range(1, 13)]
+
+
+def _json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def _outputs() -> list[Path]:
+    """Every committed output that judged claims, in name order."""
+    return sorted(path.parent for path in RESULTS.glob("*/claims.json"))
+
+
+def _construction(claims: dict[str, Any]) -> str:
+    return claims["overrides"].get("model.construction", "equations")
+
+
+def _seeds(claims: dict[str, Any]) -> str:
+    first = claims.get("first_seed", 0)
+    return f"{first}-{first + claims['seeds'] - 1}"
+
+
+def _wall(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def _verdicts(claims: dict[str, Any]) -> dict[str, str]:
+    return {claim["id"]: claim["verdict"] for claim in claims["claims"]}
+
+
+def _reproduced(verdicts: dict[str, str]) -> str:
+    judged = [c for c in CLAIM_IDS if verdicts.get(c, "not run") != "not run"]
+    held = [c for c in judged if verdicts[c] == "reproduced"]
+    return f"{len(held)} of {len(judged)}" + (f" ({', '.join(held)})" if held else "")
+
+
+def _confirmed(claims: dict[str, Any]) -> str:
+    """The claims reproduced on seeds nothing was tuned on, those independent of the seeds
+    left out; '-' for an output on the tuning seeds."""
+    if not claims.get("confirmed_on_seeds"):
+        return "-"
+    held = [
+        c["id"]
+        for c in claims["claims"]
+        if c["verdict"] == "reproduced" and "seeds" not in c.get("independent_of", [])
+    ]
+    return ", ".join(held) or "none"
+
+
+def _training(out: Path) -> tuple[str, str]:
+    """The runs behind an output and the wall time of the calls that trained them."""
+    timing = _json(out / "timing.json") if (out / "timing.json").is_file() else {}
+    calls = timing.get("calls", [])
+    seconds = sum(call.get("train_wall_seconds", 0.0) for call in calls)
+    runs = sum(call.get("runs_trained", 0) for call in calls)
+    if not runs:
+        return "-", "-"
+    return f"{runs:,}", f"{_wall(seconds)} ({seconds:,.0f} s)"
+
+
+def reproductions() -> str:
+    """README: every committed reproduction, what it ran and what it found."""
+    rows = [
+        "| output | scale | construction | seeds | runs trained | training wall time "
+        "| reproduced | confirmed on fresh seeds |",
+        "|---|---|---|---|---:|---|---|---|",
+    ]
+    for out in _outputs():
+        claims = _json(out / "claims.json")
+        runs, wall = _training(out)
+        rows.append(
+            f"| `results/{out.name}` | {claims['scale']} | {_construction(claims)} "
+            f"| {_seeds(claims)} | {runs} | {wall} | {_reproduced(_verdicts(claims))} "
+            f"| {_confirmed(claims)} |"
+        )
+    return "\n".join(rows)
+
+
+def rejudged() -> str:
+    """docs/reproduce.md: each output's verdicts under the rules it was first judged by and
+    under the current ones, for the claims either judged."""
+    rows = ["| output | " + " | ".join(CLAIM_IDS) + " |", "|---|" + "---|" * len(CLAIM_IDS)]
+    short = {"reproduced": "yes", "not reproduced": "no", "not run": ""}
+    for out in _outputs():
+        if not (out / OLD_RULES).is_file():
+            continue
+        old, new = _verdicts(_json(out / OLD_RULES)), _verdicts(_json(out / "claims.json"))
+        cells = []
+        for claim in CLAIM_IDS:
+            before, after = short[old.get(claim, "not run")], short[new.get(claim, "not run")]
+            cells.append(after if before == after else f"**{before or '-'} → {after or '-'}**")
+        rows.append(f"| `{out.name}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def c11_measured() -> str:
+    """docs/reproduce.md: C11's measured gains in every output that judged it."""
+    rows = [
+        "| output | device | construction | MixiT gain | Frozen-QK gain | verdict |",
+        "|---|---|---|---:|---:|---|",
+    ]
+    for out in _outputs():
+        claims = _json(out / "claims.json")
+        c11 = next(c for c in claims["claims"] if c["id"] == "C11")
+        if c11["verdict"] == "not run":
+            continue
+        results = out / "throughput" / "results.json"
+        device = _json(results)["shape"]["device"] if results.is_file() else "cpu"
+        gain = c11["measured"]["gain"]
+        rows.append(
+            f"| `{out.name}` | {device} | {_construction(claims)} | {gain['mixit']:+.1%} "
+            f"| {gain['frozen-qk']:+.1%} | {c11['verdict']} |"
+        )
+    return "\n".join(rows)
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "reproductions": reproductions,
+    "rejudged": rejudged,
+    "c11-measured": c11_measured,
+}
+DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md")
+BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
+
+
+def render(text: str) -> str:
+    """``text`` with every block's body made anew from the result files."""
+
+    def body(match: re.Match[str]) -> str:
+        name = match.group(2)
+        if name not in BLOCKS:
+            raise KeyError(f"unknown figures block '{name}'; known: {', '.join(BLOCKS)}")
+        return f"{match.group(1)}{BLOCKS[name]()}\n{match.group(4)}"
+
+    return BLOCK.sub(body, text)
+
+
+def stale(documents: tuple[Path, ...] = DOCUMENTS) -> list[str]:
+    """``FILE: block NAME`` for each block whose text differs from what its files give."""
+    found = []
+    for document in documents:
+        text = document.read_text()
+        fresh = {m.group(2): m.group(3) for m in BLOCK.finditer(render(text))}
+        for match in BLOCK.finditer(text):
+            if match.group(3) != fresh[match.group(2)]:
+                found.append(f"{document}: block {match.group(2)}")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        found = stale()
+        for line in found:
+            print(f"stale figures: {line} (run python tools/doc_figures.py)", file=sys.stderr)
+        return 1 if found else 0
+    for document in DOCUMENTS:
+        document.write_text(render(document.read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
