@@ -162,10 +162,11 @@ def render(text: str) -> str:
     return BLOCK.sub(body, text)
 
 
-def stale(documents: tuple[Path, ...] = DOCUMENTS) -> list[str]:
-    """``FILE: block NAME`` for each block whose text differs from what its files give."""
+def stale(documents: tuple[Path, ...] | None = None) -> list[str]:
+    """``FILE: block NAME`` for each block whose text differs from what its files give, in
+    ``documents`` (default: ``DOCUMENTS``)."""
     found = []
-    for document in documents:
+    for document in documents or DOCUMENTS:
         text = document.read_text()
         fresh = {m.group(2): m.group(3) for m in BLOCK.finditer(render(text))}
         for match in BLOCK.finditer(text):
