@@ -75,14 +75,16 @@ def _confirmed(claims: dict[str, Any]) -> str:
 
 
 def _training(out: Path) -> tuple[str, str]:
-    """The runs behind an output and the wall time of the calls that trained them."""
+    """The runs and wall time of the call that trained most of an output's runs (a later call
+    may train a few more, or judge again and train nothing)."""
     timing = _json(out / "timing.json") if (out / "timing.json").is_file() else {}
-    calls = timing.get("calls", [])
-    seconds = sum(call.get("train_wall_seconds", 0.0) for call in calls)
-    runs = sum(call.get("runs_trained", 0) for call in calls)
-    if not runs:
+    calls = [call for call in timing.get("calls", []) if call.get("runs_trained", 0) > 0]
+    if not calls:
         return "-", "-"
-    return f"{runs:,}", f"{_wall(seconds)} ({seconds:,.0f} s)"
+    main = max(calls, key=lambda call: call["runs_trained"])
+    seconds = main["train_wall_seconds"]
+    wall = f"{_wall(seconds)} ({seconds:,.0f} s), `--jobs {main.get('jobs', 1)}`"
+    return f"{main['runs_trained']:,}", wall
 
 
 def reproductions() -> str:

@@ -150,7 +150,8 @@ def report(
             f"{SEQUENCES} test windows. " + seeds_note(seeds),
             markdown_table(["", *(f"depth {d}" for d in DEPTHS)], rows),
             "![table 7](table7.png)",
-            "After a short training run (seed 0, the lm preset's initialisation):",
+            "After a short training run (seed 0, initialised as the scale's lm runs are under the "
+            "construction):",
             markdown_table(["model", "covariance", "correlation"], trained_rows),
         ]
     )
