@@ -112,7 +112,7 @@ def test_c11_judges_each_gain_on_its_size(samples_per_s, verdict):
     assert throughput.judge({"samples_per_s": speed})[0].verdict == verdict
 
 
-def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path):
+def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path, monkeypatch):
     out = tmp_path / "rep"
     how = Reproduction("tiny", seeds=1, out=out, overrides=QUICK)
     first = {c.id: c for c in reproduce(["table4"], how)}["C6"]
@@ -125,6 +125,9 @@ def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path):
     assert (out / "table4" / "report.md").read_text() == report  # kept, not "not reported"
     timing = json.loads((out / "timing.json").read_text())
     assert timing["table4"]["runs"] == 4 and timing["table4"]["train_seconds"] > 0  # kept
+    monkeypatch.setattr(throughput, "ROUNDS", 2)
+    reproduce(["throughput"], how)  # another experiment: table4's seconds stay
+    assert json.loads((out / "timing.json").read_text())["table4"] == timing["table4"]
 
     results = json.loads((out / "table4" / "results.json").read_text())
     bits = {"standard": [3.0], "frozen-mlp": [1.1], "frozen-qk": [2.2], "mixit": [2.1]}

@@ -161,7 +161,9 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
     this_call |= {"scale": scale, "seeds": how.seeds}
     earlier = earlier_timing(out)
-    timing: dict[str, Any] = {**this_call, "calls": [*earlier_calls(out), this_call]}
+    # The other experiments' seconds stay as the calls that reported them wrote them.
+    kept = {name: seconds for name, seconds in earlier.items() if isinstance(seconds, dict)}
+    timing: dict[str, Any] = {**kept, **this_call, "calls": [*earlier_calls(out), this_call]}
     setting = judged_under(how)
     changed = changed_settings_note(setting)
     judged: list[Claim] = []
