@@ -117,12 +117,14 @@ def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path, 
     how = Reproduction("tiny", seeds=1, out=out, overrides=QUICK)
     first = {c.id: c for c in reproduce(["table4"], how)}["C6"]
     report = (out / "table4" / "report.md").read_text()
+    rows = (out / "results.csv").read_text()
     for summary in (out / "runs").glob("*/summary.json"):
         summary.unlink()
     again = {c.id: c for c in reproduce(["table4"], how, train=False)}["C6"]
     assert (again.verdict, again.measured) == (first.verdict, first.measured)
     assert again.construction == "equations"
     assert (out / "table4" / "report.md").read_text() == report  # kept, not "not reported"
+    assert (out / "results.csv").read_text() == rows  # the gone runs' rows too
     timing = json.loads((out / "timing.json").read_text())
     assert timing["table4"]["runs"] == 4 and timing["table4"]["train_seconds"] > 0  # kept
     monkeypatch.setattr(throughput, "ROUNDS", 2)

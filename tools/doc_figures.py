@@ -122,6 +122,42 @@ def rejudged() -> str:
     return "\n".join(rows)
 
 
+def _figure(value: Any) -> str:
+    """A measured value as claims.md writes it: 4 significant digits."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_figure(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_figure(v) for v in value) + "]"
+    return str(value)
+
+
+def rejudged_changes() -> str:
+    """docs/reproduce.md: each verdict the current rules or labels changed, with what it
+    measured before and now."""
+    lines = []
+    for out in _outputs():
+        if not (out / OLD_RULES).is_file():
+            continue
+        old = {c["id"]: c for c in _json(out / OLD_RULES)["claims"]}
+        for claim in _json(out / "claims.json")["claims"]:
+            before = old.get(claim["id"], {"verdict": "not run", "measured": {}})
+            if before["verdict"] == claim["verdict"]:
+                continue
+            measured = ", ".join(f"{k} = {_figure(v)}" for k, v in claim["measured"].items())
+            was = ""
+            if before["measured"] != claim["measured"]:
+                was = "; before: " + ", ".join(
+                    f"{k} = {_figure(v)}" for k, v in before["measured"].items()
+                )
+            lines.append(
+                f"- `{out.name}` {claim['id']}: {before['verdict']} → {claim['verdict']}; "
+                f"{measured}{was}"
+            )
+    return "\n".join(lines) or "(none)"
+
+
 def c11_measured() -> str:
     """docs/reproduce.md: C11's measured gains in every output that judged it."""
     rows = [
@@ -146,6 +182,7 @@ def c11_measured() -> str:
 BLOCKS: dict[str, Callable[[], str]] = {
     "reproductions": reproductions,
     "rejudged": rejudged,
+    "rejudged-changes": rejudged_changes,
     "c11-measured": c11_measured,
 }
 DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md")

@@ -48,10 +48,21 @@ def result_row(summary: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_results_csv(path: Path, summaries: Iterable[Mapping[str, Any]]) -> None:
+def write_results_csv(
+    path: Path, summaries: Iterable[Mapping[str, Any]], keep_earlier: bool = False
+) -> None:
     """One row per distinct run (a run shared by two keys once), sorted by task, model and
-    seed; written whole, under a temporary name first."""
-    rows = {summary.get("run_dir") or id(summary): result_row(summary) for summary in summaries}
+    seed; written whole, under a temporary name first. ``keep_earlier`` keeps the rows an
+    earlier call wrote for runs not among ``summaries`` (another experiment's, or runs since
+    removed whose results an output still reports)."""
+    rows: dict[Any, Mapping[str, Any]] = {}
+    if keep_earlier and path.is_file():
+        try:
+            rows = {row["run_dir"]: row for row in read_results_csv(path) if row.get("run_dir")}
+        except (OSError, ValueError, KeyError, csv.Error):  # damaged: written anew
+            rows = {}
+    for summary in summaries:
+        rows[summary.get("run_dir") or id(summary)] = result_row(summary)
     write_rows(path, rows.values())
 
 

@@ -156,7 +156,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     summaries, trained = train_missing(
         configs, out / "runs", how.progress, train, launch=how.launch
     )
-    write_results_csv(out / "results.csv", summaries.values())
+    write_results_csv(out / "results.csv", summaries.values(), keep_earlier=True)
     this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
     this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
     this_call |= {"scale": scale, "seeds": how.seeds}
