@@ -9,6 +9,7 @@ import pytest
 from mixit.cli import main
 from mixit.experiments import EXPERIMENTS, reproduce, table1, table2, table7, theorem21, throughput
 from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction
+from mixit.experiments.claims import claim
 from mixit.experiments.verdicts import claims_markdown
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
@@ -142,3 +143,14 @@ def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path, 
     argv = ["reproduce", "table4", "--no-train", "--seeds", "2", "--out", str(out)]
     assert main(argv) == 0  # another setting: its results.json says nothing of it
     assert "Not reported yet" in (out / "table4" / "report.md").read_text()
+
+
+def test_seeds_seen_before_a_rule_was_written_do_not_confirm_it():
+    setting = {"scale": "small", "seeds": 3, "overrides": {}, "tuned": None}
+    c2 = claim("C2").judge(True, {})
+    assert 100 in c2.seen_seeds and claim("C1").seen_seeds == []
+    c2.by_seeds = {"100-102": "reproduced"}
+    assert c2.confirmed() is None
+    assert "written after seeds 0-2, 100-102 were seen" in claims_markdown([c2], setting)
+    c2.by_seeds["200-202"] = "reproduced"
+    assert c2.confirmed() is True

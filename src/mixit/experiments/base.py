@@ -144,6 +144,9 @@ class Claim:
     # independent of the seeds is the same computation on every seed range, so fresh seeds
     # cannot confirm it.
     independent_of: list[str] = field(default_factory=list)
+    # Seeds beyond TUNED_ON_SEEDS whose results were seen when the rule was written: their
+    # verdicts are observations, and only other seeds confirm the rule.
+    seen_seeds: list[int] = field(default_factory=list)
 
     def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)
@@ -155,7 +158,7 @@ class Claim:
         when no such set has judged it."""
         if SEEDS in self.independent_of:
             return None
-        fresh = [v for label, v in self.by_seeds.items() if not _tuned_on(label)]
+        fresh = [v for label, v in self.by_seeds.items() if not _tuned_on(label, self.seen_seeds)]
         fresh = [v for v in fresh if v != NOT_RUN]
         return None if not fresh else all(v == REPRODUCED for v in fresh)
 
@@ -273,9 +276,11 @@ def seeds_label(seeds: range) -> str:
     return f"{seeds.start}-{seeds.stop - 1}"
 
 
-def _tuned_on(label: str) -> bool:
+def _tuned_on(label: str, seen: Sequence[int] = ()) -> bool:
+    """Whether a seed range ``first-last`` holds a seed the settings were tuned on or the
+    rule's writer had seen."""
     first, last = (int(part) for part in label.split("-"))
-    return any(seed in TUNED_ON_SEEDS for seed in range(first, last + 1))
+    return any(seed in TUNED_ON_SEEDS or seed in seen for seed in range(first, last + 1))
 
 
 def seeds_text(seeds: range) -> str:

@@ -24,11 +24,17 @@ class Rule:
         return self.template.format(**self.margins)
 
 
+# The seeds of the reproductions judged before the rules of #37 were written (docs/reproduce.md).
+SEEN_BEFORE_THE_SIZE_RULES = (*range(3), *range(100, 103))
+
+
 @dataclass(frozen=True)
 class Finding:
     id: str
     statement: str
     rule: Rule
+    # Seeds whose results were seen when the rule was written, beyond the tuning seeds.
+    seen_seeds: tuple[int, ...] = ()
 
 
 FINDINGS: list[Finding] = [
@@ -53,6 +59,7 @@ FINDINGS: list[Finding] = [
             # have not solved k-hop is not the paper's finding.
             {"margin": 0.10, "solved": 0.90},
         ),
+        SEEN_BEFORE_THE_SIZE_RULES,
     ),
     Finding(
         "C3",
@@ -71,6 +78,7 @@ FINDINGS: list[Finding] = [
             "mean test log_ppl: standard < frozen-qk < mixit, and frozen-qk - standard < "
             "mixit - frozen-qk"
         ),
+        SEEN_BEFORE_THE_SIZE_RULES,
     ),
     Finding(
         "C5",
@@ -148,6 +156,7 @@ FINDINGS: list[Finding] = [
                 "paper_frozen_qk": 1267.1 / 1022.8 - 1,
             },
         ),
+        SEEN_BEFORE_THE_SIZE_RULES,
     ),
     Finding(
         "C12",
@@ -162,12 +171,18 @@ FINDINGS: list[Finding] = [
 ]
 
 
-CLAIMS: list[Claim] = [Claim(f.id, f.statement, f.rule.text()) for f in FINDINGS]
+def _claim(finding: Finding) -> Claim:
+    return Claim(
+        finding.id, finding.statement, finding.rule.text(), seen_seeds=list(finding.seen_seeds)
+    )
+
+
+CLAIMS: list[Claim] = [_claim(f) for f in FINDINGS]
 
 
 def claim(claim_id: str) -> Claim:
     """A fresh, unjudged copy of one claim."""
-    return next(Claim(f.id, f.statement, f.rule.text()) for f in FINDINGS if f.id == claim_id)
+    return next(_claim(f) for f in FINDINGS if f.id == claim_id)
 
 
 def margin(claim_id: str, name: str = "margin", default: float | None = None) -> float:

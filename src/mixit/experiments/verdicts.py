@@ -152,9 +152,23 @@ def _by_seeds(claim: Claim) -> str:
             f"{verdicts}; independent of the seeds (the same computation on any seeds), so "
             "never confirmed on fresh seeds"
         )
+    if claim.seen_seeds:
+        seen = ", ".join(seeds_label(r) for r in _ranges(claim.seen_seeds))
+        verdicts += f"; its rule was written after seeds {seen} were seen, so they confirm nothing"
     confirmed = claim.confirmed()
     state = {None: "not judged on fresh seeds yet", True: "confirmed", False: "not confirmed"}
     return f"{verdicts}; {state[confirmed]}"
+
+
+def _ranges(seeds: Sequence[int]) -> list[range]:
+    """Runs of consecutive seeds: [0, 1, 2, 100, 101] -> [range(0, 3), range(100, 102)]."""
+    runs: list[range] = []
+    for seed in sorted(seeds):
+        if runs and runs[-1].stop == seed:
+            runs[-1] = range(runs[-1].start, seed + 1)
+        else:
+            runs.append(range(seed, seed + 1))
+    return runs
 
 
 def _fmt(value: Any) -> str:
