@@ -62,16 +62,33 @@ def _reproduced(verdicts: dict[str, str]) -> str:
 
 
 def _confirmed(claims: dict[str, Any]) -> str:
-    """The claims reproduced on seeds nothing was tuned on, those independent of the seeds
-    left out; '-' for an output on the tuning seeds."""
-    if not claims.get("confirmed_on_seeds"):
+    """The claims reproduced on seeds nothing was tuned on, those independent of the seeds or
+    whose rule was written after these seeds were seen left out; '-' for an output on the
+    tuning seeds."""
+    fresh = set(claims.get("confirmed_on_seeds", []))
+    if not fresh:
         return "-"
     held = [
         c["id"]
         for c in claims["claims"]
-        if c["verdict"] == "reproduced" and "seeds" not in c.get("independent_of", [])
+        if c["verdict"] == "reproduced"
+        and "seeds" not in c.get("independent_of", [])
+        and not fresh & set(c.get("seen_seeds", []))
     ]
     return ", ".join(held) or "none"
+
+
+def _rules(claims: dict[str, Any]) -> str:
+    """'current', or the judged claims whose rule text differs from the current rule's."""
+    from mixit.experiments.claims import CLAIMS
+
+    current = {claim.id: claim.rule for claim in CLAIMS}
+    older = [
+        c["id"]
+        for c in claims["claims"]
+        if c["verdict"] != "not run" and c["rule"] != current.get(c["id"])
+    ]
+    return f"older for {', '.join(older)}" if older else "current"
 
 
 def _training(out: Path) -> tuple[str, str]:
@@ -91,15 +108,16 @@ def reproductions() -> str:
     """README: every committed reproduction, what it ran and what it found."""
     rows = [
         "| output | scale | construction | seeds | runs trained | training wall time "
-        "| reproduced | confirmed on fresh seeds |",
-        "|---|---|---|---|---:|---|---|---|",
+        "| rules | reproduced | confirmed on fresh seeds |",
+        "|---|---|---|---|---:|---|---|---|---|",
     ]
     for out in _outputs():
         claims = _json(out / "claims.json")
         runs, wall = _training(out)
         rows.append(
             f"| `results/{out.name}` | {claims['scale']} | {_construction(claims)} "
-            f"| {_seeds(claims)} | {runs} | {wall} | {_reproduced(_verdicts(claims))} "
+            f"| {_seeds(claims)} | {runs} | {wall} | {_rules(claims)} "
+            f"| {_reproduced(_verdicts(claims))} "
             f"| {_confirmed(claims)} |"
         )
     return "\n".join(rows)
