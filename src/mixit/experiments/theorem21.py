@@ -58,6 +58,7 @@ START_CORRELATION = 0.5  # Phi_0: ones on the diagonal, 0.5 elsewhere
 DEPTHS = (2, 4, 8, 16, 32)
 MODEL_SHAPE = {"model.n_embd": 128, "model.n_head": 4, "model.init": "gpt2"}
 SEQ_LEN, SEQUENCES, VOCAB = 64, 16, 1024
+MODELS = ("mixit", "random")
 
 
 def plan(scale: str, seeds: range) -> list[Run]:
@@ -111,9 +112,6 @@ def _sample_path(step) -> list[list[float]]:
             trace.append([phi[0, 0].item(), phi[0, 1].item()])
         traces.append(trace)
     return traces
-
-
-MODELS = ("mixit", "random")
 
 
 def _model_config(variant: str, depth: int, seed: int, overrides: Overrides) -> RunConfig:
