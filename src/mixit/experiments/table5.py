@@ -26,8 +26,7 @@ from mixit.experiments.plots import line_plot
 
 TASKS = ("addition", "dyck", "sentiment")
 # Head counts the width allows (the tiny models are 64 or 128 wide, so 64 heads stand in for
-# the paper's 256). Tiny keeps the two ends C7 compares: its 16-head runs (about
-# 3 minutes) were cut for time.
+# the paper's 256). Tiny keeps the two ends C7 compares, for time.
 HEADS = {"tiny": (4, 64), "small": (4, 16, 64), "paper": (4, 16, 64, 256)}
 PAPER = {  # Table 5, width 512 (addition, Dyck-1) and 1024 (Yelp)
     "addition": {4: 0.3471, 16: 0.3470, 64: 0.5072, 256: 0.9187},

@@ -34,8 +34,8 @@ DEPTHS = (2, 8, 16)
 PAPER = {"mixit": (1.0, 1.0, 1.0), "random": (1.0, 0.2353, 0.2288)}  # Table 6
 # The random transformer trains only its embeddings and head: at tiny width it learns
 # addition only with 2-digit operands, a fan-in initialisation (the small-output one leaves its
-# frozen blocks nearly silent) and a large learning rate (docs/presets.md: 0.06 with the
-# addition preset's settings, 0.87 with these). Each model keeps its own tuned settings, as
+# frozen blocks nearly silent) and a large learning rate (docs/presets.md). Each model keeps
+# its own tuned settings, as
 # in the paper's per-model grid search. MixiT needs fewer steps than the random transformer
 # (docs/reproduce.md).
 TINY_TASK = {

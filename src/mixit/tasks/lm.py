@@ -188,7 +188,7 @@ register(
         extra_metrics=lm_metrics,
         declared_shape=lm_shape,
         presets={
-            # 170 ms a step on 2 cores: about 3.5 minutes a model (docs/presets.md).
+            # Minutes a model on 2 cores (docs/presets.md).
             "tiny": {
                 "task.seq_len": 64,
                 "task.vocab_size": 1024,

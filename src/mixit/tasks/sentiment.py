@@ -221,8 +221,8 @@ register(
         answer_ids=label_ids,
         declared_shape=sentiment_shape,
         presets={
-            # Words, not BPE pieces: a snippet stays short in tokens, and both standard
-            # (0.712 -> 0.738) and mixit (0.627 -> 0.671) score higher (docs/presets.md).
+            # Words, not BPE pieces: a snippet stays short in tokens, and both standard and
+            # mixit score higher (docs/presets.md).
             "tiny": {
                 "task.seq_len": 48,
                 "task.tokenizer": "words",
