@@ -293,21 +293,22 @@ def seeds_note(seeds: range) -> str:
     return f"Mean ± standard deviation over {seeds_text(seeds)}."
 
 
-def model_overrides(overrides: Overrides) -> dict[str, Any]:
-    """The overrides a measurement of models takes (its task and training are its own): the
-    ``model.*`` keys, the construction among them."""
-    return {key: value for key, value in overrides.items() if key.startswith("model.")}
+def measured_overrides(overrides: Overrides) -> dict[str, Any]:
+    """The overrides a measurement of models takes: the ``model.*`` keys (the construction
+    among them) and the ``train.*`` keys (precision, compilation). The ``task.*`` keys name
+    settings of the tasks the runs train, and a measurement's data is its own."""
+    return {k: v for k, v in overrides.items() if k.startswith(("model.", "train."))}
 
 
 def measurement_key(
     scale: str, seeds: range, overrides: Overrides, **settings: Any
 ) -> dict[str, Any]:
     """A cached measurement's key: the scale, the seeds, the experiment's own ``settings`` and
-    the model overrides it measured under where there are any (a key without them is a
+    the overrides it measured under where there are any (a key without them is a
     measurement of the scale's own models)."""
     key = {"scale": scale, "seeds": seeds_key(seeds), **settings}
-    models = model_overrides(overrides)
-    return key | ({"overrides": models} if models else {})
+    measured = measured_overrides(overrides)
+    return key | ({"overrides": measured} if measured else {})
 
 
 def seeds_key(seeds: range) -> int | list[int]:

@@ -27,8 +27,8 @@ from mixit.experiments.base import (
     markdown_table,
     mean,
     mean_std,
+    measured_overrides,
     measurement_key,
-    model_overrides,
     runs,
     seeds_note,
 )
@@ -61,9 +61,9 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 def _init_config(scale: str, model: str, depth: int, seed: int, overrides: Overrides) -> RunConfig:
     """A model measured at initialisation: the experiment's init and depth, then the
-    reproduction's model overrides (its construction among them)."""
+    reproduction's model and training overrides (its construction among them)."""
     run = Run("lm", model, seed, (*INIT.items(), ("model.n_layer", depth)))
-    return run.config(scale, model_overrides(overrides))
+    return run.config(scale, measured_overrides(overrides))
 
 
 def measures(scale: str, seeds: range, overrides: Overrides) -> list[RunConfig]:

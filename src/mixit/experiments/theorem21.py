@@ -9,7 +9,7 @@ Three parts, all at initialisation (nothing trains):
    theorem needs;
 3. the real model's blocks: the mean correlation between token representations against
    depth for MixiT (the paper's mixing scale) and the random transformer (the picture behind
-   Table 7), on random tokens, built under the reproduction's model overrides.
+   Table 7), on random tokens, built under the reproduction's model and training overrides.
 
 Parts 1 and 2 draw their paths from each of the reproduction's seeds in turn, and C12 is
 judged on the mean discrepancy over them, as the other claims are judged on means over seeds.
@@ -40,8 +40,8 @@ from mixit.experiments.base import (
     markdown_table,
     mean,
     mean_std,
+    measured_overrides,
     measurement_key,
-    model_overrides,
     seeds_text,
 )
 from mixit.experiments.claims import claim, margin
@@ -123,7 +123,7 @@ def _model_config(variant: str, depth: int, seed: int, overrides: Overrides) -> 
         "model.vocab_size": VOCAB,
         "model.block_size": SEQ_LEN,
     }
-    return resolve_config("lm", variant, "paper", seed, {**model_overrides(overrides), **shape})
+    return resolve_config("lm", variant, "paper", seed, {**measured_overrides(overrides), **shape})
 
 
 def measures(scale: str, seeds: range, overrides: Overrides) -> list[RunConfig]:

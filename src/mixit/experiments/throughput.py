@@ -9,8 +9,8 @@ log-softmax and gradient in fp32, and does not fit one 80 GB GPU beside its acti
 
 The seeds set only how many times it is repeated (a step takes as long whatever the weights),
 so C11 is independent of the seeds: fresh seeds time the same models again and confirm
-nothing. The reproduction's model overrides (its construction among them) build the models
-it times; its task and training settings are the experiment's own.
+nothing. The reproduction's model and training overrides (its construction, its precision)
+build the models it times; its task settings are the experiment's own.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from mixit.experiments.base import (
     cached_measurement,
     markdown_table,
     mean_std,
+    measured_overrides,
     measurement_key,
-    model_overrides,
 )
 from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import bar_plot
@@ -53,7 +53,7 @@ def plan(scale: str, seeds: range) -> list[Run]:
 def _configs(scale: str, overrides: Overrides) -> dict[str, RunConfig]:
     from mixit.resolve import resolve_config
 
-    models = model_overrides(overrides)
+    models = measured_overrides(overrides)
     return {m: resolve_config("lm", m, SCALE_PRESET[scale], 0, models) for m in MODELS}
 
 
