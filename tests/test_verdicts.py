@@ -153,5 +153,7 @@ def test_seeds_seen_before_a_rule_was_written_do_not_confirm_it():
     c2.by_seeds = {"100-102": "reproduced"}
     assert c2.confirmed() is None
     assert "written after seeds 0-2, 100-102 were seen" in claims_markdown([c2], setting)
+    fresh = claims_markdown([c2], {**setting, "confirmed_on_seeds": [100, 101, 102]})
+    assert "except for C2, whose rules came after these seeds" in fresh
     c2.by_seeds["200-202"] = "reproduced"
     assert c2.confirmed() is True

@@ -104,8 +104,10 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
     changed = changed_settings_note(setting)
     first = setting.get("first_seed", 0)
     fresh = setting.get("confirmed_on_seeds", [])
+    seen = [claim.id for claim in claims if set(fresh) & set(claim.seen_seeds)]
     confirmation = (
         f"a confirmation on seeds {_fmt(fresh)}, which nothing was tuned on"
+        + (f", except for {', '.join(seen)}, whose rules came after these seeds" if seen else "")
         if fresh
         else "on those seeds, so they confirm nothing"
     )
