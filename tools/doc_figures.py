@@ -197,11 +197,55 @@ def c11_measured() -> str:
     return "\n".join(rows)
 
 
+def bench() -> str:
+    """README: `mixit bench` on the development CPU, one table row per variant and shape, from
+    the JSON files in docs/bench/."""
+    rows = [
+        "| shape | model | tokens/s | MFU | speed-up | FLOP ratio | compiled speed-up |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for path in sorted((ROOT / "docs" / "bench").glob("*.json"), key=_bench_width):
+        measured = _json(path)["rows"]
+        by = {(r["impl"], r["variant"]): r for r in measured}
+        base = by["mixit", "standard"]
+        shape = (
+            f"n={base['n_embd']} L={base['n_layer']} H={base['n_head']} T={base['seq_len']} "
+            f"B={base['batch']}"
+        )
+        for impl, variant, name in _BENCH_ROWS:
+            if (impl, variant) not in by:
+                continue
+            row = by[impl, variant]
+            compiled = by.get(("mixit+compile", variant)) if impl == "mixit" else None
+            rows.append(
+                f"| {shape} | {name} | {row['tokens_per_s']:,.0f} | {row['mfu']:.1%} "
+                f"| {row['tokens_per_s'] / base['tokens_per_s']:.2f}x "
+                f"| {base['flops_per_token'] / row['flops_per_token']:.2f}x | "
+                + (f"{compiled['tokens_per_s'] / base['tokens_per_s']:.2f}x |" if compiled else "|")
+            )
+            shape = ""
+    return "\n".join(rows)
+
+
+_BENCH_ROWS = (
+    ("mixit", "standard", "standard"),
+    ("mixit", "frozen-qk", "frozen-qk"),
+    ("mixit", "frozen-mlp", "frozen-mlp"),
+    ("mixit", "mixit", "mixit"),
+    ("hf", "standard", "HF Llama"),
+)
+
+
+def _bench_width(path: Path) -> int:
+    return _json(path)["rows"][0]["n_embd"]
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "reproductions": reproductions,
     "rejudged": rejudged,
     "rejudged-changes": rejudged_changes,
     "c11-measured": c11_measured,
+    "bench": bench,
 }
 DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md")
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
