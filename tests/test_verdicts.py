@@ -37,10 +37,16 @@ def test_each_experiment_follows_the_seeds_or_says_it_does_not(name):
     assert follows or SEEDS in EXPERIMENTS[name].independent_of
 
 
-def test_throughput_times_the_models_of_the_construction_and_ignores_the_seeds():
+def test_throughput_times_the_models_of_the_construction_and_ignores_the_seeds(
+    tmp_path, monkeypatch
+):
     built = {c.model.construction for c in throughput.measures("tiny", range(1), AUTHORS)}
     assert built == {"authors"}
     assert throughput.EXPERIMENT.independent_of == (SEEDS,)
+    monkeypatch.setattr(throughput, "ROUNDS", 1)
+    how = Reproduction("tiny", seeds=1, out=tmp_path, overrides=AUTHORS)
+    (c11,) = [c for c in reproduce(["throughput"], how) if c.id == "C11"]
+    assert c11.construction == "authors"  # a measurement names what it measured
 
 
 def test_table7_measures_initialisation_under_the_construction(monkeypatch):

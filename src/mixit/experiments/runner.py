@@ -172,7 +172,9 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
         timing[experiment.name] = experiment_seconds(planned, summaries)
         folder = out / experiment.name
         make_dir(folder)
-        construction = ", ".join(sorted({configs[run].model.construction for run in planned}))
+        built = [configs[run] for run in planned]
+        built += experiment.measures(scale, seed_range, how.overrides)
+        construction = ", ".join(sorted({config.model.construction for config in built}))
         stops = stops_note(timing[experiment.name])
         header = report_header(experiment, scale, seed_range, construction, changed, stops)
         missing = sum(run not in summaries for run in planned)
