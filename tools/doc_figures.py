@@ -237,6 +237,33 @@ def bench() -> str:
     return "\n".join(rows)
 
 
+def decode() -> str:
+    """README: cached decoding and data generation, from the bench file that measured them."""
+    measured = next(
+        _json(path)
+        for path in sorted((ROOT / "docs" / "bench").glob("*.json"))
+        if "decode" in _json(path)
+    )
+    base = measured["rows"][0]
+    rows = [
+        f"| model (n={base['n_embd']}, batch {base['batch']}) | decode tokens/s "
+        "| cache bytes per token per sequence |",
+        "|---|---:|---:|",
+    ]
+    rows += [
+        f"| {r['variant']} | {r['decode_tokens_per_s']:,.0f} | {r['cache_bytes_per_token']:,} |"
+        for r in measured["decode"]
+    ]
+    data = measured["data_seconds_per_100k"]
+    rows += [
+        "",
+        "| task | ms to generate 100k examples |",
+        "|---|---:|",
+        *(f"| {task} | {1000 * seconds:.0f} |" for task, seconds in data.items()),
+    ]
+    return "\n".join(rows)
+
+
 _BENCH_ROWS = (
     ("mixit", "standard", "standard"),
     ("mixit", "frozen-qk", "frozen-qk"),
@@ -256,6 +283,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "rejudged-changes": rejudged_changes,
     "c11-measured": c11_measured,
     "bench": bench,
+    "decode": decode,
 }
 DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md")
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
