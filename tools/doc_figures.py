@@ -20,6 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mixit.experiments.claims import CLAIMS
+from mixit.experiments.verdicts import format_measurements
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 # Where a reproduction's verdicts under the rules it was first judged by are kept, beside the
@@ -89,8 +92,6 @@ def _confirmed(claims: dict[str, Any]) -> str:
 
 def _rules(claims: dict[str, Any]) -> str:
     """'current', or the judged claims whose rule text differs from the current rule's."""
-    from mixit.experiments.claims import CLAIMS
-
     current = {claim.id: claim.rule for claim in CLAIMS}
     older = [
         c["id"]
@@ -149,17 +150,6 @@ def rejudged() -> str:
     return "\n".join(rows)
 
 
-def _figure(value: Any) -> str:
-    """A measured value as claims.md writes it: 4 significant digits."""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_figure(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_figure(v) for v in value) + "]"
-    return str(value)
-
-
 def rejudged_changes() -> str:
     """docs/reproduce.md: each verdict the current rules or labels changed, with what it
     measured before and now."""
@@ -172,12 +162,10 @@ def rejudged_changes() -> str:
             before = old.get(claim["id"], {"verdict": "not run", "measured": {}})
             if before["verdict"] == claim["verdict"]:
                 continue
-            measured = ", ".join(f"{k} = {_figure(v)}" for k, v in claim["measured"].items())
+            measured = format_measurements(claim["measured"])
             was = ""
             if before["measured"] != claim["measured"]:
-                was = "; before: " + ", ".join(
-                    f"{k} = {_figure(v)}" for k, v in before["measured"].items()
-                )
+                was = "; before: " + format_measurements(before["measured"])
             lines.append(
                 f"- `{out.name}` {claim['id']}: {before['verdict']} → {claim['verdict']}; "
                 f"{measured}{was}"
@@ -214,8 +202,8 @@ def bench() -> str:
         "| shape | model | tokens/s | MFU | speed-up | FLOP ratio | compiled speed-up |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for path in sorted((ROOT / "docs" / "bench").glob("*.json"), key=_bench_width):
-        measured = _json(path)["rows"]
+    for bench_run in _benches():
+        measured = bench_run["rows"]
         by = {(r["impl"], r["variant"]): r for r in measured}
         base = by["mixit", "standard"]
         shape = (
@@ -239,11 +227,7 @@ def bench() -> str:
 
 def decode() -> str:
     """README: cached decoding and data generation, from the bench file that measured them."""
-    measured = next(
-        _json(path)
-        for path in sorted((ROOT / "docs" / "bench").glob("*.json"))
-        if "decode" in _json(path)
-    )
+    measured = next(bench for bench in _benches() if "decode" in bench)
     base = measured["rows"][0]
     rows = [
         f"| model (n={base['n_embd']}, batch {base['batch']}) | decode tokens/s "
@@ -273,8 +257,10 @@ _BENCH_ROWS = (
 )
 
 
-def _bench_width(path: Path) -> int:
-    return _json(path)["rows"][0]["n_embd"]
+def _benches() -> list[dict[str, Any]]:
+    """The bench runs in docs/bench/, narrowest model first."""
+    runs = [_json(path) for path in (ROOT / "docs" / "bench").glob("*.json")]
+    return sorted(runs, key=lambda run: run["rows"][0]["n_embd"])
 
 
 BLOCKS: dict[str, Callable[[], str]] = {

@@ -131,10 +131,10 @@ def earlier_timing(out: Path) -> dict[str, Any]:
     return timing if isinstance(timing, dict) else {}
 
 
-def earlier_calls(out: Path) -> list[dict[str, Any]]:
-    """The ``calls`` history of ``OUT/timing.json``: one entry per ``reproduce`` on this output,
-    so that a later call that trains nothing keeps the wall time of the one that trained."""
-    timing = earlier_timing(out)
+def earlier_calls(timing: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``calls`` history of a ``timing.json`` (``earlier_timing``): one entry per
+    ``reproduce`` on this output, so that a later call that trains nothing keeps the wall time
+    of the one that trained."""
     if "calls" not in timing and "train_wall_seconds" in timing:  # written before the history
         return [{key: timing[key] for key in ("train_wall_seconds", "jobs") if key in timing}]
     calls = timing.get("calls", [])
@@ -163,7 +163,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     earlier = earlier_timing(out)
     # The other experiments' seconds stay as the calls that reported them wrote them.
     kept = {name: seconds for name, seconds in earlier.items() if isinstance(seconds, dict)}
-    timing: dict[str, Any] = {**kept, **this_call, "calls": [*earlier_calls(out), this_call]}
+    timing: dict[str, Any] = {**kept, **this_call, "calls": [*earlier_calls(earlier), this_call]}
     setting = judged_under(how)
     changed = changed_settings_note(setting)
     judged: list[Claim] = []
