@@ -1,17 +1,27 @@
-"""`compare --tune lr`: each model's learning rate chosen on held-out training data, never on
-the test split, and every seed trained at it."""
+"""The tuning protocol (docs/tuning.md, `mixit.tuning`): selection on held-out training data
+only, edges that extend the grid, halving that keeps the best rate, the budget rule, the
+initialisation choice of a `model.arch` model, and `--no-tune`."""
 
+import importlib
 import json
+import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
 
+import mixit.tuning as tuning
 from mixit import compare
-from mixit.compare import LR_FACTORS
+from mixit.cli import main
+from mixit.compare import Comparison
 from mixit.resolve import resolve_config
+from mixit.rundir import read_records
+from mixit.runs import run_dir_name
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData, hold_out_validation
+from mixit.train import run as train_run
+from mixit.tuning import GRID, GRID_STEP, Candidate, Trial, Tuner
 
 QUICK = {
     "task.vocab_size": 16,
@@ -21,8 +31,8 @@ QUICK = {
     "model.n_embd": 16,
     "model.n_head": 2,
     "model.n_layer": 1,
-    "train.steps": 4,
-    "train.eval_every": 4,
+    "train.steps": 8,
+    "train.eval_every": 2,
     "train.eval_examples": 64,
 }
 
@@ -39,28 +49,164 @@ def test_the_validation_split_comes_from_the_training_rows_only():
     assert hold_out_validation(memorization, 0.1) is memorization  # scored on its training set
 
 
-def test_compare_tunes_each_models_learning_rate_and_trains_its_seeds_at_it(tmp_path):
+def test_a_halted_run_resumed_is_the_uninterrupted_run(tmp_path):
+    config = resolve_config("retrieval", "standard", "tiny", 0, QUICK)
+    whole = train_run(config, tmp_path / "whole")
+    config.train.halt_at = 4
+    halted = train_run(config, tmp_path / "halted")
+    assert halted["stopped"] == "halted" and halted["steps_run"] == 4
+    assert not (tmp_path / "halted" / "summary.json").exists()
+    config.train.halt_at = 0
+    resumed = train_run(config, tmp_path / "halted", resume=True)
+    assert resumed["metrics"] == whole["metrics"] and resumed["steps_run"] == 8
+
+
+def test_the_tuning_seed_is_none_of_the_verdict_seeds():
+    assert tuning.tuning_seed(range(3)) == 1000
+    assert tuning.tuning_seed([*range(100, 103), *range(200, 203)]) == 1000
+    assert tuning.tuning_seed(range(998, 1002)) == 1002
+
+
+def test_rungs_are_evaluation_steps_near_a_quarter_and_a_half_of_the_budget():
+    assert tuning.rung_steps(2400, 400) == [800, 1200, 2400]
+    assert tuning.rung_steps(1000, 250) == [250, 500, 1000]
+    assert tuning.rung_steps(4, 4) == [4]
+
+
+def planted(monkeypatch, score_of) -> list[tuple[int, int]]:
+    """Replace training by ``score_of(exponent, step)``, a validation score; returns the log of
+    (exponent, step) each trial was trained to."""
+    trained = []
+
+    def train_to(self, trials, step):
+        for trial in trials:
+            if trial.stopped != "halted":
+                continue
+            end = min(step, trial.config.train.steps)
+            trained.append((trial.candidate.exponent, end))
+            trial.scores[end] = score_of(trial.candidate.exponent, end)
+            trial.steps_run = end
+            trial.stopped = "budget" if end == trial.config.train.steps else "halted"
+
+    monkeypatch.setattr(Tuner, "train_to", train_to)
+    return trained
+
+
+def quick_tuner(tmp_path, steps=16):
+    return Tuner("retrieval", "tiny", 1000, {**QUICK, "train.steps": steps}, tmp_path)
+
+
+def test_halving_keeps_the_best_rate_and_trains_the_others_part_of_the_budget(
+    tmp_path, monkeypatch
+):
+    # The best rate (the preset's) leads at every rung, but only narrowly at the first.
+    trained = planted(monkeypatch, lambda k, step: 0.5 + step / 100 - 0.01 * abs(k) * (k + 2))
+    record = quick_tuner(tmp_path).halve({"standard": tuning.grid()})["standard"]
+    preset_lr = resolve_config("retrieval", "standard", "tiny", 0, QUICK).train.lr
+    assert record["train.lr"] == pytest.approx(preset_lr) and record["edge"] == "interior"
+    steps = {k: max(s for e, s in trained if e == k) for k in GRID}
+    assert steps[0] == 16 and sorted(steps.values()) == [4, 8, 16]  # 1/4, 1/2 and the budget
+    assert [rung["step"] for rung in record["rungs"]] == [4, 8, 16]
+
+
+def test_a_best_rate_at_an_edge_extends_the_grid_until_it_is_interior(tmp_path, monkeypatch):
+    planted(monkeypatch, lambda k, step: 1.0 - 0.1 * abs(k - 2))  # the best rate: p * 10
+    record = quick_tuner(tmp_path).halve({"standard": tuning.grid()})["standard"]
+    preset_lr = resolve_config("retrieval", "standard", "tiny", 0, QUICK).train.lr
+    assert record["train.lr"] == pytest.approx(preset_lr * GRID_STEP**2)
+    assert record["edge"] == "extended"
+    assert record["extended_with"] == pytest.approx([preset_lr * GRID_STEP**2, preset_lr * 10**1.5])
+
+
+def test_the_grid_stops_at_its_bound_and_says_so(tmp_path, monkeypatch):
+    planted(monkeypatch, lambda k, step: 0.5 + 0.1 * k)  # ever higher rates score better
+    record = quick_tuner(tmp_path).halve({"standard": tuning.grid()})["standard"]
+    tried = sorted(lr for lr, *_ in record["validation"])
+    assert len(tried) == 3 + tuning.EDGE_BOUND - 1 and record["edge"] == "bound"
+    assert math.log10(tried[-1] / tried[0]) == pytest.approx(2.0)
+
+
+def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
+    # Every evaluation of the real test split says the lowest rate is best, every other one
+    # (the validation split) the highest: only a protocol that reads the test split can pick
+    # a low rate.
+    train_module = importlib.import_module("mixit.train")  # the module, not mixit.train()
+    evaluate = train_module.evaluate_run
+    spec = get_task("retrieval")
+
+    def planted_evaluate(model, data, config):
+        metrics = evaluate(model, data, config)
+        test = spec.make_data(config.task, config.seed).test  # the real test split
+        on_test = data.test.inputs.shape == test.inputs.shape and bool(
+            (data.test.inputs == test.inputs).all()
+        )
+        signal = -math.log10(config.train.lr) if on_test else math.log10(config.train.lr)
+        return metrics | {"test_accuracy": 10 + signal}
+
+    monkeypatch.setattr(train_module, "evaluate_run", planted_evaluate)
+    result = compare("retrieval", ["standard"], seeds=1, out=tmp_path, overrides=QUICK, tune=["lr"])
+    chosen = result["tuned"]["standard"]
+    assert chosen["edge"] == "bound" and chosen["train.lr"] == max(
+        lr for lr, *_ in chosen["validation"]
+    )
+    assert chosen["seed"] == 1000
+
+
+def test_a_model_still_rising_trains_again_at_twice_its_budget_up_to_the_cap(tmp_path):
+    tuner = quick_tuner(tmp_path, steps=8)
+    candidate = Candidate(0)
+    rising = Trial(candidate, tuner.config("standard", candidate))
+    tuner.train_to([rising], 8)
+    records = read_records(Path(rising.run_dir) / "metrics.jsonl")
+    half = next(r for r in records if r["step"] == 4)["test_accuracy"]
+    rises = records[-1]["test_accuracy"] - half > tuner.tolerance
+    assert tuning.still_rising(rising, tuner.metric, tuner.better, tuner.tolerance) == rises
+    steps, budgets = tuning.budget(tuner, "standard", rising)
+    assert budgets[0]["steps"] == 8 and budgets[0]["rising"] == rises
+    assert all(b["steps"] == 8 * 2**i for i, b in enumerate(budgets))
+    assert steps == budgets[-1]["steps"] <= tuning.BUDGET_CAP * 8
+    assert not budgets[-1]["rising"] or steps == tuning.BUDGET_CAP * 8
+
+
+def test_compare_tunes_each_model_and_trains_its_seeds_at_the_choice(tmp_path):
     result = compare(
         "retrieval", ["standard", "mixit"], seeds=2, out=tmp_path, overrides=QUICK, tune=["lr"]
     )
-    preset_lr = resolve_config("retrieval", "standard", "tiny", 0, QUICK).train.lr
-    runs = [  # every run's config and where it was scored, all in one folder
-        json.loads((d / "config.json").read_text())
-        | {"evaluated_on": json.loads((d / "summary.json").read_text())["evaluated_on"]}
-        for d in (tmp_path / "runs").iterdir()
-    ]
-    for model, tuned in result["tuned"].items():
-        tried = [lr for lr, _ in tuned["validation"]]
-        assert tried == pytest.approx([preset_lr * f for f in LR_FACTORS])
-        best = max(tuned["validation"], key=lambda pair: pair[1])[0]
-        assert tuned["train.lr"] == best
-        trained = [r for r in runs if r["variant"] == model and not held_out(r)]
-        assert sorted(r["seed"] for r in trained) == [0, 1]
-        assert all(r["train"]["lr"] == best and r["evaluated_on"] == "test" for r in trained)
-    tuning = [r for r in runs if held_out(r)]
-    assert len(tuning) == 2 * len(LR_FACTORS)
-    assert all(r["evaluated_on"] == "validation" for r in tuning)
+    stored = json.loads((tmp_path / "tuning.json").read_text())
+    assert stored == result["tuned"]
+    for model, tuned in stored.items():
+        config = resolve_config("retrieval", model, "tiny", 0, {**QUICK, **tuned["overrides"]})
+        for seed in (0, 1):
+            config.seed = seed
+            summary = json.loads(
+                (tmp_path / "runs" / run_dir_name(config) / "summary.json").read_text()
+            )
+            assert summary["evaluated_on"] == "test" and summary["steps"] == tuned["steps"]
+        held_out = [
+            json.loads((d / "config.json").read_text())
+            for d in (tmp_path / "runs").iterdir()
+            if d.name.startswith(f"retrieval-{model}-s1000-")
+        ]
+        assert held_out and all(c["train"]["validation_fraction"] == 0.1 for c in held_out)
 
 
-def held_out(run: dict) -> bool:
-    return run["train"].get("validation_fraction", 0.0) > 0
+def test_no_tune_trains_exactly_the_untuned_runs(tmp_path):
+    overrides = {**QUICK, "model.arch": "hf:llama"}
+    out = tmp_path / "untuned"
+    argv = ["compare", "--task", "retrieval", "--models", "standard,mixit", "--seeds", "2"]
+    argv += ["--no-tune", "--out", str(out), *(f"{k}={v}" for k, v in overrides.items())]
+    assert main(argv) == 0
+    plan = Comparison("retrieval", ("standard", "mixit"), "tiny", range(2), out, overrides)
+    expected = {run_dir_name(config) for config in plan.configs().values()}
+    assert {d.name for d in (out / "runs").iterdir()} == expected
+    assert not (out / "tuning.json").exists()
+
+
+def test_an_arch_model_tunes_by_default_and_every_variant_takes_the_references_init(tmp_path):
+    overrides = {**QUICK, "model.arch": "hf:llama", "train.steps": 4}
+    result = compare("retrieval", ["standard", "frozen-qk"], out=tmp_path, overrides=overrides)
+    tuned = result["tuned"]
+    inits = {init for _, init, *_ in tuned["standard"]["validation"]}
+    assert inits == {"own", "small-output"} and tuned["standard"]["init_tuned"]
+    assert tuned["frozen-qk"]["init"] == tuned["standard"]["init"]
+    assert {init for _, init, *_ in tuned["frozen-qk"]["validation"]} == {tuned["standard"]["init"]}

@@ -10,9 +10,11 @@
 
 The run's variant is built by ``mixit.spectrum`` (the same freezing and fixed mixing as the
 Python API) and wrapped in ``ArchModel``, which speaks the decoder's interface to training and
-scoring. Such a model keeps its own initialisation, norms and residual stream: from mixit's
-model config it takes only the sizes (``n_layer``, ``n_embd``, ``n_head``, ``mlp_ratio``, the
-task's vocabulary and length) and MixiT's ``mixing_scale``.
+scoring. Such a model keeps its own norms and residual stream, and its own initialisation
+unless ``model.arch_init`` says otherwise: from mixit's model config it takes only the sizes
+(``n_layer``, ``n_embd``, ``n_head``, ``mlp_ratio``, the task's vocabulary and length),
+MixiT's ``mixing_scale`` and, where ``model.arch_init`` asks for it, mixit's ``small-output``
+initialisation (with ``output_init_std``).
 """
 
 from __future__ import annotations
@@ -140,7 +142,16 @@ def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
     else:
         factory, parts = _factory(config.arch)
         source, settings = (lambda: factory(config)), None
-    models = spectrum(source, parts, (variant,), seed, config.mixing_scale, settings)
+    models = spectrum(
+        source,
+        parts,
+        (variant,),
+        seed,
+        config.mixing_scale,
+        settings,
+        config.arch_init,
+        config.output_init_std,
+    )
     return ArchModel(models[variant])
 
 

@@ -157,14 +157,7 @@ def _add_compare(commands: Any) -> None:
         help="the litmus test's margin: a model matches standard when at most this much worse "
         "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
     )
-    parser.add_argument(
-        "--tune",
-        choices=["lr"],
-        default=None,
-        help="first pick each model's learning rate among 1/3, 1 and 3 times its preset's, by "
-        "its score on 10%% of the training data held out (never the test split), on the first "
-        "seed; then train every seed at it",
-    )
+    _add_tune_options(parser)
     parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
     _add_launch_options(parser)
     parser.set_defaults(run=_compare)
@@ -246,9 +239,31 @@ def _add_suite(commands: Any) -> None:
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars"
     )
     _add_arch_option(parser)
+    _add_tune_options(parser)
     _add_launch_options(parser)
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="settings for every run")
     parser.set_defaults(run=_suite)
+
+
+def _add_tune_options(parser: argparse.ArgumentParser) -> None:
+    tuning = parser.add_mutually_exclusive_group()
+    tuning.add_argument(
+        "--tune",
+        choices=["lr"],
+        default=None,
+        help="first tune each model (docs/tuning.md): its learning rate on a grid around the "
+        "preset's that extends at its edges, by successive halving on 10%% of the training "
+        "data held out (never the test split) and tuning seed 1000; its budget, doubled while "
+        "still rising (up to 4x); for an --arch model, also its initialisation (its own or "
+        "mixit's small-output). Then train every seed at the choice. Default with --arch",
+    )
+    tuning.add_argument(
+        "--no-tune",
+        dest="tune",
+        action="store_const",
+        const="",
+        help="train at the presets' settings, also with --arch",
+    )
 
 
 def _add_arch_option(parser: argparse.ArgumentParser) -> None:
@@ -562,12 +577,17 @@ def _compare(args: argparse.Namespace) -> int:
         overrides=overrides,
         progress=args.progress,
         tolerance=args.tolerance,
-        tune=[args.tune] if args.tune else [],
+        tune=_tune(args),
         launch=_launch(args),
     )
     print(format_table(result))
     print(f"results: {out}/compare.json", file=sys.stderr)
     return 0
+
+
+def _tune(args: argparse.Namespace) -> list[str] | None:
+    """``--tune lr``: ["lr"]; ``--no-tune``: []; neither: None (tune --arch models only)."""
+    return None if args.tune is None else [args.tune] if args.tune else []
 
 
 def _models(text: str) -> list[str]:
@@ -674,6 +694,7 @@ def _suite(args: argparse.Namespace) -> int:
         _overrides(args),
         args.progress,
         _launch(args),
+        _tune(args),
     )
     print((Path(args.out) / "summary.md").read_text())
     print(f"results: {args.out}/results.csv, {args.out}/heatmap.png", file=sys.stderr)

@@ -17,6 +17,8 @@ from mixit.resolve import resolve_config
 from mixit.results import write_results_csv
 from mixit.runs import train_missing
 from mixit.tasks import get_task
+from mixit.tuning import BUDGET_CAP
+from mixit.tuning import tune as tune_models
 from mixit.variants import VARIANTS
 
 
@@ -48,42 +50,30 @@ class Comparison:
 
 
 TUNABLE = ("lr",)
-# `compare --tune lr`: each model's learning rate among these multiples of its preset's.
-LR_FACTORS = (1 / 3, 1.0, 3.0)
-# The share of the training split held out to choose on (train.validation_fraction).
-VALIDATION_FRACTION = 0.1
 
 
-def tune_lr(
-    plan: Comparison,
-    progress: bool | None = None,
-    factors: Sequence[float] = LR_FACTORS,
-    jobs: int = 1,
-) -> dict[str, dict[str, Any]]:
-    """Each model's learning rate: the value of the grid (``factors`` times the model's
-    resolved ``train.lr``) whose run on the plan's first seed scores best on a validation
-    split carved from the training data, never on the test split. Its runs land in
-    ``out/runs`` beside the others (their configs hold the validation split, so their names
-    differ). Returns
-    ``{model: {"train.lr": chosen, "validation": {lr: metric}}}``; ``jobs`` runs train at once."""
-    task, preset, seed, out = plan.task, plan.preset, plan.seeds.start, plan.out
-    spec = get_task(task)
-    better = 1.0 if spec.higher_is_better else -1.0
-    configs = {}
-    for model in plan.models:
-        preset_lr = resolve_config(task, model, preset, seed, plan.overrides).train.lr
-        for lr in (preset_lr * factor for factor in factors):
-            tuning = {**plan.overrides, "train.lr": lr}
-            tuning["train.validation_fraction"] = VALIDATION_FRACTION
-            configs[model, lr] = resolve_config(task, model, preset, seed, tuning)
-    local = Launch(jobs=jobs)
-    summaries, _ = train_missing(configs, Path(out) / "runs", progress, each=True, launch=local)
-    chosen = {}
-    for model in plan.models:
-        scores = {lr: summaries[m, lr]["metrics"][spec.metric] for m, lr in configs if m == model}
-        best = max(scores, key=lambda lr: better * scores[lr])
-        chosen[model] = {"train.lr": best, "validation": scores}
-    return chosen
+def tunes_by_default(overrides: Mapping[str, Any]) -> bool:
+    """Whether a comparison tunes unless told not to: a ``model.arch`` model does, since the
+    presets were fitted to mixit's decoder and not to it (docs/tuning.md)."""
+    return str(overrides.get("model.arch", "mixit")) != "mixit"
+
+
+def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """The litmus reading when the tuned reference learned nothing on validation at any rate
+    of its grid: no verdict, with the rates and budgets tried as the cause."""
+    rates = ", ".join(f"{lr:.3g}" for lr, *_ in record["validation"])
+    steps = ", ".join(str(b["steps"]) for b in record["budgets"])
+    cause = (
+        f"standard did not learn at any rate of the grid (validation on seed {record['seed']}; "
+        f"rates {rates}; budgets {steps} steps)"
+    )
+    return {
+        "tolerance": litmus["tolerance"],
+        "rows": [],
+        "no_reference": [cause, *litmus.get("no_reference", [])],
+        "next": "a larger width (model.n_embd), or a budget beyond the protocol's cap of "
+        f"{BUDGET_CAP}x the preset's steps (train.steps)",
+    }
 
 
 def task_chance(config: RunConfig) -> float:
@@ -102,14 +92,16 @@ def compare(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = None,
     tolerance: float | None = None,
-    tune: Sequence[str] = (),
+    tune: Sequence[str] | None = None,
     launch: Launch = LOCAL,
 ) -> dict[str, Any]:
     """Train each model with seeds ``seed .. seed+seeds-1`` on the same data.
 
-    ``tune=["lr"]`` first picks each model's learning rate (``tune_lr``, on a validation
-    split of the training data) and trains every seed at it; ``compare.json`` records the
-    choice under ``tuned``.
+    ``tune=["lr"]`` first tunes each model under the protocol of docs/tuning.md
+    (``mixit.tuning``: its learning rate, budget and, for a ``model.arch`` model, the
+    initialisation, on held-out training data and a seed outside ``seeds``) and trains every
+    seed at the result; ``OUT/tuning.json`` and ``compare.json``'s ``tuned`` record the choice.
+    ``tune=None`` tunes ``model.arch`` models only (``tunes_by_default``); ``[]`` never.
 
     Every run lands in ``out/runs`` under its config's hash (``mixit.runs``), where
     `reproduce` keeps its runs too: a finished run of the same config, from either command, is
@@ -119,15 +111,22 @@ def compare(
     """
     models = list(models or VARIANTS)
     spec = get_task(task)
+    if tune is None:
+        tune = list(TUNABLE) if tunes_by_default(overrides or {}) else []
     unknown = [name for name in tune if name not in TUNABLE]
     if unknown:
         raise UsageError(f"--tune '{unknown[0]}' is not tunable; choose from: {', '.join(TUNABLE)}")
     seed_range = range(seed, seed + seeds)
     plan = Comparison(task, tuple(models), preset, seed_range, Path(out), dict(overrides or {}))
     plan.configs()  # bad input fails before tuning
-    tuned = tune_lr(plan, progress, jobs=launch.jobs) if tune else {}
-    chosen = {model: {"train.lr": t["train.lr"]} for model, t in tuned.items()}
-    configs = plan.configs(chosen)
+    tuned = {}
+    if tune:
+        local = Launch(jobs=launch.jobs)
+        tuned = tune_models(
+            task, models, preset, seed_range, plan.overrides, plan.out / "runs", local, progress
+        )
+        write_json(Path(out) / "tuning.json", tuned)
+    configs = plan.configs({model: t["overrides"] for model, t in tuned.items()})
     trained = train_all(configs, Path(out), progress, launch)
     by_model = {model: [trained[model, s] for s in seed_range] for model in models}
     rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
@@ -143,13 +142,13 @@ def compare(
         "rows": rows,
     }
     if tuned:
-        result["tuned"] = {
-            model: {**t, "validation": list(t["validation"].items())} for model, t in tuned.items()
-        }
+        result["tuned"] = tuned
     if tolerance is None:
         tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
     steps = configs.get(("standard", seed), configs[models[0], seed]).train.steps
     result["litmus"] = reading(result, tolerance, steps)
+    if tuned.get("standard", {}).get("learned") is False:
+        result["litmus"] = not_learned_at_any_rate(result["litmus"], tuned["standard"])
     write_json(Path(out) / "compare.json", result)
     return result
 
@@ -190,6 +189,20 @@ def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -
     }
 
 
+def tuning_lines(tuned: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What the tuning protocol chose for each model, a line each."""
+    seed = next(iter(tuned.values()))["seed"]
+    lines = [f"tuned on held-out training data, seed {seed} (docs/tuning.md):"]
+    for model, t in tuned.items():
+        init = f", init {t['init']}" if t.get("init") else ""
+        edge = "" if t["edge"] == "interior" else f", grid {t['edge']}"
+        learned = "" if t["learned"] else ", did not learn at any rate of the grid"
+        lines.append(
+            f"  {model:<11} lr {t['train.lr']:.3g}, {t['steps']} steps{init}{edge}{learned}"
+        )
+    return lines
+
+
 def _stops(reasons: Sequence[str]) -> str:
     """``target 2, budget 1``: how many of a model's runs stopped for each reason."""
     counts = {reason: reasons.count(reason) for reason in dict.fromkeys(reasons)}
@@ -217,7 +230,6 @@ def format_table(result: Mapping[str, Any]) -> str:
     if result.get("chance") is not None:
         lines.append(f"{'chance':<12} {'':>10}  {result['chance']:>22.4f}")
     if result.get("tuned"):
-        chosen = ", ".join(f"{m} {t['train.lr']:.3g}" for m, t in result["tuned"].items())
-        lines += ["", f"learning rates chosen on held-out training data: {chosen}"]
+        lines += ["", *tuning_lines(result["tuned"])]
     lines += litmus_lines(result)
     return "\n".join(lines)

@@ -99,17 +99,27 @@ class RunWriter:
         if self.wandb is not None:
             self.wandb.log(numbers, step=record["step"])
 
+    def halt(self) -> None:
+        """Close the loggers and free the directory, leaving the run to be resumed."""
+        if self.out is None:
+            return
+        self._close_loggers()
+        self.lock.release()
+
     def finish(self, model: RunModel, summary: dict[str, Any]) -> None:
         """Weights first, summary last: a summary.json means the run is complete."""
         if self.out is None:
             return
+        self._close_loggers()
+        save_weights(model, self.out / "model.safetensors")
+        write_json(self.out / "summary.json", summary)
+        self.lock.release()
+
+    def _close_loggers(self) -> None:
         if self.tensorboard is not None:
             self.tensorboard.close()
         if self.wandb is not None:
             self.wandb.finish()
-        save_weights(model, self.out / "model.safetensors")
-        write_json(self.out / "summary.json", summary)
-        self.lock.release()
 
 
 def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:

@@ -3,7 +3,8 @@ ones into one folder, collects the summaries, and times what is left to train.
 
 Every command keeps its runs in a folder (``OUT/runs``) under a name that hashes the resolved
 config (``run_dir_name``), so a run that `compare`, `reproduce`, the ablation or a sweep
-planned once is trained once and found again by all of them.
+planned once is trained once and found again by all of them. A run with a checkpoint and no
+summary (interrupted, or halted at ``train.halt_at``) resumes from its checkpoint.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def _train_locally(
 
     if jobs == ranks == 1:
         for name, (config, _) in todo.items():
-            finished(name, train_run(config, runs_dir / name, progress=each and progress))
+            finished(name, train_run(config, runs_dir / name, each and progress, resume=True))
     else:
         for config, _ in todo.values():
             Ranks(world=ranks).check_batch(config.train.batch_size)

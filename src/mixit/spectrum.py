@@ -44,6 +44,7 @@ class Parts:
     embedding: str
     positions: str | None
     split: Callable[[nn.Module], None] | None = None  # run once on a fresh model first
+    mlp_output: str | None = None  # the MLP's output matrix, for the small-output init
 
 
 class SplitQKV(nn.Module):
@@ -77,6 +78,7 @@ LLAMA_PARTS = Parts(
     mlp="mlp",
     embedding="model.embed_tokens",
     positions=None,
+    mlp_output="mlp.down_proj",
 )
 ADAPTERS: dict[str, Parts] = {
     "gpt2": Parts(
@@ -89,6 +91,7 @@ ADAPTERS: dict[str, Parts] = {
         embedding="transformer.wte",
         positions="transformer.wpe",
         split=_split_gpt2,
+        mlp_output="mlp.c_proj",
     ),
     "llama": LLAMA_PARTS,
     "qwen2": LLAMA_PARTS,
@@ -180,6 +183,44 @@ def frozen_modules(model: nn.Module, parts: Parts, variant: str) -> list[nn.Modu
     return []
 
 
+def _matrices(model: nn.Module) -> list[tuple[torch.Tensor, int]]:
+    """Every matrix of ``model`` with its fan-in: ``nn.Linear`` (out, in) and the (in, out)
+    ``Conv1D`` of Hugging Face's GPT-2."""
+    transposed: tuple[type, ...] = ()
+    try:
+        from transformers.pytorch_utils import Conv1D
+
+        transposed = (Conv1D,)
+    except ImportError:  # without transformers, no model holds a Conv1D
+        pass
+    found = []
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            found.append((module, module.weight.shape[1]))
+        elif isinstance(module, transposed):
+            found.append((module, module.weight.shape[0]))
+    return found
+
+
+def small_output_init(model: nn.Module, parts: Parts, output_std: float) -> None:
+    """mixit's ``small-output`` initialisation on any model (``model.arch_init``): every matrix
+    N(0, 1/fan_in), biases 0, then each block's residual-branch outputs (attention's output
+    and ``parts.mlp_output``) N(0, output_std^2), so every block starts near the identity.
+    Embeddings and norms keep the model's own initialisation."""
+    if parts.mlp_output is None:
+        raise UsageError(
+            "model.arch_init=small-output needs the MLP's output matrix: give Parts.mlp_output"
+        )
+    with torch.no_grad():
+        for module, fan_in in _matrices(model):
+            module.weight.normal_(std=fan_in**-0.5)
+            if getattr(module, "bias", None) is not None:
+                module.bias.zero_()
+        for block in _find(model, parts.blocks):
+            for path in (parts.output, parts.mlp_output):
+                _find(block, path).weight.normal_(std=output_std)
+
+
 def _mixit(model: nn.Module, parts: Parts, scale: str, seed: int) -> None:
     config = getattr(model, "config", None)
     if not all(
@@ -216,11 +257,14 @@ def spectrum(
     seed: int = 0,
     mixing_scale: str = "sequence",
     settings: Mapping[str, Any] | None = None,
+    init: str = "own",
+    output_std: float = 0.02,
 ) -> dict[str, nn.Module]:
     """The ``models`` of the spectrum of ``source`` (a function that builds a causal LM, a
     Hugging Face config, or an architecture name built with the config ``settings``), each
     built afresh from the same seed, so that every variant starts from the same weights;
-    ``parts`` where no adapter knows the model."""
+    ``parts`` where no adapter knows the model. ``init="small-output"`` re-initialises each
+    model with ``small_output_init`` (``output_std``) before its variant is made."""
     build = _builder(source, settings or {})
     unknown = [m for m in models if m not in MODELS]
     if unknown:
@@ -232,6 +276,8 @@ def spectrum(
         found = parts_of(model, parts)
         if found.split is not None:
             found.split(model)
+        if init == "small-output":
+            small_output_init(model, found, output_std)
         for module in frozen_modules(model, found, variant):
             module.requires_grad_(False)
         if variant == "mixit":

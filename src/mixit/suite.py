@@ -17,7 +17,7 @@ from mixit.compare import compare
 from mixit.errors import UsageError
 from mixit.experiments.base import markdown_table
 from mixit.io import make_dir, write_json, write_text
-from mixit.launchers import Launch
+from mixit.launchers import LOCAL, Launch
 from mixit.results import read_results_csv, write_rows
 from mixit.tasks import TASKS
 
@@ -44,9 +44,11 @@ def suite(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = None,
     launch: Launch | None = None,
+    tune: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
-    returns ``{task: compare.json}``."""
+    returns ``{task: compare.json}``. ``tune``: as ``compare``'s (None: tune ``model.arch``
+    models only)."""
     tasks = list(tasks or SYNTHETIC)
     unknown = [task for task in tasks if task not in TASKS]
     if unknown:
@@ -54,7 +56,16 @@ def suite(
     out = make_dir(Path(out))
     results = {
         task: compare(
-            task, models, preset, seed, seeds, out / task, overrides, progress, launch=launch
+            task,
+            models,
+            preset,
+            seed,
+            seeds,
+            out / task,
+            overrides,
+            progress,
+            tune=tune,
+            launch=launch or LOCAL,
         )
         for task in tasks
     }

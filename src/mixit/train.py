@@ -276,6 +276,8 @@ def run(
     first_step = progress_state["step"]
     # A checkpoint written at an early stop, before the summary, resumes to that stop.
     last_step = first_step if progress_state.get("stopped") else config.train.steps
+    if config.train.halt_at:
+        last_step = min(last_step, max(first_step, config.train.halt_at))
     show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
     bar = tqdm(
         range(first_step, last_step),
@@ -287,6 +289,10 @@ def run(
     writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
     progress_state = _train(training, schedule, progress_state, bar, writer)
     bar.close()
+    if progress_state["step"] < config.train.steps and not progress_state["stopped"]:
+        writer.halt()  # train.halt_at: resumed later from its checkpoint
+        ranks.close()
+        return halted_summary(config, progress_state)
     summary = run_summary(
         training,
         progress_state["step"],
@@ -322,6 +328,7 @@ def _train(
         schedule.step()
         running_loss = loss_value if running_loss is None else smoothed(running_loss, loss_value)
         step_reached, last = step + 1, step + 1 == config.train.steps
+        halting = step_reached == config.train.halt_at
         if step_reached % config.train.eval_every == 0 or last:
             train_seconds += time.perf_counter() - start
             metrics = training.evaluate()
@@ -333,7 +340,8 @@ def _train(
             steps.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
             stopped = rule.update(metrics[spec.metric])
             start = time.perf_counter()
-        if out is not None and (last or stopped or (every and step_reached % every == 0)):
+        saving = last or stopped or halting or (every and step_reached % every == 0)
+        if out is not None and saving:
             seconds = train_seconds + time.perf_counter() - start
             state = {"step": step_reached, "running_loss": running_loss, "metrics": metrics}
             state |= rule.state() | {"stopped": stopped, "train_seconds": seconds}
@@ -362,6 +370,21 @@ def _restore(training: Training, out: Path | None) -> tuple[Any, dict[str, Any]]
     if out is not None and latest_checkpoint(out) is not None:
         progress = load_checkpoint(out, training.model, optimizer, schedule, training.batches)
     return schedule, progress
+
+
+def halted_summary(config: RunConfig, progress: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run halted at ``train.halt_at`` returns (no summary.json is written): how far
+    it trained and its last evaluation."""
+    return {
+        "task": config.task_name,
+        "model": config.variant,
+        "seed": config.seed,
+        "steps": config.train.steps,
+        "steps_run": progress["step"],
+        "stopped": "halted",
+        "train_seconds": progress["train_seconds"],
+        "metrics": dict(progress["metrics"]),
+    }
 
 
 def run_summary(

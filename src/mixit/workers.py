@@ -55,7 +55,7 @@ def train_in_worker(
     device = pinned_device()
     if device is not None and config.train.device == "auto":
         config.train.device = device  # an execution setting: the run's identity is unchanged
-    return run(config, Path(run_dir), progress=False)
+    return run(config, Path(run_dir), progress=False, resume=True)
 
 
 def _train_with_torchrun(
