@@ -92,8 +92,12 @@ def planted(monkeypatch, score_of) -> list[tuple[int, int]]:
     return trained
 
 
-def quick_tuner(tmp_path, steps=16):
-    return Tuner("retrieval", "tiny", 1000, {**QUICK, "train.steps": steps}, tmp_path)
+def quick_base(steps=16):
+    return resolve_config("retrieval", "standard", "tiny", 0, {**QUICK, "train.steps": steps})
+
+
+def halve(tmp_path, grid=None):
+    return Tuner(1000, tmp_path).halve({"standard": (quick_base(), grid or tuning.grid())})
 
 
 def test_halving_keeps_the_best_rate_and_trains_the_others_part_of_the_budget(
@@ -101,7 +105,7 @@ def test_halving_keeps_the_best_rate_and_trains_the_others_part_of_the_budget(
 ):
     # The best rate (the preset's) leads at every rung, but only narrowly at the first.
     trained = planted(monkeypatch, lambda k, step: 0.5 + step / 100 - 0.01 * abs(k) * (k + 2))
-    record = quick_tuner(tmp_path).halve({"standard": tuning.grid()})["standard"]
+    record = halve(tmp_path)["standard"]
     preset_lr = resolve_config("retrieval", "standard", "tiny", 0, QUICK).train.lr
     assert record["train.lr"] == pytest.approx(preset_lr) and record["edge"] == "interior"
     steps = {k: max(s for e, s in trained if e == k) for k in GRID}
@@ -111,7 +115,7 @@ def test_halving_keeps_the_best_rate_and_trains_the_others_part_of_the_budget(
 
 def test_a_best_rate_at_an_edge_extends_the_grid_until_it_is_interior(tmp_path, monkeypatch):
     planted(monkeypatch, lambda k, step: 1.0 - 0.1 * abs(k - 2))  # the best rate: p * 10
-    record = quick_tuner(tmp_path).halve({"standard": tuning.grid()})["standard"]
+    record = halve(tmp_path)["standard"]
     preset_lr = resolve_config("retrieval", "standard", "tiny", 0, QUICK).train.lr
     assert record["train.lr"] == pytest.approx(preset_lr * GRID_STEP**2)
     assert record["edge"] == "extended"
@@ -120,7 +124,7 @@ def test_a_best_rate_at_an_edge_extends_the_grid_until_it_is_interior(tmp_path, 
 
 def test_the_grid_stops_at_its_bound_and_says_so(tmp_path, monkeypatch):
     planted(monkeypatch, lambda k, step: 0.5 + 0.1 * k)  # ever higher rates score better
-    record = quick_tuner(tmp_path).halve({"standard": tuning.grid()})["standard"]
+    record = halve(tmp_path)["standard"]
     tried = sorted(lr for lr, *_ in record["validation"])
     assert len(tried) == 3 + tuning.EDGE_BOUND - 1 and record["edge"] == "bound"
     assert math.log10(tried[-1] / tried[0]) == pytest.approx(2.0)
@@ -153,15 +157,15 @@ def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
 
 
 def test_a_model_still_rising_trains_again_at_twice_its_budget_up_to_the_cap(tmp_path):
-    tuner = quick_tuner(tmp_path, steps=8)
+    tuner, base = Tuner(1000, tmp_path), quick_base(steps=8)
     candidate = Candidate(0)
-    rising = Trial(candidate, tuner.config("standard", candidate))
+    rising = Trial(candidate, tuning.candidate_config(base, candidate, 1000))
     tuner.train_to([rising], 8)
     records = read_records(Path(rising.run_dir) / "metrics.jsonl")
     half = next(r for r in records if r["step"] == 4)["test_accuracy"]
-    rises = records[-1]["test_accuracy"] - half > tuner.tolerance
-    assert tuning.still_rising(rising, tuner.metric, tuner.better, tuner.tolerance) == rises
-    steps, budgets = tuning.budget(tuner, "standard", rising)
+    rises = records[-1]["test_accuracy"] - half > 0.02
+    assert tuning.still_rising(rising) == rises
+    steps, budgets = tuning.budget(tuner, base, rising)
     assert budgets[0]["steps"] == 8 and budgets[0]["rising"] == rises
     assert all(b["steps"] == 8 * 2**i for i, b in enumerate(budgets))
     assert steps == budgets[-1]["steps"] <= tuning.BUDGET_CAP * 8
@@ -210,3 +214,34 @@ def test_an_arch_model_tunes_by_default_and_every_variant_takes_the_references_i
     assert inits == {"own", "small-output"} and tuned["standard"]["init_tuned"]
     assert tuned["frozen-qk"]["init"] == tuned["standard"]["init"]
     assert {init for _, init, *_ in tuned["frozen-qk"]["validation"]} == {tuned["standard"]["init"]}
+
+
+REPRODUCE_QUICK = {
+    "train.steps": 8,
+    "train.eval_every": 2,
+    "task.num_pairs": 256,
+    "train.eval_examples": 256,
+}
+
+
+def test_reproduce_tunes_each_group_of_seeds_once_and_trains_its_seeds_at_the_choice(tmp_path):
+    from mixit.experiments import reproduce
+    from mixit.experiments.base import Reproduction
+    from mixit.experiments.runner import plan_reproduction
+
+    how = Reproduction("tiny", seeds=2, out=tmp_path, overrides=REPRODUCE_QUICK, tune=True)
+    reproduce(["table4"], how)
+    stored = json.loads((tmp_path / "tuning.json").read_text())
+    _, configs = plan_reproduction(["table4"], how)
+    groups = {(run.task, run.model, run.overrides) for run in configs}
+    assert len(stored) == len(groups) and all(row["seed"] == 1000 for row in stored)
+    chosen = {(row["task"], row["model"]): row["overrides"] for row in stored}
+    results = json.loads((tmp_path / "table4" / "results.json").read_text())
+    assert results["tune"].startswith("protocol")
+    for run, config in configs.items():
+        for key, value in chosen[run.task, run.model].items():
+            section, name = key.split(".")
+            setattr(getattr(config, section), name, value)
+        assert (tmp_path / "runs" / run_dir_name(config) / "summary.json").exists()
+    again = Reproduction("tiny", seeds=2, out=tmp_path, overrides=REPRODUCE_QUICK, tune=True)
+    assert reproduce(["table4"], again, train=False)  # --no-train reads tuning.json back

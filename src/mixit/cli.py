@@ -12,11 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mixit.compare import Comparison, compare, format_table
+from mixit.compare import Comparison, compare, format_table, tunes_by_default
 from mixit.config import parse_overrides
 from mixit.devices import check_ranks_fit
 from mixit.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
-from mixit.estimate import estimate_comparison, format_comparison_estimate
+from mixit.estimate import (
+    estimate_comparison,
+    format_comparison_estimate,
+    tuning_estimate_line,
+)
 from mixit.io import write_json
 from mixit.launchers import Launch, check_launcher, parse_options
 from mixit.resolve import resolve_config
@@ -197,6 +201,16 @@ def _add_reproduce(commands: Any) -> None:
         "--tuned",
         default=None,
         help="best.json from `mixit sweep --best`: tuned hyperparameters per task and model",
+    )
+    parser.add_argument(
+        "--tune",
+        choices=["lr"],
+        default=None,
+        help="first tune every group of runs that differ only in their seed under the "
+        "protocol of docs/tuning.md (learning rate by successive halving on held-out "
+        "training data and tuning seed 1000, budget doubled while still rising up to 4x; "
+        "table 6 also chooses model.init), then train every seed at the choice; "
+        "OUT/tuning.json records it",
     )
     parser.add_argument(
         "--no-train",
@@ -566,6 +580,8 @@ def _compare(args: argparse.Namespace) -> int:
         plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
         cost = estimate_comparison(plan, args.target, args.jobs)
         print(format_comparison_estimate(cost))
+        if _tune(args) or (_tune(args) is None and tunes_by_default(overrides)):
+            print(tuning_estimate_line(cost["rows"], overrides))
         return 0
     result = compare(
         args.task,
@@ -646,7 +662,15 @@ def _reproduce(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     experiment, overrides = args.what[0], parse_overrides(args.what[1:])
     how = Reproduction(
-        args.scale, args.seeds, args.seed, Path(out), overrides, args.tuned, progress, _launch(args)
+        args.scale,
+        args.seeds,
+        args.seed,
+        Path(out),
+        overrides,
+        args.tuned,
+        progress,
+        _launch(args),
+        tune=args.tune == "lr",
     )
     if experiment == "ablation":
         return _ablation(args, how)
@@ -666,8 +690,10 @@ def _ablation(args: argparse.Namespace, how: Reproduction) -> int:
     from mixit.experiments.ablation import ablate
     from mixit.experiments.estimate import estimate_ablation, format_reproduction_estimate
 
-    if args.tuned:
-        raise UsageError("`reproduce ablation` takes no --tuned: each row sets its own options")
+    if args.tuned or args.tune:
+        raise UsageError(
+            "`reproduce ablation` takes no --tuned or --tune: each row sets its own options"
+        )
     differences, claims = _names(args.differences), _names(args.claims)
     if args.estimate:
         estimate = estimate_ablation(differences, claims, how, args.target)

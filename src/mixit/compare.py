@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mixit.config import RunConfig
+from mixit import tuning
+from mixit.config import ARCH_INITS, RunConfig
 from mixit.errors import RunsPending, UsageError
 from mixit.io import write_json
 from mixit.launchers import LOCAL, Launch
@@ -17,8 +18,6 @@ from mixit.resolve import resolve_config
 from mixit.results import write_results_csv
 from mixit.runs import train_missing
 from mixit.tasks import get_task
-from mixit.tuning import BUDGET_CAP
-from mixit.tuning import tune as tune_models
 from mixit.variants import VARIANTS
 
 
@@ -58,6 +57,23 @@ def tunes_by_default(overrides: Mapping[str, Any]) -> bool:
     return str(overrides.get("model.arch", "mixit")) != "mixit"
 
 
+def tune_comparison(
+    plan: Comparison, launch: Launch, progress: bool | None
+) -> dict[str, dict[str, Any]]:
+    """Each model of ``plan`` tuned under the protocol (``mixit.tuning``), from its first
+    seed's config. A ``model.arch`` model without a ``model.arch_init`` override also chooses
+    its initialisation: the standard model among ``ARCH_INITS``, and the rest follow it."""
+    configs = plan.configs()
+    bases = {model: configs[model, plan.seeds.start] for model in plan.models}
+    arch = next(iter(bases.values())).model.arch
+    inits = ARCH_INITS if arch != "mixit" and "model.arch_init" not in plan.overrides else ()
+    reference = "standard" if "standard" in bases else None
+    if reference is None:
+        inits = ()  # without the reference, every variant keeps the model's own
+    runs_dir = Path(plan.out) / "runs"
+    return tuning.tune(bases, plan.seeds, runs_dir, inits, reference, launch, progress)
+
+
 def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
     """The litmus reading when the tuned reference learned nothing on validation at any rate
     of its grid: no verdict, with the rates and budgets tried as the cause."""
@@ -72,7 +88,7 @@ def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -
         "rows": [],
         "no_reference": [cause, *litmus.get("no_reference", [])],
         "next": "a larger width (model.n_embd), or a budget beyond the protocol's cap of "
-        f"{BUDGET_CAP}x the preset's steps (train.steps)",
+        f"{tuning.BUDGET_CAP}x the preset's steps (train.steps)",
     }
 
 
@@ -121,10 +137,7 @@ def compare(
     plan.configs()  # bad input fails before tuning
     tuned = {}
     if tune:
-        local = Launch(jobs=launch.jobs)
-        tuned = tune_models(
-            task, models, preset, seed_range, plan.overrides, plan.out / "runs", local, progress
-        )
+        tuned = tune_comparison(plan, Launch(jobs=launch.jobs), progress)
         write_json(Path(out) / "tuning.json", tuned)
     configs = plan.configs({model: t["overrides"] for model, t in tuned.items()})
     trained = train_all(configs, Path(out), progress, launch)

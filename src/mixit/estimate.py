@@ -10,6 +10,7 @@ from mixit.compare import Comparison
 from mixit.cost import fewest_pieces, get_target
 from mixit.resolve import resolve_device
 from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
+from mixit.tuning import GRID, halving_budgets
 from mixit.workers import worker_threads
 
 
@@ -104,3 +105,20 @@ def duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
+
+
+def tuning_estimate_line(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> str:
+    """What tuning adds to a comparison's estimate (``rows``: its per-model rows): each
+    model's halving in budgets of one run, the standard model of an ``--arch`` comparison
+    choosing its initialisation as well."""
+    arch = str(overrides.get("model.arch", "mixit")) != "mixit"
+    chooses_init = arch and "model.arch_init" not in overrides
+    seconds = sum(
+        row["run_seconds"]
+        * halving_budgets(len(GRID) * (2 if chooses_init and row["model"] == "standard" else 1))
+        for row in rows
+    )
+    return (
+        f"plus tuning (docs/tuning.md): about {duration(seconds)} one run after another, before "
+        "grid edges, early stops and doubled budgets"
+    )

@@ -10,16 +10,17 @@ has not trained yet.
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mixit.config import ARCH_INITS, RunConfig
+from mixit.config import RunConfig, apply_overrides
 from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
-from mixit.resolve import resolve_config
+from mixit.resolve import validate
 from mixit.rundir import read_records
 from mixit.runs import train_missing
 from mixit.tasks import get_task
@@ -43,11 +44,31 @@ BUDGET_CAP = 4
 
 @dataclass(frozen=True)
 class Candidate:
-    """One point of a model's grid: the rate ``preset rate * GRID_STEP ** exponent`` under
-    the initialisation ``init`` (None: the config's own)."""
+    """One point of a grid: the rate ``base rate * GRID_STEP ** exponent`` under the
+    initialisation ``init`` (None: the base config's own)."""
 
     exponent: int
     init: str | None = None
+
+
+def candidate_config(base: RunConfig, candidate: Candidate, seed: int, steps: int = 0) -> RunConfig:
+    """``base`` (a resolved config) as the tuning run of ``candidate``: on ``seed``, scored on
+    the validation split, at the candidate's rate and initialisation (``model.init`` for
+    mixit's decoder, ``model.arch_init`` for a ``model.arch`` model), and over ``steps`` when
+    given."""
+    config = copy.deepcopy(base)
+    config.seed = seed
+    settings: dict[str, Any] = {
+        "train.lr": base.train.lr * GRID_STEP**candidate.exponent,
+        "train.validation_fraction": VALIDATION_FRACTION,
+    }
+    if candidate.init is not None:
+        settings["model.init" if base.model.arch == "mixit" else "model.arch_init"] = candidate.init
+    if steps:
+        settings["train.steps"] = steps
+    apply_overrides(config, settings)
+    validate(config)
+    return config
 
 
 @dataclass
@@ -87,41 +108,42 @@ def rung_steps(steps: int, eval_every: int) -> list[int]:
     return [*sorted({step for step in nearest if step < steps}), steps]
 
 
+def halving_budgets(candidates: int, steps: int = 1000, eval_every: int = 1) -> float:
+    """The budgets a halving of ``candidates`` trains, before edges, early stops and longer
+    budgets: 1.75 for three rates (3/4 + 2/4 + 1/2)."""
+    total, alive, reached = 0.0, candidates, 0
+    rungs = rung_steps(steps, eval_every)
+    for depth, step in enumerate(rungs):
+        total += alive * (step - reached) / steps
+        reached = step
+        alive = 1 if len(rungs) - depth - 2 == 0 else math.ceil(alive / 2)
+    return total
+
+
+def direction(config: RunConfig) -> float:
+    """+1 where the task's headline metric rises as it improves, -1 where it falls."""
+    return 1.0 if get_task(config.task_name).higher_is_better else -1.0
+
+
+def headline(config: RunConfig) -> str:
+    return get_task(config.task_name).metric
+
+
+def tolerance(config: RunConfig) -> float:
+    """The litmus tolerance of the task's headline metric: what "still rising" must beat."""
+    return DEFAULT_TOLERANCE.get(headline(config), 0.02)
+
+
 @dataclass
 class Tuner:
-    """Tunes the ``models`` of one task on the tuning seed, into ``runs_dir``."""
+    """Runs the halving of several grids at once on the tuning ``seed``, into ``runs_dir``:
+    each grid belongs to a key (a model, or an experiment's group of runs) with its base
+    config."""
 
-    task: str
-    preset: str
     seed: int
-    overrides: Mapping[str, Any]
     runs_dir: Path
     launch: Launch = field(default_factory=Launch)
     progress: bool | None = None
-
-    def __post_init__(self) -> None:
-        spec = get_task(self.task)
-        self.metric = spec.metric
-        self.better = 1.0 if spec.higher_is_better else -1.0
-        self.tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
-
-    def config(self, model: str, candidate: Candidate, **train: Any) -> RunConfig:
-        base = resolve_config(self.task, model, self.preset, self.seed, self.overrides)
-        extra = {f"train.{key}": value for key, value in train.items()}
-        if candidate.init is not None:
-            extra["model.arch_init"] = candidate.init
-        return resolve_config(
-            self.task,
-            model,
-            self.preset,
-            self.seed,
-            {
-                **self.overrides,
-                "train.lr": base.train.lr * GRID_STEP**candidate.exponent,
-                "train.validation_fraction": VALIDATION_FRACTION,
-                **extra,
-            },
-        )
 
     def train_to(self, trials: Sequence[Trial], step: int) -> None:
         """Train (or resume) every trial's run up to ``step`` (its whole budget when that is
@@ -137,17 +159,18 @@ class Tuner:
         for i, summary in summaries.items():
             trial = trials[i]
             trial.steps_run, trial.stopped = summary["steps_run"], summary["stopped"]
-            trial.scores[summary["steps_run"]] = summary["metrics"][self.metric]
+            trial.scores[summary["steps_run"]] = summary["metrics"][headline(trial.config)]
             trial.run_dir, trial.seconds = summary["run_dir"], summary.get("train_seconds", 0.0)
 
-    def rank(self, trials: Sequence[Trial]) -> list[Trial]:
+    @staticmethod
+    def rank(trials: Sequence[Trial]) -> list[Trial]:
         """Best first: the score, then an earlier stop at the target, then the rate nearer
-        the preset's, then the lower rate."""
+        the base's, then the lower rate."""
 
         def key(trial: Trial) -> tuple:
             solved = trial.stopped == "target"
             return (
-                -self.better * trial.score,
+                -direction(trial.config) * trial.score,
                 trial.steps_run if solved else math.inf,
                 abs(trial.candidate.exponent),
                 trial.candidate.exponent,
@@ -155,134 +178,149 @@ class Tuner:
 
         return sorted(trials, key=key)
 
-    def halve(self, grids: Mapping[str, Sequence[Candidate]]) -> dict[str, dict[str, Any]]:
-        """Successive halving of every model's grid at once (their runs train side by side);
-        each model's record (``record``)."""
+    def halve(
+        self, grids: Mapping[Hashable, tuple[RunConfig, Sequence[Candidate]]]
+    ) -> dict[Hashable, dict[str, Any]]:
+        """Successive halving of every key's grid at once (their runs train side by side);
+        each key's record (``record``), with its ``winner`` trial."""
         trials = {
-            model: [Trial(c, self.config(model, c)) for c in grid] for model, grid in grids.items()
+            key: [Trial(c, candidate_config(base, c, self.seed)) for c in grid]
+            for key, (base, grid) in grids.items()
         }
-        first = next(iter(trials.values()))[0].config.train
-        rungs = rung_steps(first.steps, first.eval_every)
-        live = {model: list(ts) for model, ts in trials.items()}
-        extended: dict[str, list[float]] = {model: [] for model in grids}
-        history: list[dict[str, Any]] = []
-        for depth, step in enumerate(rungs):
-            self.train_to([t for ts in live.values() for t in ts], step)
-            while added := self.extend(trials, live, extended):
-                self.train_to(added, step)
-            history.append(
-                {"step": step, **{m: [[t.rate, t.score] for t in ts] for m, ts in live.items()}}
-            )
-            if depth + 1 < len(rungs):
-                keep = 1 if depth + 2 == len(rungs) else None
-                live = {m: self.promote(ts, keep) for m, ts in live.items()}
+        rungs = {
+            key: rung_steps(base.train.steps, base.train.eval_every)
+            for key, (base, _) in grids.items()
+        }
+        live = {key: list(ts) for key, ts in trials.items()}
+        extended: dict[Hashable, list[float]] = {key: [] for key in grids}
+        history: dict[Hashable, list[dict[str, Any]]] = {key: [] for key in grids}
+        for depth in range(max(len(r) for r in rungs.values())):
+            at = {key: r[min(depth, len(r) - 1)] for key, r in rungs.items()}
+            self.train_all(live, at)
+            while added := self.extend(grids, trials, live, extended):
+                self.train_all(added, at)
+            for key, ts in live.items():
+                if depth < len(rungs[key]):
+                    history[key].append(
+                        {"step": at[key], "scores": [[t.rate, t.score] for t in ts]}
+                    )
+                    live[key] = self.promote(ts, len(rungs[key]) - depth - 1)
         return {
-            model: self.record(
-                model, trials[model], self.rank(live[model])[0], extended[model], history
-            )
-            for model in grids
+            key: self.record(trials[key], live[key][0], extended[key], history[key])
+            for key in grids
         }
 
-    def promote(self, trials: Sequence[Trial], keep: int | None) -> list[Trial]:
-        """The better half (rounded up) of a rung's trials, or the best ``keep``."""
+    def train_all(
+        self, trials: Mapping[Hashable, Sequence[Trial]], at: Mapping[Hashable, int]
+    ) -> None:
+        """Every key's trials up to its own step ``at[key]``, grouped by step."""
+        for step in sorted(set(at.values())):
+            self.train_to([t for key, ts in trials.items() if at[key] == step for t in ts], step)
+
+    def promote(self, trials: Sequence[Trial], rungs_left: int) -> list[Trial]:
+        """Those that go on: the better half (rounded up) with two or more rungs to come, the
+        best alone before the last rung, all of them (ranked) after it."""
         ranked = self.rank(trials)
-        return ranked[: keep or math.ceil(len(ranked) / 2)]
+        if rungs_left == 0:
+            return ranked
+        return ranked[: 1 if rungs_left == 1 else math.ceil(len(ranked) / 2)]
 
     def extend(
         self,
-        trials: dict[str, list[Trial]],
-        live: dict[str, list[Trial]],
-        extended: dict[str, list[float]],
-    ) -> list[Trial]:
-        """The new trials of the models whose best live rate is the lowest or highest rate
-        tried (under its initialisation), one grid step beyond it, within ``EDGE_BOUND``."""
-        added = []
-        for model, ts in live.items():
-            best = self.rank(ts)[0].candidate
-            tried = [t.candidate.exponent for t in trials[model] if t.candidate.init == best.init]
-            step = -1 if best.exponent == min(tried) else 1 if best.exponent == max(tried) else 0
-            beyond = Candidate(best.exponent + step, best.init)
-            if step == 0 or abs(beyond.exponent) > EDGE_BOUND:
+        grids: Mapping[Hashable, tuple[RunConfig, Sequence[Candidate]]],
+        trials: dict[Hashable, list[Trial]],
+        live: dict[Hashable, list[Trial]],
+        extended: dict[Hashable, list[float]],
+    ) -> dict[Hashable, list[Trial]]:
+        """The new trials of the keys whose best live rate is the lowest or highest rate tried
+        (under its initialisation), one grid step beyond it, within ``EDGE_BOUND``."""
+        added: dict[Hashable, list[Trial]] = {}
+        for key, ts in live.items():
+            best = self.rank(ts)[0]
+            init = best.candidate.init
+            tried = [t.candidate.exponent for t in trials[key] if t.candidate.init == init]
+            k = best.candidate.exponent
+            step = -1 if k == min(tried) else 1 if k == max(tried) else 0
+            if step == 0 or abs(k + step) > EDGE_BOUND:
                 continue
-            trial = Trial(beyond, self.config(model, beyond))
-            trials[model].append(trial)
-            live[model].append(trial)
-            extended[model].append(trial.rate)
-            added.append(trial)
+            beyond = Candidate(k + step, init)
+            config = candidate_config(grids[key][0], beyond, self.seed)
+            trial = Trial(beyond, config)
+            trials[key].append(trial)
+            live[key].append(trial)
+            extended[key].append(trial.rate)
+            added[key] = [trial]
         return added
 
+    @staticmethod
     def record(
-        self,
-        model: str,
         trials: Sequence[Trial],
         winner: Trial,
         extended: Sequence[float],
         history: Sequence[Mapping[str, Any]],
     ) -> dict[str, Any]:
-        """What ``tuning.json`` keeps of one model's halving."""
-        exponents = [
-            t.candidate.exponent for t in trials if t.candidate.init == winner.candidate.init
-        ]
-        at_bound = abs(winner.candidate.exponent) == EDGE_BOUND and winner.candidate.exponent in (
-            min(exponents),
-            max(exponents),
-        )
-        edge = "bound" if at_bound else "extended" if extended else "interior"
+        """What ``tuning.json`` keeps of one key's halving (and its ``winner`` trial)."""
+        init = winner.candidate.init
+        exponents = [t.candidate.exponent for t in trials if t.candidate.init == init]
+        k = winner.candidate.exponent
+        at_bound = abs(k) == EDGE_BOUND and k in (min(exponents), max(exponents))
         return {
             "train.lr": winner.rate,
-            "init": winner.candidate.init,
-            "edge": edge,
+            "init": init,
+            "edge": "bound" if at_bound else "extended" if extended else "interior",
             "extended_with": list(extended),
             "validation": [
                 [t.rate, t.candidate.init, t.score, t.steps_run]
                 for t in sorted(trials, key=lambda t: (str(t.candidate.init), t.rate))
             ],
-            "rungs": [
-                {"step": rung["step"], "scores": rung[model]} for rung in history if model in rung
-            ],
+            "rungs": list(history),
             "winner": winner,
         }
 
 
-def still_rising(trial: Trial, metric: str, better: float, tolerance: float) -> bool:
+def still_rising(trial: Trial) -> bool:
     """Whether a full-budget run ended its budget still improving: stopped by the budget (not
     at its target nor on a plateau), its last validation score beyond its score at half the
-    budget by more than ``tolerance``."""
+    budget by more than the task's litmus tolerance."""
     if trial.stopped != "budget":
         return False
+    metric = headline(trial.config)
     records = read_records(Path(trial.run_dir) / "metrics.jsonl")
     half = [r for r in records if r["step"] <= trial.config.train.steps / 2]
     if not half:
         return False
-    return better * (records[-1][metric] - half[-1][metric]) > tolerance
+    gain = direction(trial.config) * (records[-1][metric] - half[-1][metric])
+    return gain > tolerance(trial.config)
 
 
-def budget(tuner: Tuner, model: str, winner: Trial) -> tuple[int, list[dict[str, Any]]]:
-    """The steps the model's verdict runs train (docs/tuning.md, rule 5) and each budget
-    tried: while the run at the current budget is still rising, twice the budget, up to
-    ``BUDGET_CAP`` times the preset's."""
-    preset_steps = winner.config.train.steps
+def budget(tuner: Tuner, base: RunConfig, winner: Trial) -> tuple[int, list[dict[str, Any]]]:
+    """The steps the verdict runs train (docs/tuning.md, rule 5) and each budget tried:
+    while the run at the current budget is still rising, twice the budget, up to
+    ``BUDGET_CAP`` times the base's."""
     trial, tried = winner, []
     while True:
-        rising = still_rising(trial, tuner.metric, tuner.better, tuner.tolerance)
+        rising = still_rising(trial)
         steps = trial.config.train.steps
         tried.append(
             {"steps": steps, "score": trial.score, "stopped": trial.stopped, "rising": rising}
         )
-        if not rising or 2 * steps > BUDGET_CAP * preset_steps:
+        if not rising or 2 * steps > BUDGET_CAP * base.train.steps:
             return steps, tried
-        longer = Trial(trial.candidate, tuner.config(model, trial.candidate, steps=2 * steps))
-        tuner.train_to([longer], 2 * steps)
-        trial = longer
+        config = copy.deepcopy(trial.config)
+        config.train.steps = 2 * steps
+        trial = Trial(trial.candidate, config)
+        tuner.train_to([trial], 2 * steps)
 
 
-def learned(tuner: Tuner, record: Mapping[str, Any], chance: float | None) -> bool:
+def learned(record: Mapping[str, Any], base: RunConfig, seed: int) -> bool:
     """Whether any rate tried took the model clearly beyond chance (``LEARNED_MARGIN``)."""
+    spec = get_task(base.task_name)
+    chance = spec.chance(spec.make_data(base.task, seed), base.task)
     if chance is None:
         return True
-    scores = [score for _, _, score, _ in record["validation"]]
-    best = max(scores, key=lambda s: tuner.better * s)
-    return not short_of_chance({tuner.seed: best}, chance, tuner.tolerance, tuner.better > 0)
+    better = direction(base)
+    best = max((score for _, _, score, _ in record["validation"]), key=lambda s: better * s)
+    return not short_of_chance({seed: best}, chance, tolerance(base), better > 0)
 
 
 def grid(init: str | None = None) -> list[Candidate]:
@@ -290,52 +328,42 @@ def grid(init: str | None = None) -> list[Candidate]:
 
 
 def tune(
-    task: str,
-    models: Sequence[str],
-    preset: str,
+    bases: Mapping[Hashable, RunConfig],
     verdict_seeds: Iterable[int],
-    overrides: Mapping[str, Any],
     runs_dir: Path,
+    inits: Sequence[str] = (),
+    reference: Hashable | None = None,
     launch: Launch | None = None,
     progress: bool | None = None,
-) -> dict[str, dict[str, Any]]:
-    """Each model's tuned settings under the protocol, with what chose them:
-    ``{model: {"overrides": {...}, "train.lr", "steps", "init", "edge", "validation", ...}}``.
+) -> dict[Hashable, dict[str, Any]]:
+    """Each key's tuned settings under the protocol, from its base config (a verdict run's),
+    with what chose them: ``{key: {"overrides": {...}, "train.lr", "steps", "init", "edge",
+    "validation", "rungs", "budgets", "learned", "seed"}}``.
 
-    For a ``model.arch`` model without a ``model.arch_init`` override, the standard model
-    tunes over both initialisations first, and its winner's initialisation applies to every
-    other model."""
-    tuner = Tuner(task, preset, tuning_seed(verdict_seeds), overrides, runs_dir)
-    tuner.launch, tuner.progress = launch or Launch(), progress
-    probe = resolve_config(task, models[0], preset, tuner.seed, overrides)
-    chooses_init = probe.model.arch != "mixit" and "model.arch_init" not in overrides
-    records: dict[str, dict[str, Any]] = {}
-    rest = list(models)
-    init = None
-    if chooses_init and "standard" in rest:
-        both = [c for arch_init in ARCH_INITS for c in grid(arch_init)]
-        records |= tuner.halve({"standard": both})
-        init = records["standard"]["init"]
-        rest.remove("standard")
-    elif chooses_init:
-        init = probe.model.arch_init
+    ``inits``: the initialisations to choose among as well. With a ``reference`` key, it alone
+    tunes over them and its winner's applies to every other key (an ``--arch`` model's five
+    variants); without one, each key chooses its own."""
+    tuner = Tuner(tuning_seed(verdict_seeds), runs_dir, launch or Launch(), progress)
+    both = [c for init in inits for c in grid(init)] if inits else grid()
+    records: dict[Hashable, dict[str, Any]] = {}
+    rest = dict(bases)
+    shared: str | None = None
+    if inits and reference in rest:
+        records |= tuner.halve({reference: (rest.pop(reference), both)})
+        shared = records[reference]["init"]
     if rest:
-        records |= tuner.halve({model: grid(init) for model in rest})
-    chance = _chance(probe)
-    for model in models:
-        record = records[model]
+        records |= tuner.halve(
+            {k: (b, both if shared is None and inits else grid(shared)) for k, b in rest.items()}
+        )
+    for key, base in bases.items():
+        record = records[key]
         winner: Trial = record.pop("winner")
-        steps, budgets = budget(tuner, model, winner)
-        record |= {"steps": steps, "budgets": budgets, "seed": tuner.seed}
-        record["init_tuned"] = chooses_init and "standard" in models
-        record["learned"] = learned(tuner, record, chance)
-        chosen = {"train.lr": winner.rate, "train.steps": steps}
+        steps, budgets = budget(tuner, base, winner)
+        chosen: dict[str, Any] = {"train.lr": winner.rate, "train.steps": steps}
         if winner.candidate.init is not None:
-            chosen["model.arch_init"] = winner.candidate.init
-        record["overrides"] = chosen
-    return {model: records[model] for model in models}
-
-
-def _chance(config: RunConfig) -> float | None:
-    spec = get_task(config.task_name)
-    return spec.chance(spec.make_data(config.task, config.seed), config.task)
+            init_key = "model.init" if base.model.arch == "mixit" else "model.arch_init"
+            chosen[init_key] = winner.candidate.init
+        record |= {"steps": steps, "budgets": budgets, "seed": tuner.seed, "overrides": chosen}
+        record["init_tuned"] = bool(inits)
+        record["learned"] = learned(record, base, tuner.seed)
+    return {key: records[key] for key in bases}

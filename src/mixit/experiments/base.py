@@ -50,6 +50,8 @@ class Reproduction:
     tuned: str | Path | None = None
     progress: bool = False
     launch: Launch = LOCAL
+    # Tune every group of runs first (mixit.tuning, docs/tuning.md): `reproduce --tune lr`.
+    tune: bool = False
 
     @property
     def jobs(self) -> int:
@@ -191,7 +193,7 @@ class Experiment:
     initialisation, or for timing), under the reproduction's ``overrides``.
     ``independent_of`` names the settings (``SEEDS``, ``OVERRIDES``) the verdict does not
     depend on; a test holds every other setting to change what the experiment trains or
-    measures."""
+    measures. ``tune_inits``: see the field."""
 
     name: str
     title: str
@@ -200,6 +202,9 @@ class Experiment:
     judge: Callable[[Mapping[str, Any]], list[Claim]]
     measures: Callable[[str, range, Overrides], list[RunConfig]] = measures_nothing
     independent_of: tuple[str, ...] = ()
+    # Under `reproduce --tune lr`, the initialisations (model.init) each group of runs also
+    # chooses among; () keeps the experiment's own.
+    tune_inits: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -8,13 +8,15 @@ reproduction resumes with the runs it had not finished.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.config import MAX_SEED, RunConfig
+from mixit import tuning
+from mixit.config import MAX_SEED, RunConfig, apply_overrides
 from mixit.errors import UsageError
 from mixit.experiments.base import (
     SCALES,
@@ -27,6 +29,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.io import make_dir, write_json, write_text
+from mixit.resolve import validate
 from mixit.results import write_results_csv
 from mixit.runs import train_missing
 
@@ -83,6 +86,7 @@ def judged_under(how: Reproduction) -> dict[str, Any]:
         "overrides": dict(how.overrides),
         "tuned": None if how.tuned is None else str(how.tuned),
         "tuned_on_seeds": list(TUNED_ON_SEEDS),
+        **({"tune": "protocol (docs/tuning.md)"} if how.tune else {}),
         "confirmed_on_seeds": [seed for seed in how.seed_range if seed not in TUNED_ON_SEEDS],
     }
 
@@ -122,6 +126,75 @@ def plan_reproduction(
     return experiments, configs
 
 
+def tune_plan(
+    experiments: Sequence[Experiment], configs: Mapping[Run, RunConfig], how: Reproduction
+) -> dict[Run, RunConfig]:
+    """The plan's configs under the tuning protocol (``mixit.tuning``): the runs that differ
+    only in their seed form a group, each group is tuned once on the tuning seed (among its
+    experiment's ``tune_inits`` as well) and its runs take the choice. Writes
+    ``OUT/tuning.json``: each group's task, model, experiments and record."""
+    inits_of = {run: e.tune_inits for e in experiments for run in e.plan(how.scale, how.seed_range)}
+    experiments_of: dict[Run, list[str]] = {}
+    for e in experiments:
+        for run in e.plan(how.scale, how.seed_range):
+            experiments_of.setdefault(run, []).append(e.name)
+    groups: dict[tuple[str, tuple[str, ...]], list[Run]] = {}
+    for run, config in configs.items():
+        identity = json.dumps({**config.result_dict(), "seed": 0}, sort_keys=True)
+        groups.setdefault((identity, inits_of[run]), []).append(run)
+    records: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    for inits in dict.fromkeys(inits for _, inits in groups):
+        bases = {key: configs[runs[0]] for key, runs in groups.items() if key[1] == inits}
+        records |= tuning.tune(
+            bases, how.seed_range, Path(how.out) / "runs", inits, None, how.launch, how.progress
+        )
+    tuned = {}
+    for key, runs in groups.items():
+        for run in runs:
+            config = copy.deepcopy(configs[run])
+            apply_overrides(config, records[key]["overrides"])
+            validate(config)
+            tuned[run] = config
+    write_json(
+        Path(how.out) / "tuning.json",
+        [
+            {
+                "task": runs[0].task,
+                "model": runs[0].model,
+                "run_overrides": dict(runs[0].overrides),
+                "experiments": sorted({name for run in runs for name in experiments_of[run]}),
+                **records[key],
+            }
+            for key, runs in groups.items()
+        ],
+    )
+    return tuned
+
+
+def stored_tuning(configs: Mapping[Run, RunConfig], out: Path) -> dict[Run, RunConfig]:
+    """The plan's configs under the choices an earlier ``reproduce --tune lr`` stored in
+    ``OUT/tuning.json`` (for ``--no-train``); a run it has no choice for keeps its own."""
+    try:
+        stored = json.loads((out / "tuning.json").read_text())
+        chosen = {
+            (row["task"], row["model"], json.dumps(row["run_overrides"], sort_keys=True)): row[
+                "overrides"
+            ]
+            for row in stored
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UsageError(
+            f"--tune lr --no-train reads {out}/tuning.json, which a tuned reproduction writes; "
+            "it is missing or damaged"
+        ) from None
+    tuned = {}
+    for run, config in configs.items():
+        key = (run.task, run.model, json.dumps(dict(run.overrides), sort_keys=True))
+        tuned[run] = copy.deepcopy(config)
+        apply_overrides(tuned[run], chosen.get(key, {}))
+    return tuned
+
+
 def earlier_timing(out: Path) -> dict[str, Any]:
     """``OUT/timing.json`` as an earlier call wrote it; {} for none or a damaged one."""
     try:
@@ -152,6 +225,13 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     """
     scale, seed_range, jobs, out = how.scale, how.seed_range, how.jobs, Path(how.out)
     experiments, configs = plan_reproduction(names, how)
+    tuning_seconds = 0.0
+    if how.tune and train:
+        started = time.perf_counter()
+        configs = tune_plan(experiments, configs, how)
+        tuning_seconds = time.perf_counter() - started
+    elif how.tune:
+        configs = stored_tuning(configs, out)
     start = time.perf_counter()
     summaries, trained = train_missing(
         configs, out / "runs", how.progress, train, launch=how.launch
@@ -160,6 +240,8 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
     this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
     this_call |= {"scale": scale, "seeds": how.seeds}
+    if how.tune:
+        this_call["tuning_wall_seconds"] = tuning_seconds
     earlier = earlier_timing(out)
     # The other experiments' seconds stay as the calls that reported them wrote them.
     kept = {name: seconds for name, seconds in earlier.items() if isinstance(seconds, dict)}
