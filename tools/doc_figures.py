@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -257,6 +258,65 @@ _BENCH_ROWS = (
 )
 
 
+def tuning_cost() -> str:
+    """docs/tuning.md: what the protocol cost on each task measured by tools/tuning_cost.py,
+    and what its halving changed in the choice."""
+    lines = []
+    for path in sorted((RESULTS / "tuning-cost").glob("*.json")):
+        r = _json(path)
+        lines += [
+            f"**{r['task']}** ({r['preset']}, {r['seeds']} seeds, one run after another on the "
+            f"development machine, from empty outputs, `{path.relative_to(ROOT)}`): untuned "
+            f"{_wall(r['untuned_seconds'])}, tuned {_wall(r['tuned_seconds'])}: "
+            f"**{r['ratio']:.2f}x**. Training every rate the halving tried to the whole budget "
+            f"would have added {_wall(r['full_grid_extra_seconds'])}.",
+            "",
+            "| model | halving's rate | edge | steps | full grid's rate | untuned | tuned |",
+            "|---|---:|---|---:|---:|---|---|",
+        ]
+        for model, lr in r["halving"].items():
+            t = r["tuning"][model]
+            untuned = " / ".join(f"{v:.3f}" for v in r["untuned"][model])
+            tuned = " / ".join(f"{v:.3f}" for v in r["tuned"][model])
+            lines.append(
+                f"| {model} | {lr:.3g} | {t['edge']} | {t['steps']} | "
+                f"{r['full_grid'][model]['train.lr']:.3g} | {untuned} | {tuned} |"
+            )
+        same = sum(
+            math.isclose(lr, r["full_grid"][m]["train.lr"]) for m, lr in r["halving"].items()
+        )
+        lines += [
+            "",
+            f"The halving chose the full grid's rate for {same} of {len(r['halving'])} models.",
+            "",
+        ]
+    return "\n".join(lines).strip() or "(not measured yet)"
+
+
+def init_finding() -> str:
+    """docs/tuning.md: the pre-registered initialisation finding, from its result file."""
+    path = RESULTS / "init-finding" / "results.json"
+    if not path.exists():
+        return "(not measured yet)"
+    r = _json(path)
+    lines = [
+        f"Seeds {r['seeds'][0]}-{r['seeds'][-1]}, `{path.relative_to(ROOT)}`:",
+        "",
+        "| architecture | initialisation | test accuracy per seed | steps |",
+        "|---|---|---|---|",
+    ]
+    for row in r["rows"].values():
+        values = " / ".join(f"{v:.3f}" for v in row["values"])
+        steps = " / ".join(str(s) for s in row["steps_run"])
+        lines.append(f"| {row['arch']} | {row['init']} | {values} | {steps} |")
+    verdicts = ", ".join(
+        f"{arch} {found} (predicted {r['predicted'][arch]})"
+        for arch, found in r["verdicts"].items()
+    )
+    holds = "holds" if r["finding_holds"] else "does not hold"
+    return "\n".join([*lines, "", f"Verdicts: {verdicts}. The finding {holds}."])
+
+
 def _benches() -> list[dict[str, Any]]:
     """The bench runs in docs/bench/, narrowest model first."""
     runs = [_json(path) for path in (ROOT / "docs" / "bench").glob("*.json")]
@@ -270,8 +330,10 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "c11-measured": c11_measured,
     "bench": bench,
     "decode": decode,
+    "tuning-cost": tuning_cost,
+    "init-finding": init_finding,
 }
-DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md")
+DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md", ROOT / "docs" / "tuning.md")
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 
 
