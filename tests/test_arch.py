@@ -103,3 +103,33 @@ def test_reading_a_gpt2_run_as_mixits_decoder_is_refused(tmp_path):
     _, out = gpt2_run(tmp_path, "standard")
     with pytest.raises(UsageError, match=r"model\.arch=hf:gpt2"):
         load_run(out)
+
+
+@pytest.mark.parametrize(
+    "arch, outputs",
+    [
+        ("hf:llama", ("self_attn.o_proj", "mlp.down_proj")),
+        ("hf:gpt2", ("attn.c_proj", "mlp.c_proj")),
+    ],
+)
+def test_the_small_output_init_shrinks_each_branch_output_and_scales_the_rest_by_fan_in(
+    arch, outputs
+):
+    wide = {**SHORT, "model.n_embd": "64", "model.arch": arch, "model.arch_init": "small-output"}
+    config = resolve_config("retrieval", "standard", "tiny", 3, wide)
+    config.model.vocab_size, config.model.block_size = 32, 16
+    blocks = build_model(config).inner.get_submodule(
+        "model.layers" if arch == "hf:llama" else "transformer.h"
+    )
+    for name, parameter in blocks.named_parameters():
+        if parameter.dim() < 2:
+            continue
+        if name.removeprefix("0.").removesuffix(".weight") in outputs:
+            assert parameter.std().item() == pytest.approx(0.02, rel=0.15), name
+        else:  # every other matrix reads the 64-wide residual stream
+            assert parameter.std().item() == pytest.approx(64**-0.5, rel=0.15), name
+
+
+def test_arch_init_is_refused_for_mixits_decoder():
+    with pytest.raises(UsageError, match=r"model\.arch_init"):
+        resolve_config("retrieval", "standard", "tiny", 0, {"model.arch_init": "small-output"})

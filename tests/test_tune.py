@@ -245,3 +245,40 @@ def test_reproduce_tunes_each_group_of_seeds_once_and_trains_its_seeds_at_the_ch
         assert (tmp_path / "runs" / run_dir_name(config) / "summary.json").exists()
     again = Reproduction("tiny", seeds=2, out=tmp_path, overrides=REPRODUCE_QUICK, tune=True)
     assert reproduce(["table4"], again, train=False)  # --no-train reads tuning.json back
+
+
+def test_table6_trains_every_series_the_same_steps_and_tunes_their_init_alike():
+    from mixit.experiments import table6
+
+    steps = {run.config("tiny").train.steps for run in table6.plan("tiny", range(1))}
+    assert steps == {600}
+    assert set(table6.EXPERIMENT.tune_inits) == {"small-output", "fan-in"}
+
+
+def test_table5_reports_table3s_mixit_beside_the_spread(tmp_path):
+    from mixit.experiments import table5
+
+    planned = table5.plan("tiny", range(2))
+    scales = {(r.task, r.config("tiny").model.mixing_scale) for r in planned}
+    assert {("addition", "per-head-spread"), ("addition", "sequence")} <= scales
+    summaries = {run: {"metrics": {"test_accuracy": 0.5}} for run in planned}
+    report = table5.report("tiny", range(2), summaries, tmp_path, {})
+    assert "table 3's MixiT" in report.markdown
+    assert set(report.results["table3_construction"]) == set(table5.C7_TASKS)
+
+
+def test_a_reference_that_learns_at_no_rate_gives_no_verdict_and_says_what_was_tried(tmp_path):
+    # This quick retrieval's chance level (0.54) is out of reach of its standard model.
+    result = compare("retrieval", ["standard", "mixit"], out=tmp_path, overrides=QUICK, tune=["lr"])
+    assert result["tuned"]["standard"]["learned"] is False
+    cause = result["litmus"]["no_reference"][0]
+    assert "did not learn at any rate of the grid" in cause and "uniformity" in cause
+    assert all(f"{lr:.3g}" in cause for lr, *_ in result["tuned"]["standard"]["validation"])
+    assert result["litmus"]["rows"] == []
+
+
+def test_a_lead_within_the_tolerance_does_not_grow_the_grid(tmp_path, monkeypatch):
+    planted(monkeypatch, lambda k, step: 0.9 + 0.005 * k)  # the highest rate, by 0.005
+    record = halve(tmp_path)["standard"]
+    assert len(record["validation"]) == len(GRID) and record["extended_with"] == []
+    assert record["edge"] == "edge"

@@ -271,50 +271,63 @@ def tuning_cost() -> str:
             f"**{r['ratio']:.2f}x**. Training every rate the halving tried to the whole budget "
             f"would have added {_wall(r['full_grid_extra_seconds'])}.",
             "",
-            "| model | halving's rate | edge | steps | full grid's rate | untuned | tuned |",
-            "|---|---:|---|---:|---:|---|---|",
+            "| model | rates tried | halving's rate | edge | steps | full grid's rate | untuned |"
+            " tuned |",
+            "|---|---:|---:|---|---:|---:|---|---|",
         ]
         for model, lr in r["halving"].items():
             t = r["tuning"][model]
             untuned = " / ".join(f"{v:.3f}" for v in r["untuned"][model])
             tuned = " / ".join(f"{v:.3f}" for v in r["tuned"][model])
             lines.append(
-                f"| {model} | {lr:.3g} | {t['edge']} | {t['steps']} | "
+                f"| {model} | {len(t['validation'])} | {lr:.3g} | {t['edge']} | {t['steps']} | "
                 f"{r['full_grid'][model]['train.lr']:.3g} | {untuned} | {tuned} |"
             )
-        same = sum(
-            math.isclose(lr, r["full_grid"][m]["train.lr"]) for m, lr in r["halving"].items()
-        )
+        halving, grid = r["halving"], r["full_grid"]
+        differ = [m for m, lr in halving.items() if not math.isclose(lr, grid[m]["train.lr"])]
+        same = len(halving) - len(differ)
         lines += [
             "",
-            f"The halving chose the full grid's rate for {same} of {len(r['halving'])} models.",
-            "",
+            f"The halving chose the full grid's rate for {same} of {len(halving)} models.",
         ]
+        for model in differ:
+            scores = sorted((lr, score) for lr, score, *_ in grid[model]["scores"])
+            shown = ", ".join(f"{lr:.3g}: {score:.3f}" for lr, score in scores)
+            lines.append(f"{model}'s validation scores at the whole budget: {shown}.")
+        before, after = _readings(r["litmus_untuned"]), _readings(r["litmus_tuned"])
+        changes = ", ".join(f"{m} {before.get(m, 'no verdict')} -> {v}" for m, v in after.items())
+        lines += [f"Litmus readings, untuned -> tuned: {changes}.", ""]
     return "\n".join(lines).strip() or "(not measured yet)"
 
 
+def _readings(litmus: dict[str, Any]) -> dict[str, str]:
+    verdicts = {True: "matches", False: "falls short", None: "unsure"}
+    return {row["model"]: verdicts[row["matches"]] for row in litmus["rows"]}
+
+
 def init_finding() -> str:
-    """docs/tuning.md: the pre-registered initialisation finding, from its result file."""
-    path = RESULTS / "init-finding" / "results.json"
-    if not path.exists():
-        return "(not measured yet)"
-    r = _json(path)
-    lines = [
-        f"Seeds {r['seeds'][0]}-{r['seeds'][-1]}, `{path.relative_to(ROOT)}`:",
-        "",
-        "| architecture | initialisation | test accuracy per seed | steps |",
-        "|---|---|---|---|",
-    ]
-    for row in r["rows"].values():
-        values = " / ".join(f"{v:.3f}" for v in row["values"])
-        steps = " / ".join(str(s) for s in row["steps_run"])
-        lines.append(f"| {row['arch']} | {row['init']} | {values} | {steps} |")
-    verdicts = ", ".join(
-        f"{arch} {found} (predicted {r['predicted'][arch]})"
-        for arch, found in r["verdicts"].items()
-    )
-    holds = "holds" if r["finding_holds"] else "does not hold"
-    return "\n".join([*lines, "", f"Verdicts: {verdicts}. The finding {holds}."])
+    """docs/tuning.md: the pre-registered initialisation finding, and its repeat after the
+    embeddings joined the small-output scheme, from their result files."""
+    lines = []
+    for path in sorted(RESULTS.glob("init-finding*/results.json")):
+        r = _json(path)
+        lines += [
+            f"Seeds {r['seeds'][0]}-{r['seeds'][-1]}, `{path.relative_to(ROOT)}`:",
+            "",
+            "| architecture | initialisation | test accuracy per seed | steps |",
+            "|---|---|---|---|",
+        ]
+        for row in r["rows"].values():
+            values = " / ".join(f"{v:.3f}" for v in row["values"])
+            steps = " / ".join(str(s) for s in row["steps_run"])
+            lines.append(f"| {row['arch']} | {row['init']} | {values} | {steps} |")
+        verdicts = ", ".join(
+            f"{arch} {found} (predicted {r['predicted'][arch]})"
+            for arch, found in r["verdicts"].items()
+        )
+        holds = "holds" if r["finding_holds"] else "does not hold"
+        lines += ["", f"Verdicts: {verdicts}. The finding {holds}.", ""]
+    return "\n".join(lines).strip() or "(not measured yet)"
 
 
 def _benches() -> list[dict[str, Any]]:

@@ -5,10 +5,11 @@ initialisation, not the learning rate.
 Trains the standard model on tiny retrieval, at the preset's rate and budget, untuned, on the
 fresh seeds ``SEEDS``, for mixit's decoder and for Hugging Face's Llama and GPT-2, each under
 the small-output initialisation and under its other one; writes
-``results/init-finding/results.json`` and ``report.md`` with the verdict of ``RULE`` per
+``results/NAME/results.json`` and ``report.md`` with the verdict of ``RULE`` per
 architecture. The rule and the predictions were committed before any of these runs.
 
-    python tools/init_finding.py [--out runs/init-finding] [--jobs 1]
+    python tools/init_finding.py [--out runs/init-finding] [--jobs 1] [--seed 300]
+        [--name init-finding]
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, LEARNED_MARGIN
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "results" / "init-finding"
+RESULTS = ROOT / "results"
 SEEDS = range(300, 303)  # none of 0-2 (where it was seen), 100-102, 200-202 or 1000
 SOLVED = 0.90
 RULE = (
@@ -60,7 +61,7 @@ def verdict(small: dict[str, Any], other: dict[str, Any]) -> str:
     return "mixed"
 
 
-def measure(out: Path, jobs: int) -> dict[str, Any]:
+def measure(out: Path, jobs: int, seeds: range = SEEDS) -> dict[str, Any]:
     rows = {}
     for (arch, init), overrides in SETTINGS.items():
         start = time.perf_counter()
@@ -68,8 +69,8 @@ def measure(out: Path, jobs: int) -> dict[str, Any]:
             "retrieval",
             ["standard"],
             "tiny",
-            SEEDS.start,
-            len(SEEDS),
+            seeds.start,
+            len(seeds),
             out / f"{arch.replace(':', '-')}-{init}",
             overrides,
             progress=True,
@@ -97,7 +98,7 @@ def measure(out: Path, jobs: int) -> dict[str, Any]:
     return {
         "task": "retrieval",
         "preset": "tiny",
-        "seeds": list(SEEDS),
+        "seeds": list(seeds),
         "rule": RULE,
         "predicted": PREDICTED,
         "rows": rows,
@@ -138,11 +139,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/init-finding", help="where the runs go")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at once")
+    parser.add_argument("--seed", type=int, default=SEEDS.start, help="first of 3 seeds")
+    parser.add_argument("--name", default="init-finding", help="the folder under results/")
     args = parser.parse_args()
-    results = measure(Path(args.out), args.jobs)
-    make_dir(RESULTS)
-    write_json(RESULTS / "results.json", results)
-    write_text(RESULTS / "report.md", report(results))
+    results = measure(Path(args.out) / args.name, args.jobs, range(args.seed, args.seed + 3))
+    folder = make_dir(RESULTS / args.name)
+    write_json(folder / "results.json", results)
+    write_text(folder / "report.md", report(results))
     print(json.dumps(results["verdicts"]))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit import tuning
+from mixit.analysis.report import mean_uniformity
 from mixit.config import ARCH_INITS, RunConfig
 from mixit.errors import RunsPending, UsageError
 from mixit.io import write_json
@@ -79,9 +80,15 @@ def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -
     of its grid: no verdict, with the rates and budgets tried as the cause."""
     rates = ", ".join(f"{lr:.3g}" for lr, *_ in record["validation"])
     steps = ", ".join(str(b["steps"]) for b in record["budgets"])
+    uniformity = mean_uniformity(record["run_dir"])
+    attention = (
+        f"; its attention's uniformity {uniformity:.2f} (1: plain averaging)"
+        if uniformity is not None
+        else ""
+    )
     cause = (
         f"standard did not learn at any rate of the grid (validation on seed {record['seed']}; "
-        f"rates {rates}; budgets {steps} steps)"
+        f"rates {rates}; budgets {steps} steps{attention})"
     )
     return {
         "tolerance": litmus["tolerance"],

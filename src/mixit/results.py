@@ -25,6 +25,7 @@ COLUMNS = (
     "train_seconds",
     "params_trainable",
     "run_dir",
+    "lr",  # added with the tuning protocol, last so that earlier columns keep their places
 )
 
 
@@ -45,6 +46,7 @@ def result_row(summary: Mapping[str, Any]) -> dict[str, Any]:
         "train_seconds": summary["train_seconds"],
         "params_trainable": summary["params_trainable"],
         "run_dir": summary.get("run_dir", ""),
+        "lr": summary.get("lr", ""),
     }
 
 

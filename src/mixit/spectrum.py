@@ -203,15 +203,18 @@ def _matrices(model: nn.Module) -> list[tuple[torch.Tensor, int]]:
 
 
 def small_output_init(model: nn.Module, parts: Parts, output_std: float) -> None:
-    """mixit's ``small-output`` initialisation on any model (``model.arch_init``): every matrix
-    N(0, 1/fan_in), biases 0, then each block's residual-branch outputs (attention's output
-    and ``parts.mlp_output``) N(0, output_std^2), so every block starts near the identity.
-    Embeddings and norms keep the model's own initialisation."""
+    """mixit's ``small-output`` initialisation on any model (``model.arch_init``), as
+    ``mixit.model.init_weights`` gives it to the decoder: token and position embeddings
+    N(0, 1/n), every matrix N(0, 1/fan_in), biases 0, then each block's residual-branch
+    outputs (attention's output and ``parts.mlp_output``) N(0, output_std^2), so every block
+    starts near the identity. Norms keep the model's own initialisation."""
     if parts.mlp_output is None:
         raise UsageError(
             "model.arch_init=small-output needs the MLP's output matrix: give Parts.mlp_output"
         )
     with torch.no_grad():
+        for embedding in (m for m in model.modules() if isinstance(m, nn.Embedding)):
+            embedding.weight.normal_(std=embedding.embedding_dim**-0.5)
         for module, fan_in in _matrices(model):
             module.weight.normal_(std=fan_in**-0.5)
             if getattr(module, "bias", None) is not None:

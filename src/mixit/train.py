@@ -405,6 +405,7 @@ def run_summary(
         "steps": config.train.steps,
         "steps_run": steps_run,
         "stopped": stopped,
+        "lr": config.train.lr,
         "params_total": sum(p.numel() for p in model.parameters()),
         "params_trainable": sum(p.numel() for p in model.trainable_parameters()),
         "train_seconds": train_seconds,

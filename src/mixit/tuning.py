@@ -233,7 +233,9 @@ class Tuner:
         extended: dict[Hashable, list[float]],
     ) -> dict[Hashable, list[Trial]]:
         """The new trials of the keys whose best live rate is the lowest or highest rate tried
-        (under its initialisation), one grid step beyond it, within ``EDGE_BOUND``."""
+        (under its initialisation) and beats the live rate next to it at this rung by more than
+        the task's litmus tolerance: one grid step beyond it, within ``EDGE_BOUND``. A smaller
+        lead is noise, and growing the grid on it costs more than it can find."""
         added: dict[Hashable, list[Trial]] = {}
         for key, ts in live.items():
             best = self.rank(ts)[0]
@@ -241,7 +243,7 @@ class Tuner:
             tried = [t.candidate.exponent for t in trials[key] if t.candidate.init == init]
             k = best.candidate.exponent
             step = -1 if k == min(tried) else 1 if k == max(tried) else 0
-            if step == 0 or abs(k + step) > EDGE_BOUND:
+            if step == 0 or abs(k + step) > EDGE_BOUND or not self.leads(best, ts, -step):
                 continue
             beyond = Candidate(k + step, init)
             config = candidate_config(grids[key][0], beyond, self.seed)
@@ -251,6 +253,17 @@ class Tuner:
             extended[key].append(trial.rate)
             added[key] = [trial]
         return added
+
+    @staticmethod
+    def leads(best: Trial, live: Sequence[Trial], inward: int) -> bool:
+        """Whether ``best`` beats the live trial one grid step ``inward`` of it (same
+        initialisation, scored at the same step) by more than the tolerance."""
+        inside = Candidate(best.candidate.exponent + inward, best.candidate.init)
+        neighbours = [t for t in live if t.candidate == inside]
+        if not neighbours:
+            return False
+        gain = direction(best.config) * (best.score - neighbours[0].score)
+        return gain > tolerance(best.config)
 
     @staticmethod
     def record(
@@ -263,17 +276,22 @@ class Tuner:
         init = winner.candidate.init
         exponents = [t.candidate.exponent for t in trials if t.candidate.init == init]
         k = winner.candidate.exponent
-        at_bound = abs(k) == EDGE_BOUND and k in (min(exponents), max(exponents))
+        at_edge = k in (min(exponents), max(exponents))
+        if at_edge:  # the grid stopped there: at its bound, or within the tolerance
+            edge = "bound" if abs(k) == EDGE_BOUND else "edge"
+        else:
+            edge = "extended" if extended else "interior"
         return {
             "train.lr": winner.rate,
             "init": init,
-            "edge": "bound" if at_bound else "extended" if extended else "interior",
+            "edge": edge,
             "extended_with": list(extended),
             "validation": [
                 [t.rate, t.candidate.init, t.score, t.steps_run]
                 for t in sorted(trials, key=lambda t: (str(t.candidate.init), t.rate))
             ],
             "rungs": list(history),
+            "run_dir": winner.run_dir,
             "winner": winner,
         }
 

@@ -44,3 +44,21 @@ def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str
             lines.append(f"{layer:>5} {head:>4} {p:>14.3f} {i:>9.3f} {u:>10.3f}")
     lines.append(f"written: {folder}/head_scores.json, {folder}/attention.png")
     return "\n".join(lines)
+
+
+def mean_uniformity(run_dir: str | Path, sequences: int = 64) -> float | None:
+    """A finished run's attention uniformity (``head_scores``), averaged over its layers and
+    heads, on its first training sequences: 1 is plain averaging, 0 one position. None for a
+    model whose attention mixit has no taps on (a ``model.arch`` model, a bottleneck readout:
+    ``load_run`` refuses those)."""
+    from mixit.rundir import load_run
+    from mixit.tasks import get_task
+
+    try:
+        model, config = load_run(run_dir)
+    except UsageError:
+        return None
+    inputs = get_task(config.task_name).make_data(config.task, config.seed).train.inputs
+    inputs = inputs[:sequences]  # (S, T)
+    by_head = head_scores(model, inputs, mask=inputs != PAD)["uniformity"]
+    return sum(map(sum, by_head)) / sum(map(len, by_head))
