@@ -13,6 +13,7 @@ block therefore fails the suite until it agrees with the file it names.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import re
@@ -265,7 +266,7 @@ def tuning_cost() -> str:
     for path in sorted((RESULTS / "tuning-cost").glob("*.json")):
         r = _json(path)
         lines += [
-            f"**{r['task']}** ({r['preset']}, {r['seeds']} seeds, one run after another on the "
+            f"**{path.stem}** ({r['preset']}, {r['seeds']} seeds, one run after another on the "
             f"development machine, from empty outputs, `{path.relative_to(ROOT)}`): untuned "
             f"{_wall(r['untuned_seconds'])}, tuned {_wall(r['tuned_seconds'])}: "
             f"**{r['ratio']:.2f}x**. Training every rate the halving tried to the whole budget "
@@ -307,27 +308,18 @@ def _readings(litmus: dict[str, Any]) -> dict[str, str]:
 
 def init_finding() -> str:
     """docs/tuning.md: the pre-registered initialisation finding, and its repeat after the
-    embeddings joined the small-output scheme, from their result files."""
-    lines = []
+    embeddings joined the small-output scheme, as tools/init_finding.py reports them."""
+    spec = importlib.util.spec_from_file_location(
+        "init_finding", ROOT / "tools" / "init_finding.py"
+    )
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    parts = []
     for path in sorted(RESULTS.glob("init-finding*/results.json")):
         r = _json(path)
-        lines += [
-            f"Seeds {r['seeds'][0]}-{r['seeds'][-1]}, `{path.relative_to(ROOT)}`:",
-            "",
-            "| architecture | initialisation | test accuracy per seed | steps |",
-            "|---|---|---|---|",
-        ]
-        for row in r["rows"].values():
-            values = " / ".join(f"{v:.3f}" for v in row["values"])
-            steps = " / ".join(str(s) for s in row["steps_run"])
-            lines.append(f"| {row['arch']} | {row['init']} | {values} | {steps} |")
-        verdicts = ", ".join(
-            f"{arch} {found} (predicted {r['predicted'][arch]})"
-            for arch, found in r["verdicts"].items()
-        )
-        holds = "holds" if r["finding_holds"] else "does not hold"
-        lines += ["", f"Verdicts: {verdicts}. The finding {holds}.", ""]
-    return "\n".join(lines).strip() or "(not measured yet)"
+        seeds = f"Seeds {r['seeds'][0]}-{r['seeds'][-1]}, `{path.relative_to(ROOT)}`:"
+        parts += [seeds, "", tool.findings(r), ""]
+    return "\n".join(parts).strip() or "(not measured yet)"
 
 
 def _benches() -> list[dict[str, Any]]:

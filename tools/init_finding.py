@@ -108,12 +108,19 @@ def measure(out: Path, jobs: int, seeds: range = SEEDS) -> dict[str, Any]:
 
 
 def report(results: dict[str, Any]) -> str:
-    lines = [
+    header = [
         "# The initialisation finding: tiny retrieval, standard model, untuned",
         "",
         f"Written by `python tools/init_finding.py`. Seeds {results['seeds'][0]}-"
         f"{results['seeds'][-1]}. Rule (committed before the runs): {results['rule']}",
         "",
+    ]
+    return "\n".join([*header, findings(results), ""])
+
+
+def findings(results: dict[str, Any]) -> str:
+    """The measured rows, the chance level and each verdict beside its prediction."""
+    lines = [
         "| architecture | initialisation | test accuracy per seed | steps | stopped | wall s |",
         "|---|---|---|---|---|---:|",
     ]
@@ -131,7 +138,7 @@ def report(results: dict[str, Any]) -> str:
     for arch, found in results["verdicts"].items():
         lines.append(f"| {arch} | {results['predicted'][arch]} | {found} |")
     holds = "holds" if results["finding_holds"] else "does not hold"
-    lines += ["", f"The finding {holds} under the rule.", ""]
+    lines += ["", f"The finding {holds} under the rule."]
     return "\n".join(lines)
 
 
