@@ -81,7 +81,6 @@ class Trial:
     steps_run: int = 0
     stopped: str = "halted"
     run_dir: str = ""
-    seconds: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -108,6 +107,14 @@ def rung_steps(steps: int, eval_every: int) -> list[int]:
     return [*sorted({step for step in nearest if step < steps}), steps]
 
 
+def survivors(alive: int, rungs_left: int) -> int:
+    """How many of ``alive`` trials go on past a rung: the better half (rounded up) with two
+    or more rungs to come, the best alone before the last rung, all after it."""
+    if rungs_left == 0:
+        return alive
+    return 1 if rungs_left == 1 else math.ceil(alive / 2)
+
+
 def halving_budgets(candidates: int, steps: int = 1000, eval_every: int = 1) -> float:
     """The budgets a halving of ``candidates`` trains, before edges, early stops and longer
     budgets: 1.75 for three rates (3/4 + 2/4 + 1/2)."""
@@ -116,7 +123,7 @@ def halving_budgets(candidates: int, steps: int = 1000, eval_every: int = 1) -> 
     for depth, step in enumerate(rungs):
         total += alive * (step - reached) / steps
         reached = step
-        alive = 1 if len(rungs) - depth - 2 == 0 else math.ceil(alive / 2)
+        alive = survivors(alive, len(rungs) - depth - 1)
     return total
 
 
@@ -160,7 +167,7 @@ class Tuner:
             trial = trials[i]
             trial.steps_run, trial.stopped = summary["steps_run"], summary["stopped"]
             trial.scores[summary["steps_run"]] = summary["metrics"][headline(trial.config)]
-            trial.run_dir, trial.seconds = summary["run_dir"], summary.get("train_seconds", 0.0)
+            trial.run_dir = summary["run_dir"]
 
     @staticmethod
     def rank(trials: Sequence[Trial]) -> list[Trial]:
@@ -218,12 +225,8 @@ class Tuner:
             self.train_to([t for key, ts in trials.items() if at[key] == step for t in ts], step)
 
     def promote(self, trials: Sequence[Trial], rungs_left: int) -> list[Trial]:
-        """Those that go on: the better half (rounded up) with two or more rungs to come, the
-        best alone before the last rung, all of them (ranked) after it."""
-        ranked = self.rank(trials)
-        if rungs_left == 0:
-            return ranked
-        return ranked[: 1 if rungs_left == 1 else math.ceil(len(ranked) / 2)]
+        """Those that go on (``survivors``), best first."""
+        return self.rank(trials)[: survivors(len(trials), rungs_left)]
 
     def extend(
         self,

@@ -133,10 +133,11 @@ def tune_plan(
     only in their seed form a group, each group is tuned once on the tuning seed (among its
     experiment's ``tune_inits`` as well) and its runs take the choice. Writes
     ``OUT/tuning.json``: each group's task, model, experiments and record."""
-    inits_of = {run: e.tune_inits for e in experiments for run in e.plan(how.scale, how.seed_range)}
+    inits_of: dict[Run, tuple[str, ...]] = {}
     experiments_of: dict[Run, list[str]] = {}
     for e in experiments:
         for run in e.plan(how.scale, how.seed_range):
+            inits_of[run] = e.tune_inits
             experiments_of.setdefault(run, []).append(e.name)
     groups: dict[tuple[str, tuple[str, ...]], list[Run]] = {}
     for run, config in configs.items():
