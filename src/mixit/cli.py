@@ -210,7 +210,14 @@ def _add_reproduce(commands: Any) -> None:
         "protocol of docs/tuning.md (learning rate by successive halving on held-out "
         "training data and tuning seed 1000, budget doubled while still rising up to 4x; "
         "table 6 also chooses model.init), then train every seed at the choice; "
-        "OUT/tuning.json records it",
+        "OUT/tuning.json records it. Without it the scale's tuned presets apply where it has "
+        "them (docs/tuning.md)",
+    )
+    parser.add_argument(
+        "--no-tune",
+        dest="untuned",
+        action="store_true",
+        help="train at the task presets' own rates, not the scale's tuned presets",
     )
     parser.add_argument(
         "--no-train",
@@ -671,7 +678,10 @@ def _reproduce(args: argparse.Namespace) -> int:
         progress,
         _launch(args),
         tune=args.tune == "lr",
+        presets=not args.untuned,
     )
+    if args.untuned and args.tune:
+        raise UsageError("--tune lr and --no-tune contradict each other; give one")
     if experiment == "ablation":
         return _ablation(args, how)
     if args.claims or args.differences:

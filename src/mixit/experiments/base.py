@@ -52,6 +52,9 @@ class Reproduction:
     launch: Launch = LOCAL
     # Tune every group of runs first (mixit.tuning, docs/tuning.md): `reproduce --tune lr`.
     tune: bool = False
+    # Train each group of runs at the choice the scale's tuned presets recorded
+    # (experiments/tuned_presets.py); off: the task presets' own rates (`reproduce --no-tune`).
+    presets: bool = True
 
     @property
     def jobs(self) -> int:

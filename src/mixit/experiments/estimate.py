@@ -8,9 +8,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mixit import tuning
+from mixit.config import RunConfig
 from mixit.estimate import duration
-from mixit.experiments.base import Reproduction
-from mixit.experiments.runner import plan_reproduction
+from mixit.experiments.base import Experiment, Reproduction, Run
+from mixit.experiments.runner import plan_reproduction, tuning_groups
 from mixit.resolve import resolve_device
 from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
 from mixit.workers import worker_threads
@@ -32,7 +34,32 @@ def estimate_reproduction(
     groups = {
         e.name: {dir_names[run] for run in e.plan(how.scale, how.seed_range)} for e in experiments
     }
-    return _estimate("experiments", groups, configs, how, target)
+    planned: dict[Any, RunConfig] = dict(configs)
+    budgets: dict[str, float] = {}
+    if how.tune:
+        tuning_runs = tuning_costs(experiments, configs, how)
+        planned |= {("tuning", name): config for name, (config, _) in tuning_runs.items()}
+        budgets = {name: cost for name, (_, cost) in tuning_runs.items()}
+        groups["tuning (before edges, early stops, doubled budgets)"] = set(budgets)
+    return _estimate("experiments", groups, planned, how, target, budgets)
+
+
+def tuning_costs(
+    experiments: Sequence[Experiment], configs: Mapping[Run, RunConfig], how: Reproduction
+) -> dict[str, tuple[RunConfig, float]]:
+    """What ``reproduce --tune lr`` trains before the verdict runs: per group of runs that
+    differ only in their seed, the run directory name of its grid's middle rate on the
+    tuning seed, that config, and the budgets of one run its halving trains (its grid once per
+    initialisation its experiment tunes among). A group whose middle run is finished in
+    ``how.out`` costs nothing: an earlier call tuned it."""
+    seed = tuning.tuning_seed(how.seed_range)
+    costs = {}
+    for (_, inits), runs in tuning_groups(experiments, configs, how)[0].items():
+        middle = tuning.Candidate(0, inits[0] if inits else None)
+        config = tuning.candidate_config(configs[runs[0]], middle, seed)
+        cost = tuning.halving_budgets(len(tuning.GRID) * max(1, len(inits)))
+        costs[run_dir_name(config)] = (config, cost)
+    return costs
 
 
 def estimate_ablation(
@@ -60,15 +87,20 @@ def _estimate(
     configs: Mapping[Any, Any],
     how: Reproduction,
     target: str | None,
+    budgets: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The estimate of ``configs``, each of ``groups`` (run directory names, under the key
-    ``grouped_by``) costed on its own, and the whole once."""
+    ``grouped_by``) costed on its own, and the whole once; a run named in ``budgets`` costs
+    that many of its runs (a tuning grid's halving)."""
     runs_dir = Path(how.out) / "runs"
     if target is None:
         timings = pending_timings(configs, runs_dir, how.jobs, how.progress)
     else:
         timings = predicted_timings(configs, runs_dir, target)
-    seconds = {name: timing["run_seconds"] for name, timing in timings.items()}
+    budgets = budgets or {}
+    seconds = {
+        name: timing["run_seconds"] * budgets.get(name, 1.0) for name, timing in timings.items()
+    }
     result = {
         "scale": how.scale,
         "seeds": how.seeds,

@@ -27,6 +27,7 @@ from mixit.experiments.base import (
     Run,
     seeds_text,
 )
+from mixit.experiments.tuned_presets import choices, preset_path, tuned_presets, with_choices
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.io import make_dir, write_json, write_text
 from mixit.resolve import validate
@@ -87,6 +88,7 @@ def judged_under(how: Reproduction) -> dict[str, Any]:
         "tuned": None if how.tuned is None else str(how.tuned),
         "tuned_on_seeds": list(TUNED_ON_SEEDS),
         **({"tune": "protocol (docs/tuning.md)"} if how.tune else {}),
+        **({"presets": f"tuned ({preset_path(how.scale).name})"} if presets_apply(how) else {}),
         "confirmed_on_seeds": [seed for seed in how.seed_range if seed not in TUNED_ON_SEEDS],
     }
 
@@ -123,27 +125,51 @@ def plan_reproduction(
         for e in experiments
         for run in e.plan(scale, seeds)
     }
+    if presets_apply(how):
+        # What the user set, on the command line or in best.json, wins over the presets.
+        kept = {run: [*how.overrides, *tuned.get((run.task, run.model), {})] for run in configs}
+        configs = with_choices(configs, tuned_presets(scale), kept)
     return experiments, configs
 
 
-def tune_plan(
+def presets_apply(how: Reproduction) -> bool:
+    """Whether the runs train under the scale's tuned presets: by default, unless this call
+    tunes again from the task presets (``--tune lr``) or asks for their own rates
+    (``--no-tune``)."""
+    return how.presets and not how.tune and bool(tuned_presets(how.scale))
+
+
+TuningGroup = tuple[str, tuple[str, ...]]
+
+
+def tuning_groups(
     experiments: Sequence[Experiment], configs: Mapping[Run, RunConfig], how: Reproduction
-) -> dict[Run, RunConfig]:
-    """The plan's configs under the tuning protocol (``mixit.tuning``): the runs that differ
-    only in their seed form a group, each group is tuned once on the tuning seed (among its
-    experiment's ``tune_inits`` as well) and its runs take the choice. Writes
-    ``OUT/tuning.json``: each group's task, model, experiments and record."""
+) -> tuple[dict[TuningGroup, list[Run]], dict[Run, list[str]]]:
+    """The plan's runs that differ only in their seed, grouped under (their config without
+    the seed, the initialisations their experiment tunes among), and the experiments that
+    plan each run."""
     inits_of: dict[Run, tuple[str, ...]] = {}
     experiments_of: dict[Run, list[str]] = {}
     for e in experiments:
         for run in e.plan(how.scale, how.seed_range):
             inits_of[run] = e.tune_inits
             experiments_of.setdefault(run, []).append(e.name)
-    groups: dict[tuple[str, tuple[str, ...]], list[Run]] = {}
+    groups: dict[TuningGroup, list[Run]] = {}
     for run, config in configs.items():
         identity = json.dumps({**config.result_dict(), "seed": 0}, sort_keys=True)
         groups.setdefault((identity, inits_of[run]), []).append(run)
-    records: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    return groups, experiments_of
+
+
+def tune_plan(
+    experiments: Sequence[Experiment], configs: Mapping[Run, RunConfig], how: Reproduction
+) -> dict[Run, RunConfig]:
+    """The plan's configs under the tuning protocol (``mixit.tuning``): each group of runs
+    that differ only in their seed (``tuning_groups``) is tuned once on the tuning seed (among
+    its experiment's ``tune_inits`` as well) and its runs take the choice. Writes
+    ``OUT/tuning.json``: each group's task, model, experiments and record."""
+    groups, experiments_of = tuning_groups(experiments, configs, how)
+    records: dict[TuningGroup, dict[str, Any]] = {}
     for inits in dict.fromkeys(inits for _, inits in groups):
         bases = {key: configs[runs[0]] for key, runs in groups.items() if key[1] == inits}
         records |= tuning.tune(
@@ -176,24 +202,13 @@ def stored_tuning(configs: Mapping[Run, RunConfig], out: Path) -> dict[Run, RunC
     """The plan's configs under the choices an earlier ``reproduce --tune lr`` stored in
     ``OUT/tuning.json`` (for ``--no-train``); a run it has no choice for keeps its own."""
     try:
-        stored = json.loads((out / "tuning.json").read_text())
-        chosen = {
-            (row["task"], row["model"], json.dumps(row["run_overrides"], sort_keys=True)): row[
-                "overrides"
-            ]
-            for row in stored
-        }
+        chosen = choices(json.loads((out / "tuning.json").read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         raise UsageError(
             f"--tune lr --no-train reads {out}/tuning.json, which a tuned reproduction writes; "
             "it is missing or damaged"
         ) from None
-    tuned = {}
-    for run, config in configs.items():
-        key = (run.task, run.model, json.dumps(dict(run.overrides), sort_keys=True))
-        tuned[run] = copy.deepcopy(config)
-        apply_overrides(tuned[run], chosen.get(key, {}))
-    return tuned
+    return with_choices(configs, chosen)
 
 
 def earlier_timing(out: Path) -> dict[str, Any]:

@@ -1,0 +1,70 @@
+"""The tuned presets (docs/tuning.md, "Tuned presets"): every group of runs `reproduce all`
+plans at a scale, tuned once under the protocol, and the choices with their validation
+evidence written to the file `reproduce` reads by default
+(``src/mixit/experiments/tuned/SCALE.json``).
+
+Only the tuning runs train here, on the tuning seed: no verdict run, so the file can be
+committed before any verdict that uses it is seen. The runs stay in ``--out``; a later
+``mixit reproduce all --scale SCALE --out`` the same folder trains the verdict runs beside them.
+
+    python tools/tune_presets.py --scale tiny --jobs 2 --out runs/presets-tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from mixit.experiments.base import Reproduction
+from mixit.experiments.runner import plan_reproduction, tune_plan
+from mixit.experiments.tuned_presets import preset_path
+from mixit.io import write_json
+from mixit.launchers import Launch
+
+ROOT = Path(__file__).resolve().parent.parent
+# What the file keeps of each group's record: the choice and its evidence, not the local
+# paths of the runs that gave it.
+LEFT_OUT = ("run_dir",)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", default="tiny")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    out = args.out or ROOT / "runs" / f"presets-{args.scale}"
+    how = Reproduction(
+        args.scale, out=out, progress=True, launch=Launch(jobs=args.jobs), presets=False
+    )
+    # The untuned presets: the grid centres on each preset's own rate.
+    experiments, configs = plan_reproduction(["all"], how)
+    start = time.perf_counter()
+    tune_plan(experiments, configs, how)
+    seconds = time.perf_counter() - start
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    groups = [
+        {key: value for key, value in row.items() if key not in LEFT_OUT}
+        for row in json.loads((out / "tuning.json").read_text())
+    ]
+    write_json(
+        preset_path(args.scale),
+        {
+            "scale": args.scale,
+            "protocol": "docs/tuning.md",
+            "tuned_at_commit": commit,
+            "tuning_wall_seconds": round(seconds),
+            "jobs": args.jobs,
+            "groups": groups,
+        },
+    )
+    print(f"{len(groups)} groups tuned in {seconds / 60:.1f} min: {preset_path(args.scale)}")
+
+
+if __name__ == "__main__":
+    main()
