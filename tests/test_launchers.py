@@ -69,3 +69,30 @@ def test_bad_launch_options_exit_2_before_anything_is_written(extra, message, tm
 def test_slurm_options_keep_numbers_as_numbers():
     options = parse_options(["slurm_partition=gpu", "gpus_per_node=1", "timeout_min=90.5"])
     assert options == {"slurm_partition": "gpu", "gpus_per_node": 1, "timeout_min": 90.5}
+
+
+@pytest.mark.processes
+def test_tuning_through_a_job_array_chooses_as_tuning_here(tmp_path):
+    """Each rung's runs are submitted; the halted ones are read back from their checkpoints'
+    evaluations, so the halving sees the same scores as the local pool's."""
+    quick = ["train.steps=8", "train.eval_every=2", "train.eval_examples=64", "task.n_train=300"]
+    quick += ["task.n_test=64", "model.n_embd=16", "model.n_head=2", "model.n_layer=1"]
+    argv = ["compare", "--task", "retrieval", "--models", "standard", "--tune", "lr", *quick]
+    assert main([*argv, "--out", str(tmp_path / "here")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "array"), "--launcher", "submitit-local"]) == 0
+    here, array = (
+        json.loads((tmp_path / d / "tuning.json").read_text()) for d in ("here", "array")
+    )
+    assert array["standard"]["overrides"] == here["standard"]["overrides"]
+    assert [r[::3] for r in array["standard"]["validation"]] == [
+        r[::3] for r in here["standard"]["validation"]
+    ]  # the same rates, each trained as far
+    assert len(jobs(tmp_path / "array")) >= len(here["standard"]["validation"])
+
+
+def test_tuning_refuses_not_to_wait(tmp_path, capsys):
+    argv = ["compare", "--task", "retrieval", "--models", "standard", "--tune", "lr"]
+    argv += ["--launcher", "submitit-local", "--no-wait", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert "drop --no-wait" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "slurm").exists()

@@ -144,7 +144,7 @@ def compare(
     plan.configs()  # bad input fails before tuning
     tuned = {}
     if tune:
-        tuned = tune_comparison(plan, Launch(jobs=launch.jobs), progress)
+        tuned = tune_comparison(plan, launch, progress)
         write_json(Path(out) / "tuning.json", tuned)
     configs = plan.configs({model: t["overrides"] for model, t in tuned.items()})
     trained = train_all(configs, Path(out), progress, launch)

@@ -20,11 +20,13 @@ from typing import Any, TypeVar
 
 import torch
 
-from mixit.checkpoint import finished_summary
+from mixit.checkpoint import finished_summary, latest_checkpoint, stored_config_matches
 from mixit.config import RunConfig
 from mixit.distributed import Ranks
 from mixit.errors import RunsFailed
 from mixit.launchers import LOCAL, JobArray, Launch
+from mixit.rundir import read_records
+from mixit.train import halted_summary
 from mixit.train import run as train_run
 from mixit.workers import stop_workers, train_in_worker, worker_pool, worker_threads
 
@@ -67,6 +69,10 @@ def train_missing(
     if launch.submits:
         _submit_missing(todo, runs_dir, launch)
         collected, _ = train_missing(configs, runs_dir, train=False)
+        for name, (config, keys) in todo.items():
+            halted = halted_on_disk(runs_dir / name, config)
+            if halted is not None:
+                collected |= {key: {**halted, "run_dir": str(runs_dir / name)} for key in keys}
         return collected, len(todo)
     _train_locally(todo, summaries, runs_dir, (launch.jobs, launch.gpus_per_run), progress, each)
     return summaries, len(todo)
@@ -148,9 +154,30 @@ def _submit_missing(
     if not launch.wait:
         return
     array.wait([*flying, *submitted], submitted)
-    unfinished = [name for name in todo if finished_summary(runs_dir / name, todo[name][0]) is None]
+    unfinished = [
+        name
+        for name, (config, _) in todo.items()
+        if finished_summary(runs_dir / name, config) is None
+        and halted_on_disk(runs_dir / name, config) is None
+    ]
     if unfinished:
         raise RunsFailed("\n".join(array.failure_lines(unfinished)))
+
+
+def halted_on_disk(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
+    """What a run of ``config`` halted at its ``train.halt_at`` returned, read back from its
+    checkpoint's evaluation (a submitted job returns nothing here), else None."""
+    halt_at = config.train.halt_at
+    if not halt_at or latest_checkpoint(run_dir) is None:
+        return None
+    if not stored_config_matches(run_dir, config) or not (run_dir / "metrics.jsonl").is_file():
+        return None
+    at_halt = [r for r in read_records(run_dir / "metrics.jsonl") if r["step"] == halt_at]
+    if not at_halt:
+        return None
+    record = at_halt[-1]
+    progress = {"step": halt_at, "train_seconds": record.get("train_seconds", 0.0)}
+    return halted_summary(config, progress | {"metrics": record})
 
 
 def unfinished(configs: Mapping[Key, RunConfig], runs_dir: Path | None) -> dict[str, RunConfig]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.config import RunConfig, apply_overrides
+from mixit.errors import UsageError
 from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
 from mixit.resolve import validate
@@ -364,7 +365,13 @@ def tune(
     ``inits``: the initialisations to choose among as well. With a ``reference`` key, it alone
     tunes over them and its winner's applies to every other key (an ``--arch`` model's five
     variants); without one, each key chooses its own."""
-    tuner = Tuner(tuning_seed(verdict_seeds), runs_dir, launch or Launch(), progress)
+    launch = launch or Launch()
+    if launch.submits and not launch.wait:
+        raise UsageError(
+            "tuning compares each rung's runs before it trains the next: drop --no-wait "
+            "(or tune nothing: --no-tune)"
+        )
+    tuner = Tuner(tuning_seed(verdict_seeds), runs_dir, launch, progress)
     both = [c for init in inits for c in grid(init)] if inits else grid()
     records: dict[Hashable, dict[str, Any]] = {}
     rest = dict(bases)

@@ -1,0 +1,88 @@
+"""The tuned presets (docs/tuning.md, "Tuned presets"): `reproduce` trains each group of runs
+at the choice the scale's file records unless told not to, a setting the user gives wins, the
+claims say which presets judged them, and `--estimate --tune lr` counts the tuning."""
+
+import json
+
+import pytest
+
+from mixit.cli import main
+from mixit.experiments import tuned_presets
+from mixit.experiments.base import Reproduction
+from mixit.experiments.estimate import tuning_costs
+from mixit.experiments.runner import judged_under, plan_reproduction
+from mixit.tuning import GRID, halving_budgets
+
+CHOSEN_LR = 0.0123
+
+
+@pytest.fixture
+def presets(tmp_path, monkeypatch):
+    """A tiny presets file choosing CHOSEN_LR and 900 steps for every group of table 4."""
+    monkeypatch.setattr(tuned_presets, "TUNED", tmp_path)
+    _, configs = plan_reproduction(["table4"], Reproduction("tiny", presets=False))
+    groups = {(r.task, r.model, json.dumps(dict(r.overrides))) for r in configs}
+    rows = [
+        {
+            "task": task,
+            "model": model,
+            "run_overrides": json.loads(overrides),
+            "overrides": {"train.lr": CHOSEN_LR, "train.steps": 900},
+        }
+        for task, model, overrides in groups
+    ]
+    (tmp_path / "tiny.json").write_text(json.dumps({"scale": "tiny", "groups": rows}))
+    return configs
+
+
+def test_reproduce_trains_at_the_tuned_presets_by_default(presets):
+    how = Reproduction("tiny")
+    _, configs = plan_reproduction(["table4"], how)
+    assert {c.train.lr for c in configs.values()} == {CHOSEN_LR}
+    assert {c.train.steps for c in configs.values()} == {900}
+    assert judged_under(how)["presets"] == "tuned (tiny.json)"
+
+
+def test_no_tune_and_tune_lr_train_from_the_task_presets(presets):
+    for how in (Reproduction("tiny", presets=False), Reproduction("tiny", tune=True)):
+        _, configs = plan_reproduction(["table4"], how)
+        assert configs == presets
+        assert "presets" not in judged_under(how)
+
+
+def test_a_setting_the_user_gives_wins_over_the_tuned_presets(presets):
+    how = Reproduction("tiny", overrides={"train.lr": 0.5})
+    _, configs = plan_reproduction(["table4"], how)
+    assert {c.train.lr for c in configs.values()} == {0.5}
+    assert {c.train.steps for c in configs.values()} == {900}
+
+
+def test_a_scale_without_a_presets_file_keeps_the_task_presets(presets):
+    _, configs = plan_reproduction(["table4"], Reproduction("small"))
+    _, untuned = plan_reproduction(["table4"], Reproduction("small", presets=False))
+    assert configs == untuned
+
+
+def test_a_damaged_presets_file_is_one_line_not_a_traceback(presets, tmp_path, capsys):
+    (tmp_path / "tiny.json").write_text("{not json")
+    assert main(["reproduce", "table4", "--estimate", "--out", str(tmp_path / "o")]) == 2
+    assert "tuned presets are damaged" in capsys.readouterr().err
+
+
+def test_tune_lr_and_no_tune_together_are_refused(tmp_path, capsys):
+    assert main(["reproduce", "table4", "--tune", "lr", "--no-tune", "--out", str(tmp_path)]) == 2
+    assert "contradict" in capsys.readouterr().err
+
+
+def test_the_estimate_counts_each_groups_halving_once():
+    how = Reproduction("tiny", tune=True)
+    experiments, configs = plan_reproduction(["table4", "table6"], how)
+    costs = tuning_costs(experiments, configs, how)
+    groups = {json.dumps({**c.result_dict(), "seed": 0}, sort_keys=True) for c in configs.values()}
+    assert len(costs) == len(groups)
+    # Table 6's series choose an initialisation too: twice the grid.
+    assert {cost for _, cost in costs.values()} == {
+        halving_budgets(len(GRID)),
+        halving_budgets(2 * len(GRID)),
+    }
+    assert all(config.seed == 1000 for config, _ in costs.values())
