@@ -282,3 +282,20 @@ def test_a_lead_within_the_tolerance_does_not_grow_the_grid(tmp_path, monkeypatc
     record = halve(tmp_path)["standard"]
     assert len(record["validation"]) == len(GRID) and record["extended_with"] == []
     assert record["edge"] == "edge"
+
+
+def test_a_tuning_resumed_over_its_finished_runs_chooses_as_it_did(tmp_path, monkeypatch):
+    # A score that moves at every step: the weights' size.
+    train_module = importlib.import_module("mixit.train")
+
+    def planted_evaluate(model, data, config):
+        size = sum(float(p.detach().abs().sum()) for p in model.parameters())
+        return {"test_accuracy": size % 1.0}
+
+    monkeypatch.setattr(train_module, "evaluate_run", planted_evaluate)
+    base = quick_base(steps=8)
+    first = tuning.tune({"standard": base}, [0], tmp_path)
+    # The promoted runs finished their whole budget; judged again, each is scored at every
+    # rung as the first halving scored it there, not at its end.
+    again = tuning.tune({"standard": base}, [0], tmp_path)
+    assert again == first

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.config import RunConfig, apply_overrides
-from mixit.errors import UsageError
+from mixit.errors import RunsFailed, UsageError
 from mixit.launchers import Launch
 from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
 from mixit.resolve import validate
@@ -166,9 +166,17 @@ class Tuner:
         summaries, _ = train_missing(configs, self.runs_dir, self.progress, launch=self.launch)
         for i, summary in summaries.items():
             trial = trials[i]
-            trial.steps_run, trial.stopped = summary["steps_run"], summary["stopped"]
-            trial.scores[summary["steps_run"]] = summary["metrics"][headline(trial.config)]
             trial.run_dir = summary["run_dir"]
+            metric = headline(trial.config)
+            if summary["steps_run"] > step:
+                # Finished past this rung in an earlier call (a resumed tuning): it is judged
+                # at the rung, as the uninterrupted halving judged it.
+                record = score_at(Path(trial.run_dir), step)
+                trial.steps_run, trial.stopped = step, "halted"
+                trial.scores[step] = record[metric]
+                continue
+            trial.steps_run, trial.stopped = summary["steps_run"], summary["stopped"]
+            trial.scores[summary["steps_run"]] = summary["metrics"][metric]
 
     @staticmethod
     def rank(trials: Sequence[Trial]) -> list[Trial]:
@@ -298,6 +306,14 @@ class Tuner:
             "run_dir": winner.run_dir,
             "winner": winner,
         }
+
+
+def score_at(run_dir: Path, step: int) -> dict[str, Any]:
+    """A run's evaluation at ``step`` (a rung: an evaluation step) from its metrics.jsonl."""
+    records = [r for r in read_records(run_dir / "metrics.jsonl") if r["step"] == step]
+    if not records:
+        raise RunsFailed(f"{run_dir}: no evaluation at step {step} to judge its rung by")
+    return records[-1]
 
 
 def still_rising(trial: Trial) -> bool:
