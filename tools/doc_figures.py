@@ -322,6 +322,48 @@ def init_finding() -> str:
     return "\n".join(parts).strip() or "(not measured yet)"
 
 
+def tuned_presets() -> str:
+    """docs/tuning.md: the tuned presets `reproduce` trains under, per scale, with the
+    validation evidence tools/tune_presets.py recorded."""
+    from mixit.experiments.tuned_presets import TUNED
+
+    parts = []
+    for path in sorted(TUNED.glob("*.json")):
+        r = _json(path)
+        groups = r["groups"]
+        ratios = [g["train.lr"] / g["preset"]["train.lr"] for g in groups]
+        longer = [g for g in groups if g["steps"] > g["preset"]["train.steps"]]
+        unlearned = [f"{g['task']} {g['model']}" for g in groups if not g["learned"]]
+        at_edge = [g for g in groups if g["edge"] in ("edge", "bound")]
+        parts += [
+            f"**{r['scale']}** (`{path.relative_to(ROOT)}`, tuned at commit "
+            f"{r['tuned_at_commit']} in {_wall(r['tuning_wall_seconds'])} with {r['jobs']} "
+            f"job(s), tuning seed {groups[0]['seed']}): {len(groups)} groups. The chosen rate "
+            f"is above the preset's for {sum(x > 1.001 for x in ratios)}, the preset's for "
+            f"{sum(abs(x - 1) <= 0.001 for x in ratios)} and below it for "
+            f"{sum(x < 0.999 for x in ratios)}; {len(at_edge)} stopped at a grid edge or its "
+            f"bound; {len(longer)} train longer than the preset (the budget rule). Did not "
+            f"learn at any rate of the grid: {', '.join(unlearned) or 'none'}.",
+            "",
+            "| experiments | task | model | setting | preset lr | chosen lr | steps | init | "
+            "edge | validation at the last rung (lr: score) |",
+            "|---|---|---|---|---:|---:|---:|---|---|---|",
+        ]
+        order = sorted(groups, key=lambda g: (g["experiments"], g["task"], g["model"]))
+        for g in order:
+            setting = ", ".join(f"{k}={v}" for k, v in g["run_overrides"].items()) or "-"
+            last = g["rungs"][-1]["scores"]
+            scores = ", ".join(f"{lr:.3g}: {score:.3f}" for lr, score in sorted(last))
+            steps = f"{g['steps']:,}" + ("" if g["steps"] == g["preset"]["train.steps"] else "*")
+            parts.append(
+                f"| {', '.join(g['experiments'])} | {g['task']} | {g['model']} | {setting} | "
+                f"{g['preset']['train.lr']:.3g} | {g['train.lr']:.3g} | {steps} | "
+                f"{g['init'] or '-'} | {g['edge']} | {scores} |"
+            )
+        parts += ["", "\\* the budget rule doubled the preset's steps.", ""]
+    return "\n".join(parts).strip() or "(no scale tuned yet)"
+
+
 def _benches() -> list[dict[str, Any]]:
     """The bench runs in docs/bench/, narrowest model first."""
     runs = [_json(path) for path in (ROOT / "docs" / "bench").glob("*.json")]
@@ -337,6 +379,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "decode": decode,
     "tuning-cost": tuning_cost,
     "init-finding": init_finding,
+    "tuned-presets": tuned_presets,
 }
 DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md", ROOT / "docs" / "tuning.md")
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)

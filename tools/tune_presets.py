@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mixit.experiments.base import Reproduction
 from mixit.experiments.runner import plan_reproduction, tune_plan
-from mixit.experiments.tuned_presets import preset_path
+from mixit.experiments.tuned_presets import group_key, preset_path
 from mixit.io import write_json
 from mixit.launchers import Launch
 
@@ -48,10 +48,16 @@ def main() -> None:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    groups = [
-        {key: value for key, value in row.items() if key not in LEFT_OUT}
-        for row in json.loads((out / "tuning.json").read_text())
-    ]
+    # The task presets' own settings, beside each choice: the grid's centre.
+    untuned = {
+        group_key(run.task, run.model, dict(run.overrides)): config.train
+        for run, config in configs.items()
+    }
+    groups = []
+    for row in json.loads((out / "tuning.json").read_text()):
+        train = untuned[group_key(row["task"], row["model"], row["run_overrides"])]
+        kept = {key: value for key, value in row.items() if key not in LEFT_OUT}
+        groups.append(kept | {"preset": {"train.lr": train.lr, "train.steps": train.steps}})
     write_json(
         preset_path(args.scale),
         {
