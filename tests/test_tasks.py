@@ -63,7 +63,7 @@ SMALL = {
     "retrieval": {"vocab_size": 32, "max_pairs": 6, "n_train": 3000, "n_test": 500},
     "khop": {"seq_len": 24, "max_hops": 4, "n_train": 3000, "n_test": 500},
     "memorization": {"num_values": 32, "num_pairs": 1000},
-    "mqar": {"vocab_size": 32, "num_pairs": 6, "num_queries": 3, "seq_len": 32, "n_test": 500},
+    "mqar": {"vocab_size": 64, "num_pairs": 6, "seq_len": 32, "n_test": 500},
     "selective-copying": {"num_tokens": 4, "context_len": 12, "n_train": 3000, "n_test": 500},
     "noisy-recall": {"num_slots": 8, "n_train": 3000, "n_test": 500},
     "fuzzy-recall": {"num_pairs": 6, "n_train": 3000, "n_test": 500},
@@ -170,7 +170,7 @@ def test_mqar_scores_each_query_on_the_value_listed_with_its_key():
     for row, target in zip(inputs[:50].tolist(), targets[:50].tolist(), strict=True):
         listed = dict(zip(row[0 : 2 * pairs : 2], row[1 : 2 * pairs : 2], strict=True))
         scored = [(row[t], target[t]) for t in range(len(row)) if target[t] != IGNORE_INDEX]
-        assert len(scored) == 3 and all(listed[key] == value for key, value in scored)
+        assert len(scored) == pairs and all(listed[key] == value for key, value in scored)
 
 
 def test_selective_copying_asks_for_the_scattered_tokens_in_order_at_blanks():
