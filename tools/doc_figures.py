@@ -116,19 +116,26 @@ def _training(out: Path) -> tuple[str, str]:
     return f"{main['runs_trained']:,}", wall
 
 
+def _rates(claims: dict[str, Any]) -> str:
+    """How an output's runs chose their learning rates (docs/tuning.md)."""
+    if claims.get("presets"):
+        return "tuned presets"
+    return "tuned in the output" if claims.get("tune") else "task presets"
+
+
 def reproductions() -> str:
     """README: every committed reproduction, what it ran and what it found."""
     rows = [
-        "| output | scale | construction | seeds | runs trained | training wall time "
+        "| output | scale | construction | seeds | rates | runs trained | training wall time "
         "| rules | reproduced | confirmed on fresh seeds |",
-        "|---|---|---|---|---:|---|---|---|---|",
+        "|---|---|---|---|---|---:|---|---|---|---|",
     ]
     for out in _outputs():
         claims = _json(out / "claims.json")
         runs, wall = _training(out)
         rows.append(
             f"| `results/{out.name}` | {claims['scale']} | {_construction(claims)} "
-            f"| {_seeds(claims)} | {runs} | {wall} | {_rules(claims)} "
+            f"| {_seeds(claims)} | {_rates(claims)} | {runs} | {wall} | {_rules(claims)} "
             f"| {_reproduced(_verdicts(claims))} "
             f"| {_confirmed(claims)} |"
         )
@@ -364,6 +371,45 @@ def tuned_presets() -> str:
     return "\n".join(parts).strip() or "(no scale tuned yet)"
 
 
+def tuned_against_untuned() -> str:
+    """docs/tuning.md: each reproduction under tuned presets beside the untuned one of the
+    same scale, seeds and construction, claim by claim."""
+    outputs = {out: _json(out / "claims.json") for out in _outputs()}
+    lines = []
+    for out, tuned in outputs.items():
+        if _rates(tuned) == "task presets":
+            continue
+        same = [
+            other
+            for other, claims in outputs.items()
+            if _rates(claims) == "task presets"
+            and (claims["scale"], _seeds(claims), _construction(claims))
+            == (tuned["scale"], _seeds(tuned), _construction(tuned))
+            and (other / "timing.json").is_file()
+        ]
+        if not same:
+            continue
+        untuned = outputs[same[-1]]
+        before = {c["id"]: c for c in untuned["claims"]}
+        lines += [
+            f"`results/{out.name}` ({_rates(tuned)}) beside `results/{same[-1].name}` (task "
+            f"presets), {tuned['scale']}, seeds {_seeds(tuned)}:",
+            "",
+            "| claim | task presets | tuned | measured, task presets | measured, tuned |",
+            "|---|---|---|---|---|",
+        ]
+        for claim in tuned["claims"]:
+            was = before.get(claim["id"], {"verdict": "not run", "measured": {}})
+            moved = "**" if was["verdict"] != claim["verdict"] else ""
+            lines.append(
+                f"| {claim['id']} | {was['verdict']} | {moved}{claim['verdict']}{moved} | "
+                f"{format_measurements(was['measured'])} | "
+                f"{format_measurements(claim['measured'])} |"
+            )
+        lines.append("")
+    return "\n".join(lines).strip() or "(no tuned reproduction committed yet)"
+
+
 def _benches() -> list[dict[str, Any]]:
     """The bench runs in docs/bench/, narrowest model first."""
     runs = [_json(path) for path in (ROOT / "docs" / "bench").glob("*.json")]
@@ -380,6 +426,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "tuning-cost": tuning_cost,
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,
+    "tuned-against-untuned": tuned_against_untuned,
 }
 DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md", ROOT / "docs" / "tuning.md")
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
