@@ -103,3 +103,82 @@ def test_mqars_presets_keep_zoologys_constraint(preset):
 
     task = resolve_config("mqar", "standard", preset, 0).task
     assert task.vocab_size > task.seq_len and task.seq_len % 2 == 0
+
+
+NOISY = json.loads((PEERS / "noisy-recall.json").read_text())
+RECALL_EXACT = (
+    "input_length",
+    "last_position_scored",
+    "scored_only_at_keys",
+    "key_range",
+    "keys_below",
+    "value_range",
+    "noise_range",
+    "scored_is_a_shown_keys_value",
+    "train_targets_are_the_next_tokens",
+)
+
+
+def test_noisy_recall_is_mads():
+    from mixit.tasks.base import next_token_targets
+    from mixit.tasks.noisy_recall import NoisyRecallConfig
+
+    peer = NOISY["cases"]["base"]
+    case = {k: v for k, v in peer["config"].items()}
+    config = NoisyRecallConfig(**case, n_train=fixture.NOISY_ROWS, n_test=fixture.NOISY_ROWS)
+    data = get_task("noisy-recall").make_data(config, 0)
+    test = data.test.inputs.numpy(), data.test.targets.numpy()
+    train = data.train.inputs.numpy(), next_token_targets(data.train).numpy()
+    ours = fixture.recall_statistics(test, train, case)
+    assert {k: ours[k] for k in RECALL_EXACT} == {k: peer[k] for k in RECALL_EXACT}
+    assert ours["noise_slot_share"] == pytest.approx(peer["noise_slot_share"], abs=0.01)
+    assert ours["scored_per_row_mean"] == pytest.approx(peer["scored_per_row_mean"], rel=0.02)
+
+
+def test_the_macro_accuracy_is_mads():
+    from mixit.scoring import macro_accuracy
+
+    for case in json.loads((PEERS / "mad-accuracy.json").read_text())["cases"]:
+        targets, predictions = torch.tensor(case["targets"]), torch.tensor(case["predictions"])
+        scored = targets != IGNORE_INDEX
+        targets, predictions = targets[scored], predictions[scored]
+        vocab = case["vocab"]
+        classes = torch.stack(
+            [
+                torch.bincount(targets[predictions == targets], minlength=vocab),
+                torch.bincount(targets, minlength=vocab),
+                torch.bincount(predictions, minlength=vocab),
+            ]
+        )
+        assert macro_accuracy(classes) == pytest.approx(case["accuracy"], abs=1e-6)
+
+
+def recall_baselines(inputs: torch.Tensor, targets: torch.Tensor, k: int, values: int) -> dict:
+    """Key-blind strategies on a noisy-recall split: their accuracy over the queries."""
+    rows, cols = torch.nonzero(targets != IGNORE_INDEX, as_tuple=True)
+    answers = targets[rows, cols]
+    guesses = {"the most frequent answer": torch.full_like(answers, int(answers.mode().values))}
+    uniform, last_value = [], []
+    for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+        seen = inputs[r, :c]
+        shown = seen[(seen >= k) & (seen < k + values)]
+        distinct = shown.unique()
+        uniform.append(float((distinct == answers[len(uniform)]).float().mean()))
+        last_value.append(int(shown[-1]))
+    guesses["the last value shown"] = torch.tensor(last_value)
+    scores = {name: float((g == answers).float().mean()) for name, g in guesses.items()}
+    scores["a value shown, uniformly"] = float(np.mean(uniform))
+    return scores
+
+
+def test_no_key_blind_strategy_beats_noisy_recalls_chance_level():
+    from mixit.tasks.noisy_recall import NoisyRecallConfig
+
+    config = NoisyRecallConfig(n_train=64, n_test=300)
+    spec = get_task("noisy-recall")
+    data = spec.make_data(config, 0)
+    chance = spec.chance(data, config)
+    scores = recall_baselines(
+        data.test.inputs, data.test.targets, config.num_keys, config.num_values
+    )
+    assert max(scores.values()) <= chance + 0.01, (chance, scores)

@@ -27,7 +27,7 @@ from mixit.tasks import (
     retrieval,
     selective_copying,
 )
-from mixit.tasks.base import most_frequent_row
+from mixit.tasks.base import most_frequent_row, next_token_targets
 
 MODULES = [
     addition,
@@ -65,7 +65,7 @@ SMALL = {
     "memorization": {"num_values": 32, "num_pairs": 1000},
     "mqar": {"vocab_size": 64, "num_pairs": 6, "seq_len": 32, "n_test": 500},
     "selective-copying": {"num_tokens": 4, "context_len": 12, "n_train": 3000, "n_test": 500},
-    "noisy-recall": {"num_slots": 8, "n_train": 3000, "n_test": 500},
+    "noisy-recall": {"seq_len": 32, "n_train": 3000, "n_test": 500},
     "fuzzy-recall": {"num_pairs": 6, "n_train": 3000, "n_test": 500},
     "compression": {"seq_len": 6, "n_train": 3000, "n_test": 500},
 }
@@ -184,17 +184,27 @@ def test_selective_copying_asks_for_the_scattered_tokens_in_order_at_blanks():
     assert (inputs[:, 12] == selective_copying.COPY).all()
 
 
-def test_noisy_recall_answers_with_the_value_its_key_had_and_noise_is_noise():
+def test_noisy_recall_asks_every_key_shown_again_and_trains_on_every_token():
     data = make("noisy-recall")
-    config = noisy_recall.NoisyRecallConfig(num_slots=8)
-    inputs, answers = data.test.inputs, data.test.targets[:, -1]  # (N, 2 x 8 + 1), (N,)
-    noise_from = config.num_keys + config.num_values + 1
-    for row, answer in zip(inputs.tolist(), answers.tolist(), strict=True):
-        pairs = [tuple(row[i : i + 2]) for i in range(0, 16, 2) if row[i] < noise_from]
-        assert len({v for k, v in pairs if k == row[-1]}) == 1  # a key keeps its value
-        assert (row[-1], answer) in pairs
-    shown = (inputs[:, :16] >= noise_from).float().mean()
-    assert 0.25 < shown < 0.45  # 40 % noise, one slot per row kept a pair
+    config = noisy_recall.NoisyRecallConfig(**SMALL["noisy-recall"])
+    k, noise_from = config.num_keys, config.content_ids
+    for row, target in zip(data.test.inputs.tolist(), data.test.targets.tolist(), strict=True):
+        value_of: dict[int, int] = {}
+        for t in range(0, len(row), 2):
+            if row[t] >= noise_from:
+                assert target[t] == IGNORE_INDEX
+                continue
+            assert 0 <= row[t] < k
+            expected = value_of.get(row[t], IGNORE_INDEX)  # asked from its second showing on
+            assert target[t] == expected or (t == len(row) - 1 and target[t] in value_of.values())
+            if t + 1 < len(row):
+                assert value_of.setdefault(row[t], row[t + 1]) == row[t + 1]  # keeps its value
+        assert target[-1] == value_of[row[-1]]  # the last slot asks a key shown before
+    assert data.train_on_every_token
+    trained_on = next_token_targets(data.train)
+    assert torch.equal(trained_on[:, :-1], data.train.inputs[:, 1:])
+    noise = (data.test.inputs[:, 0:-1:2] >= noise_from).float().mean()
+    assert 0.1 < noise < 0.3  # 20 % of the slots
 
 
 def test_fuzzy_recall_answers_with_the_whole_value_shown_after_the_key():

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 
@@ -49,17 +51,28 @@ def summed_loss(
     return F.cross_entropy(*scored_logits(model, inputs, targets), reduction="sum")
 
 
+@dataclass
+class Tallies:
+    """What an evaluation counts over the scored positions: the summed loss, the positions
+    and how many are right, per row whether all of them are, and per class (target token)
+    the right answers, the targets and the predictions (3, V)."""
+
+    loss_sum: float
+    tokens: int
+    token_hits: int
+    rows: torch.Tensor  # (n,) bool
+    classes: torch.Tensor  # (3, V): hits, targets, predictions per token id
+
+
 @torch.no_grad()
-def _score_rows(
-    model: RunModel, split: Split, max_examples: int, batch_size: int
-) -> tuple[float, int, int, torch.Tensor]:
-    """Over the first ``max_examples`` rows of ``split``: the summed loss of the answer
-    tokens, their number, how many are right, and per row whether all of them are (n,)."""
+def _score_rows(model: RunModel, split: Split, max_examples: int, batch_size: int) -> Tallies:
+    """The tallies over the first ``max_examples`` rows of ``split``."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     n = min(len(split), max_examples)
     loss_sum, tokens, token_hits, rows = 0.0, 0, 0, []
+    classes = None
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
         inputs = split.inputs[start:stop].to(device).long()  # (B, T)
@@ -67,29 +80,51 @@ def _score_rows(
         scored = targets != IGNORE_INDEX  # (B, T)
         logits, answers = scored_logits(model, inputs, targets)  # (S, V), (S,)
         loss_sum += F.cross_entropy(logits, answers, reduction="sum").item()
+        predicted = logits.argmax(-1)  # (S,)
         hits = torch.zeros_like(scored)  # (B, T)
-        hits[scored] = logits.argmax(-1) == answers
+        hits[scored] = predicted == answers
         tokens += int(scored.sum())
         token_hits += int(hits.sum())
         rows.append((hits == scored).all(-1).cpu())  # (B,)
+        vocab = logits.shape[-1]
+        counts = torch.stack(
+            [
+                torch.bincount(answers[predicted == answers], minlength=vocab),
+                torch.bincount(answers, minlength=vocab),
+                torch.bincount(predicted, minlength=vocab),
+            ]
+        ).cpu()  # (3, V)
+        classes = counts if classes is None else classes + counts
     model.train(was_training)
-    return loss_sum, tokens, token_hits, torch.cat(rows)
+    return Tallies(loss_sum, tokens, token_hits, torch.cat(rows), classes)
+
+
+def macro_accuracy(classes: torch.Tensor) -> float:
+    """MAD's accuracy (torchmetrics' ``MulticlassAccuracy``, its default macro average): each
+    class's share of its targets answered right, averaged over the classes that were a target
+    or a prediction (a class predicted but never a target counts as 0)."""
+    hits, targets, predictions = classes.double()  # (V,) each
+    present = (targets + predictions) > 0
+    recall = torch.where(targets > 0, hits / targets.clamp(min=1), torch.zeros_like(hits))
+    return float(recall[present].mean())
 
 
 def evaluate(model: RunModel, split: Split, max_examples: int, batch_size: int) -> dict[str, float]:
-    """Loss, exact-match accuracy (all answer tokens right) and per-token accuracy."""
-    loss_sum, tokens, token_hits, rows = _score_rows(model, split, max_examples, batch_size)
+    """Loss, exact-match accuracy (all answer tokens right), per-token accuracy and the
+    class-averaged accuracy of ``macro_accuracy``."""
+    tallies = _score_rows(model, split, max_examples, batch_size)
     return {
-        "loss": loss_sum / tokens,
-        "accuracy": int(rows.sum()) / len(rows),
-        "token_accuracy": token_hits / tokens,
+        "loss": tallies.loss_sum / tallies.tokens,
+        "accuracy": int(tallies.rows.sum()) / len(tallies.rows),
+        "token_accuracy": tallies.token_hits / tallies.tokens,
+        "macro_accuracy": macro_accuracy(tallies.classes),
     }
 
 
 def correct_rows(model: RunModel, split: Split, max_examples: int, batch_size: int) -> torch.Tensor:
     """Whether the model gets every answer token of each of the first ``max_examples`` rows of
     ``split`` right: (n,) booleans, for accuracies by any grouping of the rows."""
-    return _score_rows(model, split, max_examples, batch_size)[3]
+    return _score_rows(model, split, max_examples, batch_size).rows
 
 
 def evaluate_run(model: RunModel, data: TaskData, config: RunConfig) -> dict[str, float]:
@@ -99,6 +134,8 @@ def evaluate_run(model: RunModel, data: TaskData, config: RunConfig) -> dict[str
     limits = (config.train.eval_examples, batch)
     test = evaluate(model, data.test, *limits)
     metrics = {"test_loss": test["loss"], "test_token_accuracy": test["token_accuracy"]}
+    if spec.reports_macro_accuracy:
+        metrics["test_macro_accuracy"] = test["macro_accuracy"]
     if spec.exact_match:
         metrics["test_accuracy"] = test["accuracy"]
         # Memorization scores the training set itself: no second pass over the same examples.

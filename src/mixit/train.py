@@ -35,7 +35,7 @@ from mixit.resolve import fit_model_to_data, resolve_config, resolve_device
 from mixit.rundir import RunWriter
 from mixit.scoring import evaluate_run, scored_count, summed_loss
 from mixit.tasks import TaskData, TaskSpec, get_task
-from mixit.tasks.base import hold_out_validation
+from mixit.tasks.base import hold_out_validation, next_token_targets
 
 
 def mixed_precision(device: torch.device, config: RunConfig) -> torch.autocast:
@@ -244,7 +244,8 @@ def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     optimizer = make_optimizer(model, config)
     trained = compiled(model if ranks.world == 1 else data_parallel(model), config)
     batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
-    inputs, targets = data.train.inputs.to(device), data.train.targets.to(device)
+    trained_on = next_token_targets(data.train) if data.train_on_every_token else data.train.targets
+    inputs, targets = data.train.inputs.to(device), trained_on.to(device)
     return Training(
         config, data, model, trained, optimizer, batches, device, ranks, inputs, targets
     )

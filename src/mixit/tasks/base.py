@@ -44,6 +44,17 @@ class TaskData:
     vocab_size: int
     # Memorization is scored on the training set itself; every other task on held-out data.
     test_is_train: bool = False
+    # Train on every next token (``next_token_targets``) while each split's targets, which
+    # every evaluation scores, hold the answers alone: MAD's recall tasks train so.
+    train_on_every_token: bool = False
+
+
+def next_token_targets(split: Split) -> torch.Tensor:
+    """Targets (N, T) for every next token of ``split``: the next input, and at the last
+    position the split's own target there (the sequence's last token, an answer)."""
+    targets = torch.roll(split.inputs, -1, dims=1)  # (N, T)
+    targets[:, -1] = split.targets[:, -1]
+    return targets
 
 
 def hold_out_validation(data: TaskData, fraction: float) -> TaskData:
@@ -155,6 +166,9 @@ class TaskSpec:
     # The tokens a scored answer is chosen among, from the task config and the vocabulary size
     # (mixit.readout.AnswerReadout); None, or a None answer: every token of the vocabulary.
     answer_ids: Callable[[Any, int], tuple[int, ...] | None] | None = None
+    # Also report its peer's accuracy, averaged over classes (MAD's ``MulticlassAccuracy``):
+    # ``test_macro_accuracy`` beside the headline metric, which the litmus reading uses.
+    reports_macro_accuracy: bool = False
 
 
 TASKS: dict[str, TaskSpec] = {}
@@ -200,6 +214,16 @@ def answer_split(sequences: np.ndarray, answer_mask: np.ndarray) -> Split:
     """
     inputs = sequences[:, :-1]  # (N, S-1)
     targets = np.where(answer_mask[:, 1:], sequences[:, 1:], IGNORE_INDEX)  # (N, S-1)
+    return Split(
+        torch.as_tensor(inputs, dtype=torch.long), torch.as_tensor(targets, dtype=torch.long)
+    )
+
+
+def side_by_side_split(rows: np.ndarray) -> Split:
+    """A Split from rows (N, 2T) that hold inputs and targets side by side: tasks whose
+    targets do not follow from the sequence draw them so, and distinct rows then compare
+    both."""
+    inputs, targets = np.split(rows, 2, axis=1)
     return Split(
         torch.as_tensor(inputs, dtype=torch.long), torch.as_tensor(targets, dtype=torch.long)
     )

@@ -25,13 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
     IGNORE_INDEX,
     RECALL_TINY,
-    Split,
     TaskData,
     TaskSpec,
     check_positive,
@@ -39,6 +37,7 @@ from mixit.tasks.base import (
     register,
     sample_disjoint,
     schedule,
+    side_by_side_split,
 )
 
 PAD = 0
@@ -143,11 +142,6 @@ def _sample(rng: np.random.Generator, n: int, config: MQARConfig) -> np.ndarray:
     return np.concatenate([inputs, targets], axis=1)
 
 
-def _split(rows: np.ndarray) -> Split:
-    inputs, targets = np.split(rows, 2, axis=1)
-    return Split(torch.as_tensor(inputs), torch.as_tensor(targets))
-
-
 def make_mqar_data(config: MQARConfig, seed: int) -> TaskData:
     """Pairs, then every key asked again at a power-law gap; scored on each query's value,
     predicted at the key.
@@ -164,7 +158,7 @@ def make_mqar_data(config: MQARConfig, seed: int) -> TaskData:
     config.validate()
     rng = np.random.default_rng(seed)
     train, test = sample_disjoint(lambda n: _sample(rng, n, config), config.n_train, config.n_test)
-    return TaskData(_split(train), _split(test), config.vocab_size)
+    return TaskData(side_by_side_split(train), side_by_side_split(test), config.vocab_size)
 
 
 def context_value_guess(data: TaskData, config: MQARConfig) -> float:

@@ -1,11 +1,17 @@
-"""Noisy in-context recall (MAD, Poli et al. 2024).
+"""Noisy in-context recall, as MAD defines it (Poli et al., 2024; ``athms/mad-lab``,
+``mad/data/instances.py`` at 0f49a45, ``configs/tasks/noisy-in-context-recall.yml``).
 
-A sequence holds ``num_slots`` two-token slots. Each slot is, with probability ``noise``, two
-noise tokens, else a key and its value: keys are drawn with repetition from the key ids, and a
-key that comes back keeps the value it had. At the end one of the keys shown is asked again
-and the model must emit its value. The noise tokens carry nothing: the model must learn to
-look past them. Ids: 0 is unused (padding elsewhere), keys are 1..K, values K+1..K+V, noise
-tokens K+V+1..K+V+N.
+A sequence is ``seq_len / 2`` two-token slots. Each slot but the last is, with probability
+``frac_noise``, two noise tokens, else a key and its value: keys are drawn with repetition, and
+a key that comes back keeps the value it was first shown with. The last slot asks one of the
+keys shown again. Every key that comes back is a query (``multi_query``, MAD's default): the
+model is scored on predicting its value at the key, from the second showing on. As MAD does,
+training fits every next token and only the test scores the queries alone
+(``train_every_token``). Ids, as MAD numbers them: keys 0..K-1 and values K..2K-1, where
+2K = vocab_size - noise_vocab_size, then the noise tokens.
+
+With ``multi_query=false``, as in MAD, only the last slot is asked, after a copy token (the
+last id of the vocabulary, which then holds one key and one value fewer).
 """
 
 from __future__ import annotations
@@ -13,9 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
+    IGNORE_INDEX,
     RECALL_TINY,
     TaskData,
     TaskSpec,
@@ -24,86 +32,133 @@ from mixit.tasks.base import (
     register,
     sample_disjoint,
     schedule,
-    suffix_split,
+    side_by_side_split,
 )
 
 
 @dataclass
 class NoisyRecallConfig:
-    num_keys: int = 8  # K key ids
-    num_values: int = 8  # V value ids
-    num_noise: int = 8  # N noise ids
-    num_slots: int = 16  # two-token slots before the query
-    noise: float = 0.4  # the chance that a slot is noise
-    n_train: int = 20_000
-    n_test: int = 1_000
+    vocab_size: int = 32  # keys, values and noise ids (and the copy id without multi_query)
+    noise_vocab_size: int = 16  # noise ids, the last of the vocabulary's content
+    seq_len: int = 128  # tokens, slots of two; the model reads seq_len - 1
+    frac_noise: float = 0.2  # the chance that a slot is noise
+    multi_query: bool = True  # every key that comes back is asked; else the last slot only
+    train_every_token: bool = True  # train on every next token, score only the queries
+    n_train: int = 12_800
+    n_test: int = 1_280
 
     @property
-    def vocab_size(self) -> int:
-        return 1 + self.num_keys + self.num_values + self.num_noise
+    def content_ids(self) -> int:
+        """Ids for keys and values: the vocabulary less the noise ids and the copy id."""
+        return self.vocab_size - self.noise_vocab_size - (0 if self.multi_query else 1)
+
+    @property
+    def num_keys(self) -> int:
+        return self.content_ids // 2
+
+    @property
+    def num_values(self) -> int:
+        return self.content_ids - self.num_keys
 
     def validate(self) -> None:
-        check_positive(self, "num_keys", "num_values", "num_noise", "num_slots")
-        check_positive(self, "n_train", "n_test")
-        if not 0 <= self.noise < 1:
-            raise UsageError(f"task.noise={self.noise} must be in [0, 1)")
+        check_positive(self, "vocab_size", "noise_vocab_size", "seq_len", "n_train", "n_test")
+        if not 0 <= self.frac_noise < 1:
+            raise UsageError(f"task.frac_noise={self.frac_noise} must be in [0, 1)")
+        if self.seq_len % 2 or self.seq_len < 4:
+            raise UsageError(f"task.seq_len={self.seq_len} must be even and at least 4")
+        if self.num_keys < 1:
+            raise UsageError(
+                f"task.vocab_size={self.vocab_size} leaves no key and value ids beside "
+                f"task.noise_vocab_size={self.noise_vocab_size}"
+            )
 
 
 def encode_noisy_recall(
-    slots: np.ndarray, query_slot: np.ndarray, values_of: np.ndarray
-) -> np.ndarray:
-    """Rows (N, 2S + 2): the slots (N, S, 2) as they are, then the key of slot ``query_slot``
-    and the value ``values_of`` (N, K + 1), indexed by key id, holds for it."""
-    slots = np.asarray(slots)
-    n = len(slots)
-    key = slots[np.arange(n), np.asarray(query_slot), 0]  # (N,)
-    answer = np.asarray(values_of)[np.arange(n), key]  # (N,)
-    return np.concatenate([slots.reshape(n, -1), key[:, None], answer[:, None]], axis=1)
+    slots: np.ndarray, is_noise: np.ndarray, final: np.ndarray, config: NoisyRecallConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs (N, T) and test targets (N, T), T = seq_len - 1 (+1 with the copy token): the
+    slots (N, S, 2) as they are, then the copy token without ``multi_query``, then the last
+    slot ``final`` (N, 2), a key shown before and its value. A pair slot's value is its
+    target at its key when the key was shown in an earlier pair (``multi_query``); the last
+    slot's value always is."""
+    slots, is_noise = np.asarray(slots), np.asarray(is_noise)
+    n, s, _ = slots.shape
+    keys = np.where(is_noise, -1, slots[..., 0])  # (N, S): -1 at noise
+    one_hot = keys[..., None] == np.arange(config.num_keys)  # (N, S, K)
+    shown_before = (np.cumsum(one_hot, axis=1) - one_hot).astype(bool)  # (N, S, K)
+    asked = (one_hot & shown_before).any(-1) & config.multi_query  # (N, S)
+    final = np.asarray(final)  # (N, 2)
+    copy = np.full((n, 0 if config.multi_query else 1), config.vocab_size - 1)
+    rows = np.concatenate([slots.reshape(n, 2 * s), copy, final], axis=1)  # (N, T + 1)
+    targets = np.full(rows.shape, IGNORE_INDEX, dtype=np.int64)  # at the position predicted
+    targets[:, 1 : 2 * s : 2] = np.where(asked, slots[..., 1], IGNORE_INDEX)
+    targets[:, -1] = final[:, 1]
+    return rows[:, :-1], targets[:, 1:]
 
 
 def _sample(rng: np.random.Generator, n: int, config: NoisyRecallConfig) -> np.ndarray:
-    k, v, s = config.num_keys, config.num_values, config.num_slots
-    values_of = np.concatenate(
-        [np.zeros((n, 1), dtype=np.int64), 1 + k + rng.integers(0, v, (n, k))], axis=1
-    )  # (n, K + 1): each key's value in this sequence
-    keys = 1 + rng.integers(0, k, (n, s))  # (n, s)
-    slots = np.stack([keys, np.take_along_axis(values_of, keys, axis=1)], axis=2)  # (n, s, 2)
-    noisy = rng.random((n, s)) < config.noise
-    noisy[np.arange(n), rng.integers(0, s, n)] = False  # at least one pair per sequence
-    noise = 1 + k + v + rng.integers(0, config.num_noise, (n, s, 2))
-    slots = np.where(noisy[..., None], noise, slots)
-    pair_slots = np.where(~noisy, rng.random((n, s)), -1.0).argmax(axis=1)  # a random pair
-    return encode_noisy_recall(slots, pair_slots, values_of).astype(np.int64)
+    """``n`` random rows, inputs and test targets side by side (n, 2T)."""
+    k = config.num_keys
+    s = config.seq_len // 2 - 1  # the slots before the last
+    value_of = k + rng.integers(0, config.num_values, (n, k))  # (n, K): each key's value
+    keys = rng.integers(0, k, (n, s))  # (n, s)
+    pairs = np.stack([keys, np.take_along_axis(value_of, keys, axis=1)], axis=2)  # (n, s, 2)
+    is_noise = rng.random((n, s)) < config.frac_noise
+    # As MAD: one slot index of s + 1 is kept a pair (the last, asked anyway, when drawn).
+    kept = rng.integers(0, s + 1, n)
+    is_noise[(kept < s).nonzero()[0], kept[kept < s]] = False
+    is_noise[~(~is_noise).any(1), 0] = False  # a row of noise alone has nothing to ask
+    noise = config.content_ids + rng.integers(0, config.noise_vocab_size, (n, s, 2))
+    slots = np.where(is_noise[..., None], noise, pairs)
+    # The last slot asks one of the distinct keys shown, uniformly, as MAD's choice does.
+    shown = ((keys[..., None] == np.arange(k)) & ~is_noise[..., None]).any(1)  # (n, K)
+    probe = np.where(shown, rng.random((n, k)), -1.0).argmax(axis=1)  # (n,)
+    final = np.stack([probe, value_of[np.arange(n), probe]], axis=1)  # (n, 2)
+    inputs, targets = encode_noisy_recall(slots, is_noise, final, config)
+    return np.concatenate([inputs, targets], axis=1)
 
 
 def make_noisy_recall_data(config: NoisyRecallConfig, seed: int) -> TaskData:
-    """Slots of key-value pairs and noise, then a key shown before; scored on its value.
+    """Slots of key-value pairs and noise, then a key shown before; every key shown again is
+    scored on its value (``multi_query``).
 
-    Example (2 keys: ids 1-2; 2 values: 3-4; noise ids 5-6; 3 slots): the pair (1, 4), a noisy
-    slot (6, 5), the pair (2, 3); the query asks the key of slot 0:
+    Example (vocab_size=8, noise_vocab_size=4: keys 0-1, values 2-3, noise 4-7; seq_len 8):
+    the pair (1, 3), a noise slot (6, 4), the pair (1, 3) again; the last slot asks key 1:
 
-    >>> values_of = [[0, 4, 3]]  # key 1 -> 4, key 2 -> 3 (index 0 unused)
-    >>> rows = encode_noisy_recall([[[1, 4], [6, 5], [2, 3]]], [0], values_of)
-    >>> rows.tolist()  # k v | noise noise | k v | q=1 4
-    [[1, 4, 6, 5, 2, 3, 1, 4]]
-    >>> suffix_split(rows, answer_len=1).targets.tolist()  # predicts 4 at the query
-    [[-100, -100, -100, -100, -100, -100, 4]]
+    >>> config = NoisyRecallConfig(vocab_size=8, noise_vocab_size=4, seq_len=8)
+    >>> slots, noise = [[[1, 3], [6, 4], [1, 3]]], [[False, True, False]]
+    >>> inputs, targets = encode_noisy_recall(slots, noise, [[1, 3]], config)
+    >>> inputs.tolist()  # k v | noise noise | k v | q=1 (its value is the last token)
+    [[1, 3, 6, 4, 1, 3, 1]]
+    >>> targets.tolist()  # 3 at the second showing of key 1 and at the query
+    [[-100, -100, -100, -100, 3, -100, 3]]
     """
     config.validate()
     rng = np.random.default_rng(seed)
     train, test = sample_disjoint(lambda n: _sample(rng, n, config), config.n_train, config.n_test)
-    return TaskData(suffix_split(train, 1), suffix_split(test, 1), config.vocab_size)
+    return TaskData(
+        side_by_side_split(train),
+        side_by_side_split(test),
+        config.vocab_size,
+        train_on_every_token=config.train_every_token,
+    )
 
 
-def context_value_guess(data: TaskData, config: NoisyRecallConfig) -> float:
-    """Chance for noisy recall: answering one of the values the sequence shows, at random (a
-    model without a key-to-value circuit can still learn that), or 1 / V where higher."""
+def most_frequent_value_guess(data: TaskData, config: NoisyRecallConfig) -> float:
+    """Chance for noisy recall: the accuracy of naming, at each query, the value shown most
+    often so far (ties: the one shown first), which a model that does not bind keys to values
+    can learn; at least 1 / K. It beats guessing uniformly among the values shown, because a
+    value held by several keys, or by a frequent key, comes back more often."""
     inputs, targets = data.test.inputs, data.test.targets  # (N, T)
-    answer = targets.max(dim=1).values  # (N,): the one scored token of each row
-    first, last = config.num_keys + 1, config.num_keys + config.num_values
-    shown = (inputs >= first) & (inputs <= last)  # (N, T)
-    hits = (shown & (inputs == answer[:, None])).sum(1) / shown.sum(1).clamp(min=1)  # (N,)
-    return max(float(hits.mean()), 1 / config.num_values)
+    k, values = config.num_keys, config.num_values
+    is_value = (inputs >= k) & (inputs < k + values)  # (N, T)
+    shown = torch.nn.functional.one_hot(torch.where(is_value, inputs - k, 0), values)
+    counts = torch.cumsum(shown * is_value[..., None], dim=1)  # (N, T, V): shown so far
+    # Ties go to the value shown first: a bonus below one showing for each earlier position.
+    unseen = (counts == 0).sum(1, keepdim=True)  # (N, 1, V): positions before its first
+    guess = k + (counts + unseen / (2 * inputs.shape[1])).argmax(-1)  # (N, T)
+    scored = targets != IGNORE_INDEX
+    return max(float((guess[scored] == targets[scored]).float().mean()), 1 / values)
 
 
 register(
@@ -111,25 +166,22 @@ register(
         name="noisy-recall",
         config_cls=NoisyRecallConfig,
         make_data=make_noisy_recall_data,
-        summary="key-value pairs among noise tokens, then a key again: emit its value",
-        chance=context_value_guess,
+        summary="MAD's noisy in-context recall: key-value pairs among noise, every key shown "
+        "again asked for its value",
+        metric="test_token_accuracy",
+        chance=most_frequent_value_guess,
+        reports_macro_accuracy=True,
         presets={
+            # MAD's base data (vocabulary 32 with 16 noise ids, 128 tokens, 20 % noise).
             "tiny": RECALL_TINY,
             "small": {
-                "task.num_keys": 32,
-                "task.num_values": 32,
-                "task.num_noise": 16,
-                "task.num_slots": 64,
+                "task.vocab_size": 80,
+                "task.seq_len": 256,
                 **model_size(n_layer=2, n_embd=128, n_head=2),
                 **schedule(batch_size=128, lr=1e-3, steps=6000, eval_every=500),
             },
-            # No result of the paper uses it: MAD's setting (vocabulary 32 with 16 noise ids,
-            # 128 tokens, 40 % noise) at a width its attention baselines solve.
+            # No result of the paper uses it: MAD's base setting at MAD's width (128) and rate.
             "paper": {
-                "task.num_keys": 8,
-                "task.num_values": 8,
-                "task.num_noise": 15,
-                "task.num_slots": 63,
                 **model_size(n_layer=2, n_embd=128, n_head=4),
                 **schedule(batch_size=128, lr=5e-4, steps=20000, eval_every=1000),
             },
