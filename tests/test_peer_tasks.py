@@ -182,3 +182,57 @@ def test_no_key_blind_strategy_beats_noisy_recalls_chance_level():
         data.test.inputs, data.test.targets, config.num_keys, config.num_values
     )
     assert max(scores.values()) <= chance + 0.01, (chance, scores)
+
+
+COPYING = json.loads((PEERS / "selective-copying.json").read_text())
+COPYING_EXACT = (
+    "length",
+    "scored_positions",
+    "content_per_row",
+    "copy_token_position",
+    "answer_inputs_are_blanks",
+    "targets_are_the_tokens_in_order",
+    "content_range",
+    "last_token_next_to_copy",
+    "rows_with_a_repeated_token",
+)
+
+
+def test_selective_copying_is_mads():
+    from mixit.tasks.selective_copying import SelectiveCopyingConfig
+
+    peer = COPYING["cases"]["base"]
+    config = SelectiveCopyingConfig(**peer["config"], n_train=fixture.NOISY_ROWS, n_test=16)
+    data = get_task("selective-copying").make_data(config, 0)
+    ours = fixture.copying_statistics(
+        data.train.inputs.numpy(), data.train.targets.numpy(), peer["config"]
+    )
+    assert {k: ours[k] for k in COPYING_EXACT} == {k: peer[k] for k in COPYING_EXACT}
+    # Blanks before each token: about (C - K) / K for every token, the first included.
+    assert ours["mean_blanks_before_each_token"] == pytest.approx(
+        peer["mean_blanks_before_each_token"], abs=0.6
+    )
+
+
+def test_no_trivial_strategy_beats_selective_copyings_chance_level():
+    from mixit.tasks.selective_copying import SelectiveCopyingConfig
+
+    config = SelectiveCopyingConfig(n_train=64, n_test=500)
+    spec = get_task("selective-copying")
+    data = spec.make_data(config, 0)
+    chance = spec.chance(data, config)
+    inputs, answers = data.test.inputs, data.test.targets[:, -config.num_tokens_to_copy :]
+    stretch = inputs[:, : config.context_len]
+    content = stretch != config.blank
+    last = torch.stack([row[mask][-1] for row, mask in zip(stretch, content, strict=True)])
+    first = torch.stack([row[mask][0] for row, mask in zip(stretch, content, strict=True)])
+    scores = {
+        "a token at random": 1 / (config.vocab_size - 2),
+        "the last token before the copy token": float((answers == last[:, None]).float().mean()),
+        "the first token": float((answers == first[:, None]).float().mean()),
+        "the most frequent answer": float(
+            (answers == answers.flatten().mode().values).float().mean()
+        ),
+    }
+    assert max(scores.values()) <= chance + 0.01, (chance, scores)
+    assert chance > 1.5 / (config.vocab_size - 2)  # tokens repeat: better than at random

@@ -64,7 +64,7 @@ SMALL = {
     "khop": {"seq_len": 24, "max_hops": 4, "n_train": 3000, "n_test": 500},
     "memorization": {"num_values": 32, "num_pairs": 1000},
     "mqar": {"vocab_size": 64, "num_pairs": 6, "seq_len": 32, "n_test": 500},
-    "selective-copying": {"num_tokens": 4, "context_len": 12, "n_train": 3000, "n_test": 500},
+    "selective-copying": {"num_tokens_to_copy": 4, "seq_len": 17, "n_train": 3000, "n_test": 500},
     "noisy-recall": {"seq_len": 32, "n_train": 3000, "n_test": 500},
     "fuzzy-recall": {"num_pairs": 6, "n_train": 3000, "n_test": 500},
     "compression": {"seq_len": 6, "n_train": 3000, "n_test": 500},
@@ -175,13 +175,15 @@ def test_mqar_scores_each_query_on_the_value_listed_with_its_key():
 
 def test_selective_copying_asks_for_the_scattered_tokens_in_order_at_blanks():
     data = make("selective-copying")
+    config = selective_copying.SelectiveCopyingConfig(**SMALL["selective-copying"])
     inputs, targets = data.test.inputs, data.test.targets  # (N, 12 + 1 + 4)
     scored = targets != IGNORE_INDEX
-    assert (scored.sum(1) == 4).all() and (inputs[scored] == selective_copying.BLANK).all()
+    assert (scored.sum(1) == 4).all() and (inputs[scored] == config.blank).all()
     context = inputs[:, :12]
     for row, target in zip(context.tolist(), targets[:, -4:].tolist(), strict=True):
-        assert [t for t in row if t != selective_copying.BLANK] == target
-    assert (inputs[:, 12] == selective_copying.COPY).all()
+        assert [t for t in row if t != config.blank] == target
+    assert (inputs[:, 12] == config.copy).all()
+    assert (inputs[:, 11] != config.blank).all()  # MAD: the last token is next to the copy
 
 
 def test_noisy_recall_asks_every_key_shown_again_and_trains_on_every_token():

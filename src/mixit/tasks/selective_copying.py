@@ -1,10 +1,17 @@
-"""Selective copying (MAD, Poli et al. 2024; after Gu and Dao's Mamba).
+"""Selective copying, as MAD defines it (Poli et al., 2024, after Gu and Dao's Mamba;
+``athms/mad-lab``, ``mad/data/instances.py`` at 0f49a45, ``configs/tasks/selective-copying.yml``).
 
-``num_tokens`` content tokens sit at random positions of a ``context_len``-token stretch of
-blanks; after a copy marker the model must write them out in order, one per position. The
-positions after the marker hold blanks as inputs (not the tokens already copied), so each
-answer has to be found by where it sat among the blanks: the model must select by content
-and count. Ids: 0 is the blank, 1 the copy marker, content tokens are 2..V-1.
+``num_tokens_to_copy`` content tokens, drawn with repetition, sit among blanks; after a copy
+token the model must write them out in order, one per position. The positions after the copy
+token hold blanks as inputs (not the tokens already copied), so each answer has to be found by
+its rank among the content tokens: the model must select by content and count. As MAD inserts
+them, every blank goes before one of the content tokens, chosen uniformly: the stretches of
+blanks between tokens vary, and the last content token always sits just before the copy token.
+Ids, as MAD numbers them: content tokens 0..V-3, the blank V-2, the copy token V-1.
+
+mixit's earlier layout stays as an option, off by default: the content tokens at uniformly
+random distinct positions of the stretch (``uniform_positions``), blanks after the last one
+included.
 """
 
 from __future__ import annotations
@@ -18,7 +25,6 @@ from mixit.errors import UsageError
 from mixit.tasks.base import (
     IGNORE_INDEX,
     RECALL_TINY,
-    Split,
     TaskData,
     TaskSpec,
     check_positive,
@@ -26,88 +32,109 @@ from mixit.tasks.base import (
     register,
     sample_disjoint,
     schedule,
+    side_by_side_split,
 )
-
-BLANK, COPY = 0, 1
-FIRST_TOKEN = 2
 
 
 @dataclass
 class SelectiveCopyingConfig:
-    vocab_size: int = 16  # V: content tokens 2..V-1
-    num_tokens: int = 8  # tokens to copy
-    context_len: int = 32  # the stretch the tokens are scattered in
-    n_train: int = 20_000
-    n_test: int = 1_000
+    vocab_size: int = 16  # V: content tokens 0..V-3, blank V-2, copy token V-1
+    seq_len: int = 256  # tokens: the content and its blanks, the copy token, the answers
+    num_tokens_to_copy: int = 16  # K content tokens
+    uniform_positions: bool = False  # the tokens at uniform positions (mixit's earlier layout)
+    n_train: int = 12_800
+    n_test: int = 1_280
+
+    @property
+    def blank(self) -> int:
+        return self.vocab_size - 2
+
+    @property
+    def copy(self) -> int:
+        return self.vocab_size - 1
+
+    @property
+    def context_len(self) -> int:
+        """The stretch before the copy token: the content tokens and their blanks."""
+        return self.seq_len - self.num_tokens_to_copy - 1
 
     def validate(self) -> None:
-        check_positive(self, "vocab_size", "num_tokens", "context_len", "n_train", "n_test")
-        if self.vocab_size <= FIRST_TOKEN or self.num_tokens > self.context_len:
+        check_positive(self, "vocab_size", "seq_len", "num_tokens_to_copy", "n_train", "n_test")
+        if self.vocab_size < 3 or self.seq_len <= 2 * self.num_tokens_to_copy + 1:
             raise UsageError(
-                f"task.num_tokens={self.num_tokens} must fit task.context_len="
-                f"{self.context_len}, and task.vocab_size={self.vocab_size} must leave content "
-                "tokens after the blank (0) and the copy marker (1)"
+                f"task.seq_len={self.seq_len} must exceed 2 x task.num_tokens_to_copy + 1 "
+                f"({2 * self.num_tokens_to_copy + 1}) as MAD asserts, and task.vocab_size="
+                f"{self.vocab_size} must leave content ids beside the blank and the copy token"
             )
 
 
-def encode_selective_copying(context: np.ndarray) -> np.ndarray:
-    """Rows (N, C + 1 + K): the context (N, C) with its K content tokens among blanks, the
-    copy marker, then the content tokens in order (the answers)."""
-    context = np.asarray(context)
-    kept = context != BLANK  # (N, C)
-    count = kept.sum(axis=1)
-    if not (count == count[0]).all():
-        raise ValueError("every context must hold the same number of content tokens")
-    tokens = context[kept].reshape(len(context), -1)  # (N, K) in order of position
-    marker = np.full((len(context), 1), COPY)
-    return np.concatenate([context, marker, tokens], axis=1).astype(np.int64)
-
-
-def copying_split(rows: np.ndarray, num_tokens: int) -> Split:
-    """Inputs with blanks where the answers go, scored there on the answers:
-    inputs[t] predicts targets[t] (no shift: the marker and the blanks are the prompts)."""
-    inputs = rows.copy()
-    inputs[:, -num_tokens:] = BLANK
-    targets = np.full(rows.shape, IGNORE_INDEX)
-    targets[:, -num_tokens:] = rows[:, -num_tokens:]
-    return Split(torch.as_tensor(inputs), torch.as_tensor(targets))
+def encode_selective_copying(
+    tokens: np.ndarray, where: np.ndarray, config: SelectiveCopyingConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs (N, seq_len) and targets (N, seq_len): the content ``tokens`` (N, K) at
+    positions ``where`` (N, K, increasing) of a stretch of blanks, the copy token, then K
+    blanks scored on the tokens in order (no shift: the copy token and the blanks prompt)."""
+    tokens, where = np.asarray(tokens), np.asarray(where)
+    n, k = tokens.shape
+    stretch = np.full((n, config.context_len), config.blank, dtype=np.int64)
+    np.put_along_axis(stretch, where, tokens, axis=1)
+    copy = np.full((n, 1), config.copy)
+    answers = np.full((n, k), config.blank)
+    inputs = np.concatenate([stretch, copy, answers], axis=1)  # (N, seq_len)
+    targets = np.full(inputs.shape, IGNORE_INDEX, dtype=np.int64)
+    targets[:, -k:] = tokens
+    return inputs, targets
 
 
 def _sample(rng: np.random.Generator, n: int, config: SelectiveCopyingConfig) -> np.ndarray:
-    c, k = config.context_len, config.num_tokens
-    where = np.sort(np.argsort(rng.random((n, c)), axis=1)[:, :k], axis=1)  # (n, k)
-    context = np.full((n, c), BLANK, dtype=np.int64)
-    np.put_along_axis(context, where, rng.integers(FIRST_TOKEN, config.vocab_size, (n, k)), 1)
-    return encode_selective_copying(context)
+    """``n`` random rows, inputs and targets side by side (n, 2 seq_len)."""
+    k, c = config.num_tokens_to_copy, config.context_len
+    tokens = rng.integers(0, config.vocab_size - 2, (n, k))
+    if config.uniform_positions:
+        where = np.sort(np.argsort(rng.random((n, c)), axis=1)[:, :k], axis=1)
+    else:
+        # Each blank goes before a content token chosen uniformly (MAD's np.insert at
+        # randint(0, K)): token i sits after the blanks sent before tokens 0..i.
+        before = rng.integers(0, k, (n, c - k))  # (n, blanks)
+        gaps = np.zeros((n, k), dtype=np.int64)
+        np.add.at(gaps, (np.arange(n)[:, None], before), 1)  # (n, k): blanks before each
+        where = np.cumsum(gaps, axis=1) + np.arange(k)  # (n, k)
+    inputs, targets = encode_selective_copying(tokens, where, config)
+    return np.concatenate([inputs, targets], axis=1)
 
 
 def make_selective_copying_data(config: SelectiveCopyingConfig, seed: int) -> TaskData:
-    """Scattered tokens, a copy marker, then the tokens in order, each predicted at a blank.
+    """Content tokens among blanks, a copy token, then the tokens in order, each predicted at
+    a blank.
 
-    Example (3 tokens in a 6-token context): 5, 3 and 7 at positions 1, 2 and 4:
+    Example (vocab_size 8: content 0..5, blank 6, copy 7; 3 tokens, seq_len 10): 5, 3 and 0
+    at positions 1, 2 and 5 of the 6-token stretch (MAD's layout ends it with a token):
 
-    >>> rows = encode_selective_copying([[0, 5, 3, 0, 7, 0]])
-    >>> rows.tolist()  # _ 5 3 _ 7 _ | copy 5 3 7
-    [[0, 5, 3, 0, 7, 0, 1, 5, 3, 7]]
-    >>> split = copying_split(rows, num_tokens=3)
-    >>> split.inputs.tolist()  # the answers' places hold blanks
-    [[0, 5, 3, 0, 7, 0, 1, 0, 0, 0]]
-    >>> split.targets.tolist()  # scored on 5, 3, 7 there
-    [[-100, -100, -100, -100, -100, -100, -100, 5, 3, 7]]
+    >>> config = SelectiveCopyingConfig(vocab_size=8, seq_len=10, num_tokens_to_copy=3)
+    >>> inputs, targets = encode_selective_copying([[5, 3, 0]], [[1, 2, 5]], config)
+    >>> inputs.tolist()  # _ 5 3 _ _ 0 | copy _ _ _
+    [[6, 5, 3, 6, 6, 0, 7, 6, 6, 6]]
+    >>> targets.tolist()  # scored on 5, 3, 0 at the blanks after the copy token
+    [[-100, -100, -100, -100, -100, -100, -100, 5, 3, 0]]
     """
     config.validate()
     rng = np.random.default_rng(seed)
     train, test = sample_disjoint(lambda n: _sample(rng, n, config), config.n_train, config.n_test)
-    return TaskData(
-        copying_split(train, config.num_tokens),
-        copying_split(test, config.num_tokens),
-        config.vocab_size,
-    )
+    return TaskData(side_by_side_split(train), side_by_side_split(test), config.vocab_size)
 
 
-def token_guess(data: TaskData, config: SelectiveCopyingConfig) -> float:
-    """Chance for selective copying: a content token guessed at random, 1 / (V - 2)."""
-    return 1 / (config.vocab_size - FIRST_TOKEN)
+def most_frequent_token_guess(data: TaskData, config: SelectiveCopyingConfig) -> float:
+    """Chance for selective copying: the accuracy of writing the row's most frequent content
+    token at every answer (tokens repeat, so this beats a token at random), or 1 / (V - 2)
+    where higher."""
+    inputs, targets = data.test.inputs, data.test.targets  # (N, T)
+    content = config.vocab_size - 2
+    stretch = inputs[:, : config.context_len]  # (N, C)
+    counts = torch.nn.functional.one_hot(stretch, config.vocab_size)[..., :content].sum(1)
+    guess = counts.argmax(-1)  # (N,)
+    answers = targets[:, -config.num_tokens_to_copy :]  # (N, K)
+    hits = (answers == guess[:, None]).float().mean()
+    return max(float(hits), 1 / content)
 
 
 register(
@@ -115,22 +142,22 @@ register(
         name="selective-copying",
         config_cls=SelectiveCopyingConfig,
         make_data=make_selective_copying_data,
-        summary="tokens scattered among blanks: after a copy marker, write them out in order",
+        summary="MAD's selective copying: tokens among blanks, written out in order after a "
+        "copy token",
         metric="test_token_accuracy",
-        chance=token_guess,
+        chance=most_frequent_token_guess,
+        reports_macro_accuracy=True,
         presets={
-            "tiny": RECALL_TINY,
+            # MAD's layout, shortened for a CPU: 8 tokens in 64 (MAD's base: 16 in 256).
+            "tiny": {**RECALL_TINY, "task.seq_len": 64, "task.num_tokens_to_copy": 8},
             "small": {
-                "task.num_tokens": 16,
-                "task.context_len": 128,
+                "task.seq_len": 128,
                 **model_size(n_layer=2, n_embd=128, n_head=2),
                 **schedule(batch_size=128, lr=1e-3, steps=6000, eval_every=500),
             },
-            # No result of the paper uses it: MAD's setting (vocabulary 16, 16 tokens, 256
-            # positions) at a width its attention baselines solve.
+            # No result of the paper uses it: MAD's base setting (vocabulary 16, 16 tokens,
+            # 256 positions) at MAD's width and rate.
             "paper": {
-                "task.num_tokens": 16,
-                "task.context_len": 239,
                 **model_size(n_layer=2, n_embd=128, n_head=4),
                 **schedule(batch_size=128, lr=5e-4, steps=20000, eval_every=1000),
             },
