@@ -236,3 +236,65 @@ def test_no_trivial_strategy_beats_selective_copyings_chance_level():
     }
     assert max(scores.values()) <= chance + 0.01, (chance, scores)
     assert chance > 1.5 / (config.vocab_size - 2)  # tokens repeat: better than at random
+
+
+COMPRESSION = json.loads((PEERS / "compression.json").read_text())
+
+
+def test_compression_is_mads():
+    from mixit.tasks.compression import CompressionConfig
+
+    peer = COMPRESSION["cases"]["base"]
+    config = CompressionConfig(**peer["config"], n_train=2000, n_test=16)
+    data = get_task("compression").make_data(config, 0)
+    inputs, targets = data.train.inputs, data.train.targets
+    content = inputs[:, :-1]
+    assert inputs.shape[1] == peer["length"]
+    assert sorted(set(inputs[:, -1].tolist())) == peer["last_token"]
+    assert [int(content.min()), int(content.max())] == peer["content_range"]
+    assert bool((targets == inputs).all()) == peer["targets_are_the_inputs"]
+    share = torch.bincount(content.flatten()) / content.numel()
+    assert share.tolist() == pytest.approx(peer["content_share_of_each_id"], abs=0.01)
+
+
+@pytest.mark.parametrize("size", sorted(COMPRESSION["cases"]["sincos"]))
+def test_the_bottleneck_readouts_positions_are_mads(size):
+    from mixit.readout import sincos_positions
+
+    length, width = map(int, size.split("x"))
+    expected = torch.tensor(COMPRESSION["cases"]["sincos"][size])
+    assert torch.allclose(sincos_positions(length, width), expected, atol=1e-6)
+
+
+def test_the_bottleneck_readout_is_mads_decoder():
+    # MAD's: norm, Linear(d, d), GELU, norm, Linear(d, d), GELU, then norm and Linear(d, V).
+    from mixit.readout import BottleneckReadout
+
+    d, vocab = 8, 16
+    readout = BottleneckReadout(torch.nn.Identity(), d, 32, vocab)
+    shapes = [tuple(p.shape) for p in readout.parameters()]
+    assert shapes == [(d,), (d, d), (d,), (d,), (d, d), (d,), (d,), (vocab, d), (vocab,)]
+    assert not any(p.requires_grad for p in readout.buffers())  # fixed positions
+
+
+def test_no_trivial_strategy_beats_compressions_chance_level():
+    from mixit.tasks.compression import CompressionConfig
+
+    config = CompressionConfig(n_train=64, n_test=500)
+    spec = get_task("compression")
+    data = spec.make_data(config, 0)
+    chance = spec.chance(data, config)
+    inputs, targets = data.test.inputs, data.test.targets
+    scored = targets != IGNORE_INDEX
+    last_content = inputs[:, -2:-1].expand_as(inputs)
+    guesses = {
+        "a content id at random": torch.randint(0, config.compress, inputs.shape),
+        "the last content token everywhere": last_content,
+        "the most frequent answer": torch.full_like(inputs, int(targets[:, 0].mode().values)),
+    }
+    scores = {
+        name: float((guess[scored] == targets[scored]).float().mean())
+        for name, guess in guesses.items()
+    }
+    assert max(scores.values()) <= chance + 0.01, (chance, scores)
+    assert chance > 1.5 / config.compress  # the row's histogram beats a uniform guess

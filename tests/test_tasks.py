@@ -67,7 +67,7 @@ SMALL = {
     "selective-copying": {"num_tokens_to_copy": 4, "seq_len": 17, "n_train": 3000, "n_test": 500},
     "noisy-recall": {"seq_len": 32, "n_train": 3000, "n_test": 500},
     "fuzzy-recall": {"num_pairs": 6, "n_train": 3000, "n_test": 500},
-    "compression": {"seq_len": 6, "n_train": 3000, "n_test": 500},
+    "compression": {"seq_len": 7, "n_train": 3000, "n_test": 500},
 }
 # Sizes for the speed check: 100k examples of each task.
 LARGE = {
@@ -233,14 +233,16 @@ def test_compression_rebuilds_every_token_from_the_last_position_only():
     from mixit.resolve import resolve_config
 
     data = make("compression")
-    assert torch.equal(data.train.targets[:, :-1], data.train.inputs[:, :-1])
-    assert (data.train.targets[:, -1] == IGNORE_INDEX).all()
-    sizes = {"model.vocab_size": "18", "model.block_size": "7"}
-    model = build_model(resolve_config("compression", "standard", "tiny", 0, sizes)).eval()
-    body, inputs = model.body, data.test.inputs[:4]
-    features = body.features(inputs)  # (4, 7, n)
-    body.features = lambda ids: features.masked_fill(torch.arange(7)[:, None] < 6, 0.0)
-    assert torch.equal(model(inputs), model.decoder(features[:, -1:] + model.positions.weight))
+    assert torch.equal(data.train.targets, data.train.inputs)  # MAD scores the last token too
+    assert (data.train.inputs[:, -1] == 15).all() and (data.train.inputs[:, :-1] < 15).all()
+    for wide in ("false", "true"):
+        sizes = {"model.vocab_size": "16", "model.block_size": "7", "task.wide_readout": wide}
+        model = build_model(resolve_config("compression", "standard", "tiny", 0, sizes)).eval()
+        body, inputs = model.body, data.test.inputs[:4]
+        features = body.features(inputs)  # (4, 7, n)
+        body.features = lambda ids, f=features: f.masked_fill(torch.arange(7)[:, None] < 6, 0.0)
+        rebuilt = model.head(model.decoder(features[:, -1:] + model.positions[:7]))
+        assert torch.equal(model(inputs), rebuilt)
 
 
 def test_hop_k_reference_on_the_papers_example():

@@ -167,6 +167,7 @@ def build_model(config: RunConfig) -> RunModel:
         body = build_arch_model(m, config.variant, config.seed)
     spec = get_task(config.task_name)
     if spec.bottleneck_readout:
-        return BottleneckReadout(body, m.n_embd, m.block_size, m.vocab_size)
+        wide = config.task.wide_readout  # the only bottleneck task, compression, says which
+        return BottleneckReadout(body, m.n_embd, m.block_size, m.vocab_size, wide)
     answers = spec.answer_ids(config.task, m.vocab_size) if spec.answer_ids else None
     return body if answers is None else AnswerReadout(body, answers, m.vocab_size)

@@ -65,7 +65,7 @@ def output_head(model: nn.Module) -> nn.Module | None:
     if isinstance(model, AnswerReadout):
         return output_head(model.body)
     if isinstance(model, BottleneckReadout):
-        return model.decoder[-1]
+        return model.head[-1] if isinstance(model.head, nn.Sequential) else model.head
     if isinstance(model, ArchModel):
         return getattr(model.inner, "get_output_embeddings", lambda: None)()
     return model.head
