@@ -298,3 +298,53 @@ def test_no_trivial_strategy_beats_compressions_chance_level():
     }
     assert max(scores.values()) <= chance + 0.01, (chance, scores)
     assert chance > 1.5 / config.compress  # the row's histogram beats a uniform guess
+
+
+FUZZY = json.loads((PEERS / "fuzzy-recall.json").read_text())
+FUZZY_EXACT = (
+    "length",
+    "pad",
+    "a_key_keeps_its_value",
+    "last_position_scored",
+    "final_key_lengths",
+    "scored_values_are_those_of_keys_seen_before",
+)
+FUZZY_RATES = (
+    ("leading_pads_mean", 0.5),
+    ("pairs_per_row_mean", 0.5),
+    ("pairs_whose_key_came_before", 0.02),
+    ("scored_per_row_mean", 0.3),
+)
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_fuzzy_recall_is_mads(split):
+    from mixit.tasks.fuzzy_recall import FuzzyRecallConfig
+
+    peer = FUZZY["cases"][split]
+    config = FuzzyRecallConfig(**peer["config"], n_train=fixture.NOISY_ROWS, n_test=500)
+    data = get_task("fuzzy-recall").make_data(config, 0)
+    rows = data.train if split == "train" else data.test
+    targets = None if split == "train" else rows.targets.numpy()
+    ours = fixture.fuzzy_statistics(rows.inputs.numpy(), targets, config.num_keys)
+    assert {k: ours[k] for k in FUZZY_EXACT if k in peer} == {
+        k: peer[k] for k in FUZZY_EXACT if k in peer
+    }
+    for key in ("key_span_lengths", "value_span_lengths"):
+        assert ours[key] == pytest.approx(peer[key], abs=0.03)
+    for key, tolerance in FUZZY_RATES:
+        if key in peer:
+            assert ours[key] == pytest.approx(peer[key], abs=tolerance), key
+
+
+def test_no_key_blind_strategy_beats_fuzzy_recalls_chance_level():
+    from mixit.tasks.fuzzy_recall import FuzzyRecallConfig
+
+    config = FuzzyRecallConfig(n_train=64, n_test=300)
+    spec = get_task("fuzzy-recall")
+    data = spec.make_data(config, 0)
+    chance = spec.chance(data, config)
+    scores = recall_baselines(
+        data.test.inputs, data.test.targets, config.num_keys, config.num_values
+    )
+    assert max(scores.values()) <= chance + 0.01, (chance, scores)

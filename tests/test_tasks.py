@@ -66,7 +66,7 @@ SMALL = {
     "mqar": {"vocab_size": 64, "num_pairs": 6, "seq_len": 32, "n_test": 500},
     "selective-copying": {"num_tokens_to_copy": 4, "seq_len": 17, "n_train": 3000, "n_test": 500},
     "noisy-recall": {"seq_len": 32, "n_train": 3000, "n_test": 500},
-    "fuzzy-recall": {"num_pairs": 6, "n_train": 3000, "n_test": 500},
+    "fuzzy-recall": {"seq_len": 32, "n_train": 3000, "n_test": 500},
     "compression": {"seq_len": 7, "n_train": 3000, "n_test": 500},
 }
 # Sizes for the speed check: 100k examples of each task.
@@ -209,23 +209,24 @@ def test_noisy_recall_asks_every_key_shown_again_and_trains_on_every_token():
     assert 0.1 < noise < 0.3  # 20 % of the slots
 
 
-def test_fuzzy_recall_answers_with_the_whole_value_shown_after_the_key():
-    config = fuzzy_recall.FuzzyRecallConfig(num_pairs=6)
+def test_fuzzy_recall_scores_the_values_of_keys_shown_before_and_asks_a_whole_key():
+    config = fuzzy_recall.FuzzyRecallConfig(**SMALL["fuzzy-recall"])
     data = make("fuzzy-recall")
-    keys, values = (1, config.num_keys), (config.num_keys + 1, config.num_keys + config.num_values)
-    lengths = set()
-    for row, targets in zip(data.test.inputs.tolist(), data.test.targets.tolist(), strict=True):
-        answer = tuple(t for t in targets if t != IGNORE_INDEX)
-        marker = row.index(config.marker)
-        context = row[:marker]
-        key_spans, value_spans = (fuzzy_recall.spans(context, *ids) for ids in (keys, values))
-        shown = list(zip(key_spans, value_spans, strict=True))
-        assert len(shown) == 6 and len({k for k, _ in shown}) == 6  # distinct keys
-        query = fuzzy_recall.spans(row[marker:], *keys)[0]
-        assert dict(shown)[query] == answer
-        assert targets[-len(answer) :] == list(answer)  # the answer is the row's end
-        lengths.add((len(query), len(answer)))
-    assert lengths == {(1, 1), (1, 2), (2, 1), (2, 2)}  # every span length occurs
+    k, values = config.num_keys, (config.num_keys, config.num_keys + config.num_values)
+    inputs, targets = data.test.inputs, data.test.targets
+    scored = targets != IGNORE_INDEX
+    assert scored[:, -1].all()  # the probe's value ends every row
+    assert ((targets[scored] >= values[0]) & (targets[scored] < values[1])).all()
+
+    def key_run_lengths(split) -> set[int]:
+        is_key = torch.nn.functional.pad((split.inputs < k).int(), (1, 1))  # (N, T + 2)
+        edges = is_key.diff(dim=1)  # +1 where a run of key ids starts, -1 after it ends
+        starts, ends = (edges == 1).nonzero()[:, 1], (edges == -1).nonzero()[:, 1]
+        return set((ends - starts).tolist())
+
+    assert key_run_lengths(data.test) == {config.k_motif_size}  # test keys: whole length
+    assert key_run_lengths(data.train) == set(range(1, config.k_motif_size + 1))
+    assert data.train_on_every_token and (inputs[:, 0] == config.pad).all()
 
 
 def test_compression_rebuilds_every_token_from_the_last_position_only():

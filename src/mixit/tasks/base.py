@@ -229,6 +229,24 @@ def side_by_side_split(rows: np.ndarray) -> Split:
     )
 
 
+def most_frequent_shown_guess(
+    split: Split, first_value: int, num_values: int, least: float = 0.0
+) -> float:
+    """The accuracy of naming, at each scored position, the value id (``first_value`` ..
+    ``first_value + num_values - 1``) the row has shown most often before it (ties: the one
+    shown first), or ``least`` where higher: what a recall model that does not bind keys to
+    values can learn, since a value shown often is more often asked."""
+    inputs, targets = split.inputs, split.targets  # (N, T)
+    is_value = (inputs >= first_value) & (inputs < first_value + num_values)  # (N, T)
+    shown = torch.nn.functional.one_hot(torch.where(is_value, inputs - first_value, 0), num_values)
+    counts = torch.cumsum(shown * is_value[..., None], dim=1)  # (N, T, V): shown so far
+    # Ties go to the value shown first: a bonus below one showing for each earlier position.
+    unseen = (counts == 0).sum(1, keepdim=True)  # (N, 1, V): positions before its first
+    guess = first_value + (counts + unseen / (2 * inputs.shape[1])).argmax(-1)  # (N, T)
+    scored = targets != IGNORE_INDEX
+    return max(float((guess[scored] == targets[scored]).float().mean()), least)
+
+
 def unique_rows(rows: np.ndarray) -> np.ndarray:
     """Boolean mask (N,) that keeps the first occurrence of each distinct row of ``rows`` (N, S)."""
     if rows.shape[1] == 0 or len(rows) == 0:
@@ -280,20 +298,27 @@ def suffix_split(sequences: np.ndarray, answer_len: int) -> Split:
 
 
 def sample_disjoint(
-    sample: Callable[[int], np.ndarray], n_train: int, n_test: int, max_rounds: int = 20
+    sample: Callable[[int], np.ndarray],
+    n_train: int,
+    n_test: int,
+    max_rounds: int = 20,
+    sample_test: Callable[[int], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``n_train`` training rows and ``n_test`` distinct test rows absent from training.
 
-    ``sample(n)`` returns ``n`` fresh rows (n, S). Test candidates are drawn with a surplus and
-    redrawn until enough survive; a space too small to hold them is a UsageError.
+    ``sample(n)`` returns ``n`` fresh rows (n, S); ``sample_test``, where given, draws the test
+    rows instead (a task whose test rows differ in kind, as fuzzy recall's keys do). Test
+    candidates are drawn with a surplus and redrawn until enough survive; a space too small to
+    hold them is a UsageError.
     """
+    draw_test = sample_test or sample
     train = sample(n_train)  # (n_train, S)
     test = train[:0]
     for _ in range(max_rounds):
         missing = n_test - len(test)
         if missing <= 0:
             break
-        candidates = np.concatenate([test, sample(2 * missing + 16)])
+        candidates = np.concatenate([test, draw_test(2 * missing + 16)])
         test = candidates[disjoint_test(train, candidates)]
     if len(test) < n_test:
         raise UsageError(

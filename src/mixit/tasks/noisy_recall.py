@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from mixit.errors import UsageError
 from mixit.tasks.base import (
@@ -29,6 +28,7 @@ from mixit.tasks.base import (
     TaskSpec,
     check_positive,
     model_size,
+    most_frequent_shown_guess,
     register,
     sample_disjoint,
     schedule,
@@ -145,20 +145,12 @@ def make_noisy_recall_data(config: NoisyRecallConfig, seed: int) -> TaskData:
 
 
 def most_frequent_value_guess(data: TaskData, config: NoisyRecallConfig) -> float:
-    """Chance for noisy recall: the accuracy of naming, at each query, the value shown most
-    often so far (ties: the one shown first), which a model that does not bind keys to values
-    can learn; at least 1 / K. It beats guessing uniformly among the values shown, because a
-    value held by several keys, or by a frequent key, comes back more often."""
-    inputs, targets = data.test.inputs, data.test.targets  # (N, T)
+    """Chance for noisy recall: naming, at each query, the value shown most often so far
+    (``most_frequent_shown_guess``), at least 1 / V. It beats guessing uniformly among the
+    values shown, because a value held by several keys, or by a frequent key, comes back more
+    often."""
     k, values = config.num_keys, config.num_values
-    is_value = (inputs >= k) & (inputs < k + values)  # (N, T)
-    shown = torch.nn.functional.one_hot(torch.where(is_value, inputs - k, 0), values)
-    counts = torch.cumsum(shown * is_value[..., None], dim=1)  # (N, T, V): shown so far
-    # Ties go to the value shown first: a bonus below one showing for each earlier position.
-    unseen = (counts == 0).sum(1, keepdim=True)  # (N, 1, V): positions before its first
-    guess = k + (counts + unseen / (2 * inputs.shape[1])).argmax(-1)  # (N, T)
-    scored = targets != IGNORE_INDEX
-    return max(float((guess[scored] == targets[scored]).float().mean()), 1 / values)
+    return most_frequent_shown_guess(data.test, k, values, 1 / values)
 
 
 register(
