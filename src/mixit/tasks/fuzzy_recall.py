@@ -104,10 +104,8 @@ def encode_fuzzy_recall(
     n = len(keys)
     probe_key, probe_value = (np.asarray(f) for f in final)
     copy = np.full((n, 0 if config.multi_query else 1), config.vocab_size - 1)
-    tokens = np.concatenate(
-        [np.concatenate([keys, values], axis=2).reshape(n, -1), copy, probe_key, probe_value],
-        axis=1,
-    )  # (N, W): -1 where a span is shorter than its room
+    parts = [np.concatenate([keys, values], axis=2).reshape(n, -1), copy, probe_key, probe_value]
+    tokens = np.concatenate([part.astype(np.int16) for part in parts], axis=1)  # (N, W)
     value_scored = (values >= 0) & scored[..., None]  # (N, P, L)
     pair_answers = np.concatenate([np.zeros(keys.shape, bool), value_scored], axis=2)
     answers = np.concatenate(
@@ -120,12 +118,17 @@ def encode_fuzzy_recall(
         axis=1,
     )  # (N, W)
     width = config.seq_len + 1  # one more: the shift to next-token targets drops one
-    # Right-align each row's tokens: reversed, the real tokens first, the first `width` kept.
-    backwards = np.argsort(tokens[:, ::-1] < 0, axis=1, kind="stable")[:, :width]  # (N, width)
-    row = np.take_along_axis(tokens[:, ::-1], backwards, axis=1)[:, ::-1]
-    answer = np.take_along_axis(answers[:, ::-1], backwards, axis=1)[:, ::-1]
-    sequence = np.where(row < 0, config.pad, row)  # (N, seq_len + 1), padded on the left
-    targets = np.where(answer & (row >= 0), sequence, IGNORE_INDEX)
+    # Left padding: each real token (the spans leave room, -1, after theirs) goes to its rank
+    # among the row's real tokens, offset by the row's padding.
+    real = tokens >= 0  # (N, W)
+    count = real.sum(1, keepdims=True)  # (N, 1)
+    place = width - count + np.cumsum(real, axis=1, dtype=np.int16) - 1  # (N, W): its place
+    rows = np.broadcast_to(np.arange(n)[:, None], real.shape)
+    sequence = np.full((n, width), config.pad, dtype=np.int64)
+    sequence[rows[real], place[real]] = tokens[real]
+    targets = np.full((n, width), IGNORE_INDEX, dtype=np.int64)
+    asked = real & answers
+    targets[rows[asked], place[asked]] = tokens[asked]
     return sequence[:, :-1], targets[:, 1:]
 
 
@@ -139,7 +142,15 @@ def _sample(
     slots = config.seq_len // 2 + 1  # more pairs than fit: every pair spans 2 tokens or more
 
     def spans(ids: int, length: int, *shape: int) -> np.ndarray:
-        return np.argsort(rng.random((*shape, ids)), axis=-1)[..., :length]  # distinct ids
+        """(*shape, length) distinct ids in 0..ids-1 in random order: the first tokens of a
+        random permutation, each drawn among the ids not taken yet."""
+        taken: list[np.ndarray] = []
+        for j in range(length):
+            token = rng.integers(0, ids - j, shape)
+            for used in np.sort(np.stack(taken), axis=0) if taken else []:
+                token += token >= used  # skip each taken id, smallest first
+            taken.append(token)
+        return np.stack(taken, axis=-1)
 
     key_size = rng.integers(smallest_key, lk + 1, (n, slots))
     value_size = rng.integers(1, lv + 1, (n, slots))
@@ -151,39 +162,39 @@ def _sample(
     limit = config.seq_len - probe_length - (lk + lv)
     probe_code = span_code(probe_key, probe_size[0], k + 1)
 
-    keys = np.full((n, slots, lk), -1)
-    values = np.full((n, slots, lv), -1)
+    keys = np.full((n, slots, lk), -1, dtype=np.int16)
+    values = np.full((n, slots, lv), -1, dtype=np.int16)
     scored = np.zeros((n, slots), bool)
     codes = np.full((n, slots), -1)
     length, placed = np.zeros(n, int), np.zeros(n, bool)
-    rows = np.arange(n)
+    used = slots
     for slot in range(slots):
-        active = length < limit
-        if not active.any():
+        a = np.flatnonzero(length < limit)  # the rows still filling, and only those
+        if not len(a):
+            used = slot
             break
-        probe_now = active & (length >= probe_at) & ~placed
-        size = np.where(probe_now, probe_size[0], key_size[:, slot])
-        key = np.where(probe_now[:, None], probe_key, key_tokens[:, slot])
+        probe_now = (length[a] >= probe_at[a]) & ~placed[a]
+        size = np.where(probe_now, probe_size[0][a], key_size[a, slot])
+        key = np.where(probe_now[:, None], probe_key[a], key_tokens[a, slot])
         code = span_code(key, size, k + 1)
-        same = codes[:, :slot] == code[:, None]  # (n, slot): earlier pairs with this key
+        same = codes[a, :slot] == code[:, None]  # (a, slot): earlier pairs with this key
         seen = same.any(1)
-        first = same.argmax(1) if slot else np.zeros(n, int)  # the first of them
-        is_probe = code == probe_code
-        value = np.where(seen[:, None], values[rows, first], value_tokens[:, slot])
-        value_length = np.where(seen, (values[rows, first] >= 0).sum(1), value_size[:, slot])
-        value = np.where(is_probe[:, None], probe_value, value)
-        value_length = np.where(is_probe, probe_size[1], value_length)
-        keys[:, slot] = np.where(active[:, None] & (np.arange(lk) < size[:, None]), key, -1)
-        values[:, slot] = np.where(
-            active[:, None] & (np.arange(lv) < value_length[:, None]), value, -1
-        )
-        scored[:, slot] = active & seen & ~probe_now & config.multi_query
-        codes[:, slot] = np.where(active, code, -1)
-        placed |= active & is_probe
-        length += np.where(active, size + value_length, 0)
+        first = values[a, same.argmax(1)] if slot else values[a, 0]  # the first of them's
+        is_probe = code == probe_code[a]
+        value = np.where(seen[:, None], first, value_tokens[a, slot])
+        value_length = np.where(seen, (first >= 0).sum(1), value_size[a, slot])
+        value = np.where(is_probe[:, None], probe_value[a], value)
+        value_length = np.where(is_probe, probe_size[1][a], value_length)
+        keys[a, slot] = np.where(np.arange(lk) < size[:, None], key, -1)
+        values[a, slot] = np.where(np.arange(lv) < value_length[:, None], value, -1)
+        scored[a, slot] = seen & ~probe_now & config.multi_query
+        codes[a, slot] = code
+        placed[a] |= is_probe
+        length[a] += size + value_length
     final_key = np.where(np.arange(lk) < probe_size[0][:, None], probe_key, -1)
     final_value = np.where(np.arange(lv) < probe_size[1][:, None], probe_value, -1)
-    inputs, targets = encode_fuzzy_recall(keys, values, scored, (final_key, final_value), config)
+    pairs = keys[:, :used], values[:, :used], scored[:, :used]  # the slots some row filled
+    inputs, targets = encode_fuzzy_recall(*pairs, (final_key, final_value), config)
     return np.concatenate([inputs, targets], axis=1)
 
 
