@@ -332,22 +332,40 @@ def still_rising(trial: Trial) -> bool:
 
 
 def budget(tuner: Tuner, base: RunConfig, winner: Trial) -> tuple[int, list[dict[str, Any]]]:
-    """The steps the verdict runs train (docs/tuning.md, rule 5) and each budget tried:
-    while the run at the current budget is still rising, twice the budget, up to
-    ``BUDGET_CAP`` times the base's."""
-    trial, tried = winner, []
-    while True:
-        rising = still_rising(trial)
-        steps = trial.config.train.steps
-        tried.append(
-            {"steps": steps, "score": trial.score, "stopped": trial.stopped, "rising": rising}
+    """``budgets`` for one key."""
+    return budgets(tuner, {None: (base, winner)})[None]
+
+
+def budgets(
+    tuner: Tuner, winners: Mapping[Hashable, tuple[RunConfig, Trial]]
+) -> dict[Hashable, tuple[int, list[dict[str, Any]]]]:
+    """Per key, from its base config and its winner: the steps the verdict runs train
+    (docs/tuning.md, rule 5) and each budget tried. While the run at the current budget is
+    still rising, twice the budget, up to ``BUDGET_CAP`` times the base's. The keys' longer
+    runs train side by side."""
+    current = {key: winner for key, (_, winner) in winners.items()}
+    tried: dict[Hashable, list[dict[str, Any]]] = {key: [] for key in winners}
+    done: dict[Hashable, tuple[int, list[dict[str, Any]]]] = {}
+    while current:
+        longer: dict[Hashable, Trial] = {}
+        for key, trial in current.items():
+            rising = still_rising(trial)
+            steps = trial.config.train.steps
+            tried[key].append(
+                {"steps": steps, "score": trial.score, "stopped": trial.stopped, "rising": rising}
+            )
+            if not rising or 2 * steps > BUDGET_CAP * winners[key][0].train.steps:
+                done[key] = steps, tried[key]
+                continue
+            config = copy.deepcopy(trial.config)
+            config.train.steps = 2 * steps
+            longer[key] = Trial(trial.candidate, config)
+        tuner.train_all(
+            {key: [trial] for key, trial in longer.items()},
+            {key: trial.config.train.steps for key, trial in longer.items()},
         )
-        if not rising or 2 * steps > BUDGET_CAP * base.train.steps:
-            return steps, tried
-        config = copy.deepcopy(trial.config)
-        config.train.steps = 2 * steps
-        trial = Trial(trial.candidate, config)
-        tuner.train_to([trial], 2 * steps)
+        current = longer
+    return {key: done[key] for key in winners}
 
 
 def learned(record: Mapping[str, Any], base: RunConfig, seed: int) -> bool:
@@ -399,15 +417,16 @@ def tune(
         records |= tuner.halve(
             {k: (b, both if shared is None and inits else grid(shared)) for k, b in rest.items()}
         )
+    winners: dict[Hashable, Trial] = {key: records[key].pop("winner") for key in bases}
+    reached = budgets(tuner, {key: (bases[key], winners[key]) for key in bases})
     for key, base in bases.items():
-        record = records[key]
-        winner: Trial = record.pop("winner")
-        steps, budgets = budget(tuner, base, winner)
+        record, winner = records[key], winners[key]
+        steps, tried = reached[key]
         chosen: dict[str, Any] = {"train.lr": winner.rate, "train.steps": steps}
         if winner.candidate.init is not None:
             init_key = "model.init" if base.model.arch == "mixit" else "model.arch_init"
             chosen[init_key] = winner.candidate.init
-        record |= {"steps": steps, "budgets": budgets, "seed": tuner.seed, "overrides": chosen}
+        record |= {"steps": steps, "budgets": tried, "seed": tuner.seed, "overrides": chosen}
         record["init_tuned"] = bool(inits)
         record["learned"] = learned(record, base, tuner.seed)
     return {key: records[key] for key in bases}
