@@ -229,6 +229,21 @@ def side_by_side_split(rows: np.ndarray) -> Split:
     )
 
 
+class KeyValueIds:
+    """MAD's split of a recall task's content ids (``content_ids``, set by the task): the
+    first half, rounded down, are keys, the rest values."""
+
+    content_ids: int
+
+    @property
+    def num_keys(self) -> int:
+        return self.content_ids // 2
+
+    @property
+    def num_values(self) -> int:
+        return self.content_ids - self.num_keys
+
+
 def most_frequent_shown_guess(
     split: Split, first_value: int, num_values: int, least: float = 0.0
 ) -> float:

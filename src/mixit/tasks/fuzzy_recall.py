@@ -27,6 +27,7 @@ from mixit.errors import UsageError
 from mixit.tasks.base import (
     IGNORE_INDEX,
     RECALL_TINY,
+    KeyValueIds,
     TaskData,
     TaskSpec,
     check_positive,
@@ -40,7 +41,7 @@ from mixit.tasks.base import (
 
 
 @dataclass
-class FuzzyRecallConfig:
+class FuzzyRecallConfig(KeyValueIds):
     vocab_size: int = 16  # keys, values and the pad (and the copy id without multi_query)
     seq_len: int = 128  # tokens after left padding; the model reads seq_len
     k_motif_size: int = 3  # a key spans 1..k_motif_size tokens (always k_motif_size in tests)
@@ -53,14 +54,6 @@ class FuzzyRecallConfig:
     @property
     def content_ids(self) -> int:
         return self.vocab_size - (1 if self.multi_query else 2)
-
-    @property
-    def num_keys(self) -> int:
-        return self.content_ids // 2
-
-    @property
-    def num_values(self) -> int:
-        return self.content_ids - self.num_keys
 
     @property
     def pad(self) -> int:

@@ -24,6 +24,7 @@ from mixit.errors import UsageError
 from mixit.tasks.base import (
     IGNORE_INDEX,
     RECALL_TINY,
+    KeyValueIds,
     TaskData,
     TaskSpec,
     check_positive,
@@ -37,7 +38,7 @@ from mixit.tasks.base import (
 
 
 @dataclass
-class NoisyRecallConfig:
+class NoisyRecallConfig(KeyValueIds):
     vocab_size: int = 32  # keys, values and noise ids (and the copy id without multi_query)
     noise_vocab_size: int = 16  # noise ids, the last of the vocabulary's content
     seq_len: int = 128  # tokens, slots of two; the model reads seq_len - 1
@@ -51,14 +52,6 @@ class NoisyRecallConfig:
     def content_ids(self) -> int:
         """Ids for keys and values: the vocabulary less the noise ids and the copy id."""
         return self.vocab_size - self.noise_vocab_size - (0 if self.multi_query else 1)
-
-    @property
-    def num_keys(self) -> int:
-        return self.content_ids // 2
-
-    @property
-    def num_values(self) -> int:
-        return self.content_ids - self.num_keys
 
     def validate(self) -> None:
         check_positive(self, "vocab_size", "noise_vocab_size", "seq_len", "n_train", "n_test")
