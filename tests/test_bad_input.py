@@ -155,7 +155,10 @@ COMMANDS = [
     ([*TRAIN, "--seed", str(2**64)], "--seed must be in [0, 2^62)"),
     ([*TRAIN, "steps"], "steps"),
     (["compare", "--task", "addition", "--seeds", "0"], "argument --seeds: must be >= 1"),
-    (["compare", "--task", "addition", "--tolerance", "-1"], "--tolerance must be >= 0"),
+    (
+        ["compare", "--task", "addition", "--tolerance", "-1"],
+        "--tolerance: must be a finite",
+    ),
     (["compare", "--task", "addition", "--models", "standard,nope"], "nope"),
     (["compare", "--task", "addition", "--tune", "wd"], "--tune"),
     (["reproduce", "nothing"], "unknown experiment 'nothing'"),
@@ -187,7 +190,10 @@ COMMANDS = [
     (["bench", "--models", " , "], "--models names no model"),
     (["compare", "--task", "addition", "--models", ""], "--models names no model"),
     (["compare", "--task", "addition", "--seeds", "0"], "argument --seeds: must be >= 1"),
-    (["compare", "--task", "addition", "--tolerance", "-1"], "--tolerance must be >= 0"),
+    (
+        ["compare", "--task", "addition", "--tolerance", "-1"],
+        "--tolerance: must be a finite",
+    ),
     (["compare", "--task", "addition", "--tune", "wd"], "invalid choice: 'wd'"),
     (["compare", "--task", "addition", "--models", "standard,nope"], "unknown model 'nope'"),
     (["reproduce", "table99"], "unknown experiment 'table99'"),

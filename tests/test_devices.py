@@ -147,9 +147,11 @@ def test_a_run_on_gpus_has_one_gpu_per_process(gpus, ranks, device, fits, monkey
 def test_more_processes_than_gpus_is_one_line_before_anything_starts(
     argv, monkeypatch, tmp_path, capsys
 ):
+    from mixit import memory
     from mixit.cli import main
 
     monkeypatch.setattr(devices, "gpu_count", lambda: 1)
+    monkeypatch.setattr(memory, "available_bytes", lambda device: 2**40)  # the faked GPU's
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "2 trains one process per GPU, and 1 GPU is visible: use at most 1" in line

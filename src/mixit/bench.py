@@ -24,13 +24,16 @@ from mixit.analysis.throughput import (
     synchronize,
     time_interleaved,
 )
+from mixit.attention import mixer_traits
 from mixit.config import RunConfig
 from mixit.cost import flops_per_token
 from mixit.errors import UsageError
 from mixit.generate import cache_bytes_per_token, generate
+from mixit.memory import check_fits
 from mixit.resolve import resolve_config, resolve_device
 from mixit.tasks import TASKS
 from mixit.train import use_tensor_cores
+from mixit.variants import get_variant
 
 PEAK_SIZE = {"cpu": 1024, "cuda": 8192}  # the square matmul of a peak: a GPU's needs a large one
 
@@ -170,6 +173,8 @@ def bench(
     its ``compile_s``) and "hf"; each with its training FLOPs per token and MFU.
     """
     target = resolve_device(device)
+    for config in configs.values():
+        check_bench_fits(config, seq_len, batch, target)
     peaks = matmul_peaks(target)
     result: dict[str, Any] = {"device": str(target), "peak_gflops": peaks}
     steps, compile_seconds = {}, {}
@@ -235,6 +240,18 @@ def format_bench(result: Mapping[str, Any]) -> str:
     for task, seconds in result.get("data_seconds_per_100k", {}).items():
         lines.append(f"data   {task:<17} 100k examples in {seconds:.3f} s")
     return "\n".join(lines)
+
+
+def check_bench_fits(config: RunConfig, seq_len: int, batch: int, device: torch.device) -> None:
+    """Refuse, before anything is allocated, a shape whose training step cannot fit in the
+    device's free memory (``memory.check_fits``, at the model ``mixit_model`` builds)."""
+    shaped = copy.deepcopy(config)
+    shaped.model.vocab_size = shaped.model.vocab_size or 1024
+    shaped.model.block_size = max(shaped.model.block_size, seq_len)
+    shaped.train.batch_size, shaped.train.micro_batches = batch, 1
+    traits = mixer_traits(get_variant(config.variant).attention, shaped.model)
+    shape = f"--seq-len {seq_len}, --batch {batch}"
+    check_fits(shaped, seq_len, traits.positions == "learned", device, shape)
 
 
 def bench_configs(

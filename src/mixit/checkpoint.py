@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from mixit.arch import RunModel
@@ -42,12 +43,25 @@ def weights_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def save_weights(model: torch.nn.Module, path: Path) -> None:
-    write_atomic(path, lambda tmp: save_file(weights_state(model), str(tmp)))
+    write_atomic(path, lambda tmp: _save_tensors(weights_state(model), tmp))
+
+
+def _save_tensors(state: dict[str, torch.Tensor], path: Path) -> None:
+    """safetensors' ``save_file``, its I/O failures (a full disk, a file-size limit) raised as
+    the OSError they are rather than its own error type."""
+    try:
+        save_file(state, str(path))
+    except SafetensorError as error:
+        raise OSError(str(error).splitlines()[0]) from None
 
 
 def load_weights(model: RunModel, path: Path) -> None:
     """Load a safetensors file into ``model``; refuse (one line, exit 2) a damaged file or one
     whose tensors are not exactly the model's (another variant, another shape)."""
+    try:
+        path.open("rb").close()  # safetensors calls a file it may not read "No such file"
+    except OSError as error:
+        raise UsageError(f"cannot read weights {path}: {error.strerror}") from None
     try:
         state = load_file(str(path))
     except Exception as error:  # safetensors raises several types for a bad file
@@ -98,7 +112,7 @@ def save_checkpoint(
     }
     try:
         tmp.mkdir(parents=True)
-        save_file(weights_state(model), str(tmp / "model.safetensors"))
+        _save_tensors(weights_state(model), tmp / "model.safetensors")
         follow_umask(tmp / "model.safetensors")
         torch.save(state, tmp / "state.pt")
     except (OSError, RuntimeError) as error:  # torch.save reports a full disk as RuntimeError
@@ -122,8 +136,10 @@ def load_checkpoint(
     optimizer: torch.optim.Optimizer,
     schedule: torch.optim.lr_scheduler.LRScheduler,
     batches: torch.Generator,
+    steps: int | None = None,
 ) -> dict[str, Any]:
-    """Restore everything ``save_checkpoint`` saved; returns the progress dict."""
+    """Restore everything ``save_checkpoint`` saved; returns the progress dict. A checkpoint
+    past ``steps`` (the run's ``train.steps``) is not one of this run's."""
     folder = latest_checkpoint(out)
     if folder is None:
         raise UsageError(f"{out} has no checkpoint to resume from")
@@ -135,15 +151,16 @@ def load_checkpoint(
         batches.set_state(state["batches"])
         torch.set_rng_state(state["torch_rng"])
         progress = json.loads(state["progress"])
-        _check_progress(progress)
+        _check_progress(progress, steps)
         return progress
     except Exception as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"cannot resume from {folder / 'state.pt'}: {first[:200]}") from None
 
 
-def _check_progress(progress: Any) -> None:
-    """A checkpoint's progress holds a step count, seconds and metrics of the right types."""
+def _check_progress(progress: Any, steps: int | None) -> None:
+    """A checkpoint's progress holds a step count (at most ``steps``), seconds and metrics of
+    the right types."""
     if not isinstance(progress, dict):
         raise ValueError("its progress record is damaged")
     numbers = (progress.get("running_loss", 0.0), progress.get("train_seconds"))
@@ -154,14 +171,37 @@ def _check_progress(progress: Any) -> None:
         and isinstance(progress.get("metrics"), dict)
     ):
         raise ValueError("its progress record is damaged")
+    if steps is not None and progress["step"] > steps:
+        raise ValueError(f"its step {progress['step']} is past train.steps={steps}")
+
+
+# The files and folders a run directory holds for itself: none may lead out of it.
+RUN_FILES = ("config.json", "summary.json", "model.safetensors", "metrics.jsonl", CHECKPOINT)
+RUN_FILES += (PREVIOUS,)
+
+
+def check_own_files(run_dir: Path) -> None:
+    """Refuse to read a run directory whose files are symbolic links: a summary or checkpoint
+    linked in from another run would make this run report or resume that one's results. (A
+    run trained anew replaces such a link, never follows it.)"""
+    for name in RUN_FILES:
+        if (run_dir / name).is_symlink():
+            raise UsageError(
+                f"{run_dir / name} is a symbolic link; a run's files must be its own "
+                "(copy the run, or train it again in another folder)"
+            )
 
 
 def stored_config_matches(run_dir: Path, config: RunConfig) -> bool | None:
     """Whether ``run_dir/config.json`` is a run of ``config`` (None: no readable config)."""
     try:
-        stored = without_execution_settings(json.loads((run_dir / "config.json").read_text()))
-    except (OSError, json.JSONDecodeError):
+        loaded = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):  # missing, unreadable, or not UTF-8 JSON
         return None
+    sections = ("model", "task", "train")
+    if not isinstance(loaded, dict) or not all(isinstance(loaded.get(s), dict) for s in sections):
+        return None  # not a config mixit wrote
+    stored = without_execution_settings(loaded)
     requested = config.result_dict()
     for key in ("vocab_size", "block_size"):  # filled in from the data when left at 0
         if requested["model"][key] == 0:
@@ -171,6 +211,7 @@ def stored_config_matches(run_dir: Path, config: RunConfig) -> bool | None:
 
 def finished_summary(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
     """The summary of a finished run of exactly this config in ``run_dir``, else None."""
+    check_own_files(run_dir)
     summary = run_dir / "summary.json"
     if summary.is_file() and stored_config_matches(run_dir, config):
         try:
@@ -187,6 +228,7 @@ def check_resumable(out: Path | None, config: RunConfig) -> dict[str, Any] | Non
     started); a one-line error if ``out`` holds a run of another config."""
     if out is None:
         raise UsageError("resuming needs a run directory (--out)")
+    check_own_files(out)
     if stored_config_matches(out, config) is False:
         raise UsageError(f"{out} holds a run of another config; use another --out to start anew")
     return finished_summary(out, config)

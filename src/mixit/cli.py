@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import signal
 import sys
@@ -11,6 +12,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from mixit.compare import Comparison, compare, format_table, tunes_by_default
 from mixit.config import parse_overrides
@@ -21,7 +24,7 @@ from mixit.estimate import (
     format_comparison_estimate,
     tuning_estimate_line,
 )
-from mixit.io import write_json
+from mixit.io import check_writable, write_json
 from mixit.launchers import Launch, check_launcher, parse_options
 from mixit.resolve import resolve_config
 from mixit.tasks import PRESET_NAMES, TASKS
@@ -55,6 +58,18 @@ def count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def margin(text: str) -> float:
+    """argparse type of a margin in a metric's units: a finite number >= 0 (NaN would make
+    every comparison false, and so every verdict wrong)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value
 
 
@@ -156,7 +171,7 @@ def _add_compare(commands: Any) -> None:
     parser.add_argument("--seeds", type=count, default=1, help="number of seeds (default 1)")
     parser.add_argument(
         "--tolerance",
-        type=float,
+        type=margin,
         default=None,
         help="the litmus test's margin: a model matches standard when at most this much worse "
         "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
@@ -358,7 +373,6 @@ def _add_launch_options(parser: argparse.ArgumentParser) -> None:
 
 def _launch(args: argparse.Namespace) -> Launch:
     """The launch options, checked before anything is planned or written."""
-    check_launcher(args.launcher)
     if args.launcher == "local" and (args.no_wait or args.slurm_option):
         raise UsageError("--no-wait and --slurm-option need --launcher slurm or submitit-local")
     if args.gpus_per_run > 1 and args.launcher != "local":
@@ -369,6 +383,7 @@ def _launch(args: argparse.Namespace) -> Launch:
     if args.launcher == "local":
         check_ranks_fit(args.gpus_per_run, option="--gpus-per-run")
     options = parse_options(args.slurm_option)
+    check_launcher(args.launcher)
     return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run, args.jobs)
 
 
@@ -458,7 +473,9 @@ def _add_generate(commands: Any) -> None:
     parser.add_argument("run_dir", help="a finished run directory")
     parser.add_argument("--prompt", default=None, help="text (lm runs)")
     parser.add_argument("--prompt-ids", default=None, help="token ids, e.g. 5,17,3")
-    parser.add_argument("--max-new-tokens", type=int, default=50, help="tokens to add (default 50)")
+    parser.add_argument(
+        "--max-new-tokens", type=count, default=50, help="tokens to add (default 50)"
+    )
     parser.set_defaults(run=_generate)
 
 
@@ -532,6 +549,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TrainingDiverged, RunsFailed) as error:
         print(f"mixit: {error}", file=sys.stderr)
         return EXIT_FAILED
+    except OSError as error:  # a file the command could not read or write, wherever it was
+        print(f"mixit: error: {_os_error_line(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    except (MemoryError, torch.OutOfMemoryError):  # past the memory check's lower bound
+        print(f"mixit: {command or 'mixit'} ran out of memory; {MEMORY_HINT}", file=sys.stderr)
+        return EXIT_FAILED
     except RunsPending as pending:
         print(f"mixit: {pending}", file=sys.stderr)
         return 0
@@ -544,6 +567,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
+
+
+MEMORY_HINT = (
+    "use smaller sizes, or more train.micro_batches to hold less of each batch at once "
+    "(--estimate predicts a config's memory)"
+)
+
+
+def _os_error_line(error: OSError) -> str:
+    """One line naming the file and the system's reason (a permission, a full disk)."""
+    reason = error.strerror or str(error) or type(error).__name__
+    return f"{error.filename}: {reason}" if error.filename else reason
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -577,8 +612,6 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    if args.tolerance is not None and args.tolerance < 0:
-        raise UsageError(f"--tolerance must be >= 0, got {args.tolerance}")
     models = _models(args.models)
     overrides = _overrides(args)
     out = args.out or f"runs/compare/{args.task}"
@@ -627,6 +660,12 @@ def _generate(args: argparse.Namespace) -> int:
         args.run_dir, args.prompt, args.prompt_ids, max_new_tokens=args.max_new_tokens
     )
     print(result.get("text", " ".join(map(str, result["ids"]))))
+    if result["new_tokens"] < args.max_new_tokens:
+        print(
+            f"{result['new_tokens']} tokens added, not {args.max_new_tokens}: the prompt and "
+            "they fill the model's positions (model.block_size)",
+            file=sys.stderr,
+        )
     print(f"{result['tokens_per_second']:.1f} tokens/s", file=sys.stderr)
     return 0
 
@@ -744,6 +783,8 @@ def _names(text: str | None) -> list[str] | None:
 def _bench(args: argparse.Namespace) -> int:
     from mixit.bench import bench, bench_configs, format_bench
 
+    if args.json:
+        check_writable(Path(args.json))  # before minutes of timing, not after
     if args.cost_check:
         from mixit.cost_check import cost_check, format_cost_check
 
@@ -762,6 +803,7 @@ def _bench(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         compile=args.compile,
         data=args.data,
+        device=next(iter(configs.values())).train.device,
     )
     print(format_bench(result))
     if args.json:

@@ -416,13 +416,30 @@ def _type_name(t: Any) -> str:
 
 
 def from_dict(data: Mapping[str, Any], task_config_cls: type) -> RunConfig:
-    """Rebuild a RunConfig from ``config.json`` (the inverse of ``RunConfig.to_dict``)."""
-    return RunConfig(
-        task_name=data["task_name"],
-        variant=data["variant"],
-        preset=data["preset"],
-        seed=data["seed"],
-        model=ModelConfig(**data["model"]),
-        task=task_config_cls(**data["task"]),
-        train=TrainConfig(**data["train"]),
+    """Rebuild a RunConfig from ``config.json`` (the inverse of ``RunConfig.to_dict``).
+
+    Each stored value is checked as the command line's are (``apply_overrides``): a stored
+    config holding a key or a type mixit does not write is a UsageError naming it.
+    """
+    if not isinstance(data, Mapping):
+        raise UsageError("expected a JSON object of a run's settings")
+    config = RunConfig(
+        task_name=_stored(data, "task_name", str),
+        variant=_stored(data, "variant", str),
+        preset=_stored(data, "preset", str),
+        seed=_stored(data, "seed", int),
+        task=task_config_cls(),
     )
+    for section in ("model", "task", "train"):
+        stored = data.get(section)
+        if not isinstance(stored, Mapping):
+            raise UsageError(f"'{section}' is not a section of settings")
+        apply_overrides(config, {f"{section}.{key}": value for key, value in stored.items()})
+    return config
+
+
+def _stored(data: Mapping[str, Any], key: str, kind: type) -> Any:
+    value = data.get(key)
+    if not _isinstance(value, kind):
+        raise UsageError(f"'{key}' must be a {kind.__name__}, got {value!r}")
+    return value

@@ -72,11 +72,10 @@ def synthetic_data(config: RunConfig, shape: Shape) -> TaskData:
 def measure(config_dict: dict[str, Any], shape: Shape) -> dict[str, float]:
     """Seconds per training step and the training's peak memory of a filled-in config, on the
     device its ``train.device`` names (on the CPU, call it in a fresh process)."""
-    from mixit.config import from_dict
-    from mixit.tasks import get_task
+    from mixit.resolve import stored_config
     from mixit.train import setup
 
-    filled = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
+    filled = stored_config(config_dict)
     data = synthetic_data(filled, shape)
     device = torch.device(filled.train.device)
     if device.type == "cuda":
@@ -89,7 +88,7 @@ def measure(config_dict: dict[str, Any], shape: Shape) -> dict[str, float]:
     else:
         # A step of a minimal model first: the libraries' own buffers and threads are then
         # resident before the measurement starts.
-        small = from_dict(filled.to_dict(), get_task(filled.task_name).config_cls)
+        small = stored_config(filled.to_dict())
         small.model.n_layer, small.model.n_embd, small.model.n_head = 1, 8, 1
         small.train.batch_size, small.train.micro_batches = 2, 1
         setup(small, data).step()

@@ -41,9 +41,10 @@ def estimate_comparison(
             row["fits"] = timing["fits"]
             row["micro_batches_to_fit"] = timing["micro_batches_to_fit"]
         rows.append(row)
-    device = resolve_device(configs[models[0], seed].train.device)
-    where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
-    if target is not None:
+    if target is None:
+        device = resolve_device(configs[models[0], seed].train.device)
+        where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
+    else:
         where = f"predicted for {get_target(target).describe()}"
     return {
         "task": plan.task,

@@ -17,6 +17,8 @@ def make_dir(path: str | Path) -> Path:
     """Create the folder ``path`` (and its parents) if needed; a path that cannot be made (a
     file in the way, no permission, a read-only or special file system) is a UsageError."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{path} exists and is not a folder; name a folder to write into")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -37,23 +39,43 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
 
     The file gets the permissions the umask gives a new file (``follow_umask``). A ``path``
     that is a device or a pipe (``--json /dev/stdout``) is written into, never replaced; a
-    folder in the way is a UsageError.
+    folder in the way, or a write that fails (no room, no permission), is a UsageError that
+    names ``path`` and leaves no temporary file behind.
     """
     if path.is_dir():
         raise UsageError(f"{path} is a folder; name a file to write")
-    if path.exists() and not path.is_file():
-        write(path)
-        return
-    make_dir(path.parent)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
     try:
-        write(tmp)  # some writers (safetensors) make the file anew: set its mode after
-        follow_umask(tmp)
-        os.replace(tmp, path)  # replaces a symlink itself, never the file it points to
-    finally:
-        tmp.unlink(missing_ok=True)
+        if path.exists() and not path.is_file():
+            write(path)
+            return
+        make_dir(path.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            write(tmp)  # some writers (safetensors) make the file anew: set its mode after
+            follow_umask(tmp)
+            os.replace(tmp, path)  # replaces a symlink itself, never the file it points to
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def check_writable(path: Path) -> None:
+    """Refuse, before any work, a file ``path`` that cannot be written: a folder in its place,
+    or a nearest existing folder above it that this user cannot write into."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; name a file to write")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"cannot write {path}: Permission denied")
+        return
+    above = path.parent
+    while not above.exists():
+        above = above.parent
+    if not above.is_dir() or not os.access(above, os.W_OK):
+        raise UsageError(f"cannot write {path}: {above} is not a folder this user can write in")
 
 
 def append_line(path: Path, line: str) -> None:
@@ -86,6 +108,17 @@ class DirLock:
 
     def release(self) -> None:
         self._handle.close()
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """The JSON in ``path``: a file that cannot be read, or is not UTF-8 JSON, is a UsageError
+    that names it as ``what`` (e.g. "--tuned best.json") and says which."""
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as error:
+        raise UsageError(f"{what}: cannot read it: {error.strerror}") from None
+    except ValueError:  # not UTF-8, or not JSON
+        raise UsageError(f"{what}: is not a UTF-8 JSON file") from None
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,11 @@ def check_launcher(name: str) -> None:
             raise UsageError(
                 f"--launcher {name} needs submitit: pip install 'mixit[cluster]'"
             ) from None
+    if name == "slurm" and shutil.which("srun") is None:
+        raise UsageError(
+            "--launcher slurm submits through Slurm, and this machine has no srun on its PATH; "
+            "run it on the cluster's login node, or use --launcher local or submitit-local"
+        )
 
 
 def parse_options(items: Sequence[str]) -> dict[str, Any]:

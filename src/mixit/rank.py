@@ -9,15 +9,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mixit.config import from_dict
-from mixit.tasks import get_task
+from mixit.resolve import stored_config
 from mixit.train import run
 
 
 def main(argv: Sequence[str]) -> None:
     config_file, run_dir = argv
     stored = json.loads(Path(config_file).read_text())
-    config = from_dict(stored, get_task(stored["task_name"]).config_cls)
+    config = stored_config(stored)
     run(config, Path(run_dir), progress=False)
 
 

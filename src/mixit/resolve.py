@@ -4,6 +4,7 @@ data (vocabulary, sequence length, memory)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,11 +12,11 @@ import torch
 
 from mixit.arch import BUILT_IN, check_arch
 from mixit.attention import mixer_traits
-from mixit.config import MAX_SEED, RunConfig, apply_overrides
+from mixit.config import MAX_SEED, RunConfig, apply_overrides, from_dict
 from mixit.constructions import construction_overrides
-from mixit.devices import auto_device
+from mixit.devices import present_device
 from mixit.errors import UsageError
-from mixit.memory import check_fits
+from mixit.memory import available_bytes, check_fits
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
 from mixit.variants import get_variant
 
@@ -46,6 +47,33 @@ def resolve_config(
     return config
 
 
+def check_runnable_here(config: RunConfig) -> None:
+    """For a run about to train on this machine (not one estimated for a target, nor one
+    submitted to a cluster), before any data, model or file is made: the device
+    ``train.device`` names is here, a logger it names is installed, and the model's weights
+    and optimizer state fit the free memory (``memory.check_fits``'s lower bound at one token
+    a row; ``fit_model_to_data`` checks again at the data's length and vocabulary)."""
+    device = resolve_device(config.train.device)
+    traits = mixer_traits(get_variant(config.variant).attention, config.model)
+    check_fits(config, 1, traits.positions == "learned", device)
+    if config.train.wandb:
+        try:
+            import wandb  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                f"train.wandb={config.train.wandb} needs the wandb package: pip install wandb"
+            ) from None
+
+
+def stored_config(data: Any) -> RunConfig:
+    """A run's config as ``config.json`` stores it (``RunConfig.to_dict``), its values checked
+    as the command line's are: anything else is a UsageError naming the key."""
+    name = data.get("task_name") if isinstance(data, Mapping) else None
+    if not isinstance(name, str):
+        raise UsageError("expected a JSON object of a run's settings with its task_name")
+    return from_dict(data, get_task(name).config_cls)
+
+
 def validate(config: RunConfig) -> None:
     """Check every section of a resolved or stored config (a UsageError names the value)."""
     variant = get_variant(config.variant)
@@ -56,6 +84,29 @@ def validate(config: RunConfig) -> None:
     check_arch(config.model.arch)
     config.task.validate()
     config.train.validate()
+    check_data_fits(config)
+
+
+# Below this many rows a synthetic task's data is small next to any machine's memory: the
+# sequence length is then not worth generating sample rows to learn.
+ROWS_WITHOUT_CHECK = 10**6
+
+
+def check_data_fits(config: RunConfig) -> None:
+    """Refuse a synthetic task's ``task.n_train`` + ``task.n_test`` rows whose token ids
+    (inputs and targets, int64) alone exceed the host's free memory, before generating any."""
+    rows = getattr(config.task, "n_train", 0) + getattr(config.task, "n_test", 0)
+    if rows <= ROWS_WITHOUT_CHECK:
+        return
+    sample = dataclasses.replace(config.task, n_train=2, n_test=2)
+    length = get_task(config.task_name).make_data(sample, config.seed).train.inputs.shape[1]
+    needed, free = 2 * 8 * rows * length, available_bytes(torch.device("cpu"))
+    if needed > free:
+        raise UsageError(
+            f"task.n_train={config.task.n_train} and task.n_test={config.task.n_test} rows of "
+            f"{length} tokens need at least {needed / 2**30:,.1f} GiB of memory; "
+            f"{free / 2**30:,.1f} GiB is free"
+        )
 
 
 def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
@@ -95,4 +146,5 @@ def classification_layout(split: Split) -> bool:
 
 
 def resolve_device(name: str) -> torch.device:
-    return auto_device() if name == "auto" else torch.device(name)
+    """``train.device`` as a torch device this machine has (``devices.present_device``)."""
+    return present_device(name)

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from mixit.arch import RunModel, build_model
+from mixit.attention import mixer_traits
 from mixit.checkpoint import load_weights, save_weights
-from mixit.config import RunConfig, from_dict
+from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.io import DirLock, append_line, write_json, write_text
+from mixit.memory import check_loads
 from mixit.model import Decoder
 from mixit.readout import AnswerReadout
-from mixit.resolve import validate
-from mixit.tasks import get_task
+from mixit.resolve import stored_config, validate
+from mixit.variants import get_variant
 
 _told_no_tensorboard = False
 
@@ -130,14 +132,17 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
         if not path.is_file():
             raise UsageError(f"{path} does not exist; is {run_dir} a finished run directory?")
     try:
-        data = json.loads(config_path.read_text())
-        config = from_dict(data, get_task(data["task_name"]).config_cls)
-    except (ValueError, KeyError, TypeError) as error:  # not JSON, or not a run's config
+        config = stored_config(json.loads(config_path.read_text()))
+    except OSError as error:
+        raise UsageError(f"cannot read {config_path}: {error.strerror}") from None
+    except (ValueError, UsageError) as error:  # not JSON, or not a run's config
         raise UsageError(f"{config_path} is not a run config that mixit wrote ({error})") from None
     try:
         validate(config)
         if min(config.model.vocab_size, config.model.block_size) < 1:
             raise UsageError("model.vocab_size and model.block_size must be >= 1")
+        traits = mixer_traits(get_variant(config.variant).attention, config.model)
+        check_loads(config, mixing=traits.positions == "learned")
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
     model = build_model(config)

@@ -20,11 +20,17 @@ from typing import Any, TypeVar
 
 import torch
 
-from mixit.checkpoint import finished_summary, latest_checkpoint, stored_config_matches
+from mixit.checkpoint import (
+    check_own_files,
+    finished_summary,
+    latest_checkpoint,
+    stored_config_matches,
+)
 from mixit.config import RunConfig
 from mixit.distributed import Ranks
 from mixit.errors import RunsFailed
 from mixit.launchers import LOCAL, JobArray, Launch
+from mixit.resolve import check_runnable_here
 from mixit.rundir import read_records
 from mixit.train import halted_summary
 from mixit.train import run as train_run
@@ -91,6 +97,9 @@ def _train_locally(
     its keys."""
     jobs, ranks = workers
     from tqdm import tqdm
+
+    for config, _ in todo.values():
+        check_runnable_here(config)
 
     bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
 
@@ -170,6 +179,7 @@ def halted_on_disk(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
     halt_at = config.train.halt_at
     if not halt_at or latest_checkpoint(run_dir) is None:
         return None
+    check_own_files(run_dir)
     if not stored_config_matches(run_dir, config) or not (run_dir / "metrics.jsonl").is_file():
         return None
     at_halt = [r for r in read_records(run_dir / "metrics.jsonl") if r["step"] == halt_at]

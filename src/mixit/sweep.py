@@ -64,8 +64,10 @@ def load_grid(task: str, grid: str) -> dict[str, list[Any]]:
     path = Path(grid)
     try:
         loaded = yaml.safe_load(path.read_text())
-    except OSError:
-        raise UsageError(f"grid file {grid} cannot be read") from None
+    except OSError as error:
+        raise UsageError(f"grid file {grid} cannot be read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"grid file {grid} is not UTF-8 text (a YAML file expected)") from None
     except yaml.YAMLError as error:
         raise UsageError(f"grid file {grid} is not YAML: {str(error).splitlines()[0]}") from None
     entries = loaded.items() if isinstance(loaded, dict) else []
@@ -252,20 +254,22 @@ def sweep(
     """Run (or complete) the grid search; returns one row per trial, best first."""
     import optuna
 
-    from mixit.resolve import resolve_config
+    from mixit.resolve import check_runnable_here, resolve_config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     launch = _launcher(launcher)  # before anything is written
     values = load_grid(task, grid)
     resolve_config(task, model, preset, seed, overrides)  # fail fast on bad names and keys
     for point in itertools.product(*values.values()):  # and on a bad grid value
-        resolve_config(
+        config = resolve_config(
             task,
             model,
             preset,
             seed,
             {**(overrides or {}), **dict(zip(values, point, strict=True))},
         )
+        if launcher == "local":
+            check_runnable_here(config)
     out = make_dir(out)
     spec = {
         "task": task,

@@ -27,11 +27,17 @@ from mixit.checkpoint import (
     save_checkpoint,
     stored_config_matches,
 )
-from mixit.config import RunConfig, from_dict
+from mixit.config import RunConfig
 from mixit.distributed import ALONE, Ranks
 from mixit.errors import TrainingDiverged, UsageError
 from mixit.readout import BottleneckReadout
-from mixit.resolve import fit_model_to_data, resolve_config, resolve_device
+from mixit.resolve import (
+    check_runnable_here,
+    fit_model_to_data,
+    resolve_config,
+    resolve_device,
+    stored_config,
+)
 from mixit.rundir import RunWriter
 from mixit.scoring import evaluate_run, scored_count, summed_loss
 from mixit.tasks import TaskData, TaskSpec, get_task
@@ -369,7 +375,8 @@ def _restore(training: Training, out: Path | None) -> tuple[Any, dict[str, Any]]
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
     progress = {"step": 0, "running_loss": None, "train_seconds": 0.0, "metrics": {}}
     if out is not None and latest_checkpoint(out) is not None:
-        progress = load_checkpoint(out, training.model, optimizer, schedule, training.batches)
+        restored = (training.model, optimizer, schedule, training.batches)
+        progress = load_checkpoint(out, *restored, steps=config.train.steps)
     return schedule, progress
 
 
@@ -435,6 +442,7 @@ def train(
     another config, is refused unless ``overwrite=True``.
     """
     config = resolve_config(task, model, preset, seed, overrides)
+    check_runnable_here(config)
     folder = Path(out) if out is not None else None
     if folder is not None and not (resume or overwrite):
         check_not_a_run(folder, config)
@@ -462,7 +470,7 @@ def time_training(
     after ``warmup`` untimed ones, fewer once ``budget_seconds`` have passed, at least one) and
     per evaluation, and the estimate for the whole run from them.
     """
-    config = from_dict(config.to_dict(), get_task(config.task_name).config_cls)
+    config = stored_config(config.to_dict())
     started = time.perf_counter()
     data = get_task(config.task_name).make_data(config.task, config.seed)
     data_seconds = time.perf_counter() - started

@@ -43,15 +43,14 @@ def train_in_worker(
     per rank on this worker's GPUs (on the CPU without GPUs)."""
     import torch
 
-    from mixit.config import from_dict
-    from mixit.tasks import get_task
+    from mixit.resolve import stored_config
     from mixit.train import run
 
     if ranks > 1:
         return _train_with_torchrun(config_dict, Path(run_dir), ranks, threads)
     if threads is not None:
         torch.set_num_threads(threads)
-    config = from_dict(config_dict, get_task(config_dict["task_name"]).config_cls)
+    config = stored_config(config_dict)
     device = pinned_device()
     if device is not None and config.train.device == "auto":
         config.train.device = device  # an execution setting: the run's identity is unchanged

@@ -29,7 +29,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.tuned_presets import choices, preset_path, tuned_presets, with_choices
 from mixit.experiments.verdicts import changed_settings_note, record_claims
-from mixit.io import make_dir, write_json, write_text
+from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.resolve import validate
 from mixit.results import write_results_csv
 from mixit.runs import train_missing
@@ -68,13 +68,12 @@ def stops_note(seconds: Mapping[str, Any]) -> str:
 
 def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
     """``{(task, model): overrides}`` from a ``best.json`` written by ``mixit sweep --best``."""
+    expected = f"--tuned {path}: expected the best.json that `mixit sweep --best` writes"
+    rows = read_json(path, f"--tuned {path}")
     try:
-        rows = json.loads(Path(path).read_text())
         return {(row["task"], row["model"]): dict(row["overrides"]) for row in rows}
-    except (OSError, json.JSONDecodeError, KeyError, TypeError):
-        raise UsageError(
-            f"--tuned {path}: expected the best.json that `mixit sweep --best` writes"
-        ) from None
+    except (KeyError, TypeError, ValueError):  # JSON of another shape
+        raise UsageError(expected) from None
 
 
 def judged_under(how: Reproduction) -> dict[str, Any]:
