@@ -24,16 +24,14 @@ from mixit.analysis.throughput import (
     synchronize,
     time_interleaved,
 )
-from mixit.attention import mixer_traits
 from mixit.config import RunConfig
 from mixit.cost import flops_per_token
 from mixit.errors import UsageError
 from mixit.generate import cache_bytes_per_token, generate
 from mixit.memory import check_fits
-from mixit.resolve import resolve_config, resolve_device
+from mixit.resolve import holds_mixing_matrices, resolve_config, resolve_device
 from mixit.tasks import TASKS
 from mixit.train import use_tensor_cores
-from mixit.variants import get_variant
 
 PEAK_SIZE = {"cpu": 1024, "cuda": 8192}  # the square matmul of a peak: a GPU's needs a large one
 
@@ -249,9 +247,8 @@ def check_bench_fits(config: RunConfig, seq_len: int, batch: int, device: torch.
     shaped.model.vocab_size = shaped.model.vocab_size or 1024
     shaped.model.block_size = max(shaped.model.block_size, seq_len)
     shaped.train.batch_size, shaped.train.micro_batches = batch, 1
-    traits = mixer_traits(get_variant(config.variant).attention, shaped.model)
     shape = f"--seq-len {seq_len}, --batch {batch}"
-    check_fits(shaped, seq_len, traits.positions == "learned", device, shape)
+    check_fits(shaped, seq_len, holds_mixing_matrices(shaped), device, shape)
 
 
 def bench_configs(

@@ -68,6 +68,7 @@ def check_fits(
     ``shape`` names the sizes as the command took them (default: the config's keys)."""
     needed, free = training_bytes(config, seq_len, mixing), available_bytes(device)
     if needed > free:
+        hint = "" if shape else " (more train.micro_batches hold less of a batch at once)"
         shape = shape or (
             f"train.batch_size={config.train.batch_size}, "
             f"train.micro_batches={config.train.micro_batches}"
@@ -75,12 +76,7 @@ def check_fits(
         raise UsageError(
             f"this config needs at least {_gib(needed)} of memory on {device.type} "
             f"(model.n_layer={config.model.n_layer}, model.n_embd={config.model.n_embd}, "
-            f"model.block_size={config.model.block_size}, {shape}); {_gib(free)} is free"
-            + (
-                ""
-                if "micro_batches" not in shape
-                else " (more train.micro_batches hold less of a batch at once)"
-            )
+            f"model.block_size={config.model.block_size}, {shape}); {_gib(free)} is free{hint}"
         )
 
 

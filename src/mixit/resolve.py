@@ -47,15 +47,20 @@ def resolve_config(
     return config
 
 
+def holds_mixing_matrices(config: RunConfig) -> bool:
+    """Whether the model holds MixiT's fixed (H, T, T) mixing matrices (and learned positions)
+    rather than RoPE tables: what the memory model sizes its buffers by."""
+    traits = mixer_traits(get_variant(config.variant).attention, config.model)
+    return traits.positions == "learned"
+
+
 def check_runnable_here(config: RunConfig) -> None:
     """For a run about to train on this machine (not one estimated for a target, nor one
     submitted to a cluster), before any data, model or file is made: the device
     ``train.device`` names is here, a logger it names is installed, and the model's weights
     and optimizer state fit the free memory (``memory.check_fits``'s lower bound at one token
     a row; ``fit_model_to_data`` checks again at the data's length and vocabulary)."""
-    device = resolve_device(config.train.device)
-    traits = mixer_traits(get_variant(config.variant).attention, config.model)
-    check_fits(config, 1, traits.positions == "learned", device)
+    check_fits(config, 1, holds_mixing_matrices(config), resolve_device(config.train.device))
     if config.train.wandb:
         try:
             import wandb  # noqa: F401

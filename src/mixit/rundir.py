@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from mixit.arch import RunModel, build_model
-from mixit.attention import mixer_traits
 from mixit.checkpoint import load_weights, save_weights
 from mixit.config import RunConfig
 from mixit.errors import UsageError
@@ -21,8 +20,7 @@ from mixit.io import DirLock, append_line, write_json, write_text
 from mixit.memory import check_loads
 from mixit.model import Decoder
 from mixit.readout import AnswerReadout
-from mixit.resolve import stored_config, validate
-from mixit.variants import get_variant
+from mixit.resolve import holds_mixing_matrices, stored_config, validate
 
 _told_no_tensorboard = False
 
@@ -141,8 +139,7 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
         validate(config)
         if min(config.model.vocab_size, config.model.block_size) < 1:
             raise UsageError("model.vocab_size and model.block_size must be >= 1")
-        traits = mixer_traits(get_variant(config.variant).attention, config.model)
-        check_loads(config, mixing=traits.positions == "learned")
+        check_loads(config, mixing=holds_mixing_matrices(config))
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
     model = build_model(config)
