@@ -7,8 +7,11 @@ import torch
 pytest.importorskip("transformers")
 from transformers import GPT2Config, LlamaConfig
 
+from mixit.config import ModelConfig
 from mixit.errors import UsageError
+from mixit.model import Decoder
 from mixit.spectrum import MODELS, FixedMixingAttention, spectrum
+from mixit.variants import VARIANTS
 
 GPT2 = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=50, n_positions=16)
 LLAMA = LlamaConfig(
@@ -62,9 +65,13 @@ def test_each_variant_freezes_exactly_its_tensors(name, config):
     assert list(models) == list(MODELS)
     for variant, expected in EXPECTED_FROZEN[name].items():
         assert frozen(models[variant]) == expected, variant
-    blocks = "transformer.h." if name == "gpt2" else "model.layers."
+    blocks, final_norm = {
+        "gpt2": ("transformer.h.", "transformer.ln_f."),
+        "llama": ("model.layers.", "model.norm."),
+    }[name]
     in_blocks = {n for n, _ in models["random"].named_parameters() if n.startswith(blocks)}
-    assert frozen(models["random"]) == in_blocks and in_blocks
+    final = {n for n, _ in models["random"].named_parameters() if n.startswith(final_norm)}
+    assert frozen(models["random"]) == in_blocks | final and in_blocks and final
     mixit_names = {n for n, _ in models["mixit"].named_parameters()}
     assert not any("query" in n or "q_proj" in n or "k_proj" in n for n in mixit_names)
 
@@ -113,3 +120,20 @@ def test_mixit_mixes_values_with_its_fixed_matrices(config):
 def test_a_model_no_adapter_knows_needs_its_parts():
     with pytest.raises(UsageError, match="describe its parts"):
         spectrum(lambda: torch.nn.Linear(2, 2), models=["standard"])
+
+
+@pytest.mark.parametrize("config", [GPT2, LLAMA])
+def test_the_random_transformer_trains_what_the_decoders_does(config):
+    """One definition of the spectrum: on a Hugging Face model as on mixit's decoder, the
+    random transformer trains its token and position embeddings and its output head only."""
+    small = ModelConfig(vocab_size=50, n_layer=2, n_embd=32, n_head=4)
+    decoder = Decoder(small, VARIANTS["random"])
+    groups = decoder.param_groups()
+    trained = {g for g, params in groups.items() if params and params[0].requires_grad}
+    assert trained == {"embed", "unembed"} | ({"pos"} if groups["pos"] else set())
+
+    model = spectrum(config, models=["random"])["random"]
+    tables = [model.get_input_embeddings(), model.get_output_embeddings()]
+    tables += [model.transformer.wpe] if isinstance(config, GPT2Config) else []
+    expected = {id(p) for table in tables for p in table.parameters()}
+    assert {id(p) for p in model.parameters() if p.requires_grad} == expected

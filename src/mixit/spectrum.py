@@ -1,5 +1,11 @@
 """The spectrum of any causal language model: ``mixit.spectrum(source)`` returns its standard,
-Frozen-QK, Frozen-MLP, random and MixiT versions, all from the same initialisation.
+Frozen-QK, Frozen-MLP, MixiT and random versions, all from the same initialisation.
+
+What each version freezes is ``mixit.variants``' definition, the one the built-in decoder
+follows: a variant names parameter groups (``qk``, ``vo``, ``mlp``, ``norm``), and
+``parameter_groups`` finds each group in the model through its ``Parts``. The random
+transformer thus freezes every block and the final norm, training only the embeddings and
+the output head, as Zhong & Andreas' random transformer and the authors' code do.
 
 A model's parts are found through a ``Parts`` description, never guessed from names: one per
 Hugging Face architecture (``ADAPTERS``: GPT-2, Llama, Qwen2, Mistral), or the user's own.
@@ -24,16 +30,19 @@ from torch import nn
 
 from mixit.attention import mixing_matrices, mixing_std
 from mixit.errors import UsageError
+from mixit.variants import VARIANTS, AttentionKind
 
-MODELS = ("standard", "frozen-qk", "frozen-mlp", "random", "mixit")
+MODELS = tuple(VARIANTS)
 
 
 @dataclass(frozen=True)
 class Parts:
     """Where a causal LM keeps what the spectrum freezes or replaces. ``blocks`` is the dotted
     path from the model to its list of blocks; the other module paths are relative to one
-    block, except ``embedding`` and ``positions`` (relative to the model; ``positions`` None
-    when the model has no learned position table)."""
+    block, except ``embedding``, ``positions`` and ``final_norm`` (relative to the model;
+    ``positions`` None when the model has no learned position table, ``final_norm`` None when
+    it has no norm before its output head). A block's parameters outside its queries, keys,
+    values, output and MLP are its norms."""
 
     blocks: str
     attention: str
@@ -43,6 +52,7 @@ class Parts:
     mlp: str
     embedding: str
     positions: str | None
+    final_norm: str | None = None
     split: Callable[[nn.Module], None] | None = None  # run once on a fresh model first
     mlp_output: str | None = None  # the MLP's output matrix, for the small-output init
 
@@ -78,6 +88,7 @@ LLAMA_PARTS = Parts(
     mlp="mlp",
     embedding="model.embed_tokens",
     positions=None,
+    final_norm="model.norm",
     mlp_output="mlp.down_proj",
 )
 ADAPTERS: dict[str, Parts] = {
@@ -90,6 +101,7 @@ ADAPTERS: dict[str, Parts] = {
         mlp="mlp",
         embedding="transformer.wte",
         positions="transformer.wpe",
+        final_norm="transformer.ln_f",
         split=_split_gpt2,
         mlp_output="mlp.c_proj",
     ),
@@ -171,16 +183,28 @@ def parts_of(model: nn.Module, parts: Parts | None) -> Parts:
     return ADAPTERS[kind]
 
 
-def frozen_modules(model: nn.Module, parts: Parts, variant: str) -> list[nn.Module]:
-    """The modules whose parameters ``variant`` freezes, block by block."""
-    blocks: Sequence[nn.Module] = _find(model, parts.blocks)
-    if variant == "frozen-qk":
-        return [_find(block, path) for block in blocks for path in parts.queries_keys]
-    if variant == "frozen-mlp":
-        return [_find(block, parts.mlp) for block in blocks]
-    if variant == "random":  # Zhong & Andreas: only embeddings, final norm and head train
-        return list(blocks)
-    return []
+def _parameters(modules: Sequence[nn.Module]) -> list[nn.Parameter]:
+    return [p for module in modules for p in module.parameters()]
+
+
+def parameter_groups(model: nn.Module, parts: Parts) -> dict[str, list[nn.Parameter]]:
+    """The parameters of each group a Variant can freeze (``mixit.variants``), found through
+    ``parts``: ``qk`` the queries and keys, ``vo`` the values and attention output, ``mlp``
+    the MLPs, ``norm`` every other block parameter and the final norm."""
+    groups: dict[str, list[nn.Parameter]] = {"qk": [], "vo": [], "mlp": [], "norm": []}
+    for block in _find(model, parts.blocks):
+        held = {
+            "qk": _parameters([_find(block, path) for path in parts.queries_keys]),
+            "vo": _parameters([_find(block, parts.value), _find(block, parts.output)]),
+            "mlp": _parameters([_find(block, parts.mlp)]),
+        }
+        claimed = {id(p) for params in held.values() for p in params}
+        held["norm"] = [p for p in block.parameters() if id(p) not in claimed]
+        for name, params in held.items():
+            groups[name].extend(params)
+    if parts.final_norm is not None:
+        groups["norm"].extend(_find(model, parts.final_norm).parameters())
+    return groups
 
 
 def _matrices(model: nn.Module) -> list[tuple[torch.Tensor, int]]:
@@ -281,9 +305,11 @@ def spectrum(
             found.split(model)
         if init == "small-output":
             small_output_init(model, found, output_std)
-        for module in frozen_modules(model, found, variant):
-            module.requires_grad_(False)
-        if variant == "mixit":
+        groups = parameter_groups(model, found)
+        for group in VARIANTS[variant].frozen:
+            for parameter in groups[group]:
+                parameter.requires_grad_(False)
+        if VARIANTS[variant].attention is AttentionKind.MIXING:
             _mixit(model, found, mixing_scale, seed)
         built[variant] = model
     return built
