@@ -1,0 +1,79 @@
+"""`mixit bench`: training and decoding speed per variant, or the cost model's check."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mixit.bench import bench, bench_configs, format_bench
+from mixit.cli.options import count, model_names
+from mixit.config import parse_overrides
+from mixit.cost_check import cost_check, format_cost_check
+from mixit.io import check_writable, write_json
+from mixit.tasks import PRESET_NAMES
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser(
+        "bench",
+        help="training and decoding speed per variant at one shape (run it on a quiet machine)",
+    )
+    parser.add_argument(
+        "--models", default="standard,frozen-qk,mixit", help="comma-separated variants"
+    )
+    parser.add_argument("--seq-len", type=count, default=64, help="sequence length")
+    parser.add_argument("--batch", type=count, default=32, help="batch size")
+    parser.add_argument("--rounds", type=count, default=10, help="timed steps per model")
+    parser.add_argument("--vs-hf", action="store_true", help="also HF LlamaForCausalLM")
+    parser.add_argument("--decode", action="store_true", help="also cached decoding")
+    parser.add_argument(
+        "--compile", action="store_true", help="also each variant under train.compile"
+    )
+    parser.add_argument(
+        "--data", action="store_true", help="also time 100k examples of each synthetic task"
+    )
+    parser.add_argument(
+        "--cost-check",
+        nargs="?",
+        const="tiny",
+        default=None,
+        choices=PRESET_NAMES,
+        metavar="SCALE",
+        help="instead: the --estimate --target cost model against this machine (its GPU if it "
+        "has one), for every config of `reproduce all --scale SCALE` (default tiny; a few "
+        "steps each, on random tokens in the run's shape; KEY=VALUE overrides apply to each)",
+    )
+    parser.add_argument("--json", default=None, help="write the figures to this file")
+    parser.add_argument(
+        "overrides", nargs="*", metavar="KEY=VALUE", help="shape, e.g. model.n_embd=512"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.json:
+        check_writable(Path(args.json))  # before minutes of timing, not after
+    if args.cost_check:
+        checked = cost_check(args.cost_check, sys.stderr.isatty(), parse_overrides(args.overrides))
+        print(format_cost_check(checked))
+        if args.json:
+            write_json(Path(args.json), checked)
+        return 0
+    configs = bench_configs(model_names(args.models), parse_overrides(args.overrides))
+    result = bench(
+        configs,
+        seq_len=args.seq_len,
+        batch=args.batch,
+        vs_hf=args.vs_hf,
+        decode=args.decode,
+        rounds=args.rounds,
+        compile=args.compile,
+        data=args.data,
+        device=next(iter(configs.values())).train.device,
+    )
+    print(format_bench(result))
+    if args.json:
+        write_json(Path(args.json), result)
+    return 0

@@ -1,0 +1,82 @@
+"""`mixit compare`: the spectrum on one task, and the litmus table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mixit.cli.options import (
+    FORMATTER,
+    add_common,
+    add_launch_options,
+    add_tune_options,
+    catalogue,
+    count,
+    dotted_overrides,
+    launch_options,
+    margin,
+    model_names,
+    tune_choice,
+)
+from mixit.compare import Comparison, compare, format_table, tunes_by_default
+from mixit.estimate import estimate_comparison, format_comparison_estimate, tuning_estimate_line
+from mixit.variants import VARIANTS
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser(
+        "compare",
+        help="train several models and print a table",
+        epilog=catalogue(),
+        formatter_class=FORMATTER,
+    )
+    add_common(parser)
+    parser.add_argument(
+        "--models",
+        default=",".join(VARIANTS),
+        help="comma-separated model names (default: all five)",
+    )
+    parser.add_argument("--seeds", type=count, default=1, help="number of seeds (default 1)")
+    parser.add_argument(
+        "--tolerance",
+        type=margin,
+        default=None,
+        help="the litmus test's margin: a model matches standard when at most this much worse "
+        "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
+    )
+    add_tune_options(parser)
+    parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
+    add_launch_options(parser)
+    parser.set_defaults(run=run, resumable=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    models = model_names(args.models)
+    overrides = dotted_overrides(args)
+    out = args.out or f"runs/compare/{args.task}"
+    if args.estimate:
+        seeds = range(args.seed, args.seed + args.seeds)
+        plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
+        cost = estimate_comparison(plan, args.target, args.jobs)
+        print(format_comparison_estimate(cost))
+        if tune_choice(args) or (tune_choice(args) is None and tunes_by_default(overrides)):
+            print(tuning_estimate_line(cost["rows"], overrides))
+        return 0
+    result = compare(
+        args.task,
+        models,
+        args.preset,
+        seed=args.seed,
+        seeds=args.seeds,
+        out=out,
+        overrides=overrides,
+        progress=args.progress,
+        tolerance=args.tolerance,
+        tune=tune_choice(args),
+        launch=launch_options(args),
+    )
+    print(format_table(result))
+    print(f"results: {out}/compare.json", file=sys.stderr)
+    return 0

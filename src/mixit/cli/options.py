@@ -1,0 +1,218 @@
+"""What several subcommands share: argument types, option groups and their reading."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+from mixit.config import parse_overrides
+from mixit.devices import check_ranks_fit
+from mixit.errors import UsageError
+from mixit.launchers import Launch, check_launcher, parse_options
+from mixit.tasks import PRESET_NAMES, TASKS
+from mixit.variants import VARIANTS
+
+FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the task and model catalogue's lines
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports bad input as one line and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def count(text: str) -> int:
+    """argparse type of a count option: a whole number >= 1 (bad input is one line, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def margin(text: str) -> float:
+    """argparse type of a margin in a metric's units: a finite number >= 0 (NaN would make
+    every comparison false, and so every verdict wrong)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def catalogue() -> str:
+    tasks = "\n".join(f"  {name:<17} {spec.summary}" for name, spec in TASKS.items())
+    models = "\n".join(f"  {name:<17} {v.description}" for name, v in VARIANTS.items())
+    return f"tasks:\n{tasks}\n\nmodels:\n{models}"
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", required=True, help="task name (listed below)")
+    parser.add_argument(
+        "--preset",
+        default="tiny",
+        help=f"one of {', '.join(PRESET_NAMES)}: tiny (one to four minutes per model on a laptop "
+        "CPU; default), small (larger models, sized for a GPU: see --estimate), paper "
+        "(appendix C and Table 9)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_arch_option(parser)
+    add_estimate_options(parser)
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar (default: when stderr is a terminal)",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="dotted overrides, e.g. model.n_layer=4 train.steps=300 task.max_pairs=12",
+    )
+
+
+def add_tune_options(parser: argparse.ArgumentParser) -> None:
+    tuning = parser.add_mutually_exclusive_group()
+    tuning.add_argument(
+        "--tune",
+        choices=["lr"],
+        default=None,
+        help="first tune each model (docs/tuning.md): its learning rate on a grid around the "
+        "preset's that extends at its edges, by successive halving on 10%% of the training "
+        "data held out (never the test split) and tuning seed 1000; its budget, doubled while "
+        "still rising (up to 4x); for an --arch model, also its initialisation (its own or "
+        "mixit's small-output). Then train every seed at the choice. Default with --arch",
+    )
+    tuning.add_argument(
+        "--no-tune",
+        dest="tune",
+        action="store_const",
+        const="",
+        help="train at the presets' settings, also with --arch",
+    )
+
+
+def tune_choice(args: argparse.Namespace) -> list[str] | None:
+    """``--tune lr``: ["lr"]; ``--no-tune``: []; neither: None (tune --arch models only)."""
+    return None if args.tune is None else [args.tune] if args.tune else []
+
+
+def add_arch_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--arch",
+        default=None,
+        help="the model to take apart (model.arch): mixit (its own decoder; default), hf:NAME "
+        "(a Hugging Face gpt2, llama, qwen2 or mistral built from config at the run's sizes) "
+        "or module:MODULE:FACTORY (FACTORY(model_config) returns your causal LM)",
+    )
+
+
+def dotted_overrides(args: argparse.Namespace) -> dict[str, str]:
+    """The dotted overrides, with ``--arch`` as ``model.arch``."""
+    overrides = parse_overrides(args.overrides)
+    if args.arch is not None:
+        overrides["model.arch"] = args.arch
+    return overrides
+
+
+def add_estimate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="train and write nothing; time a few steps of each run's config on this machine "
+        "and print how long the training would take (with --jobs processes)",
+    )
+    parser.add_argument(
+        "--target",
+        default=None,
+        help="with --estimate: predict instead for this device from each run's FLOPs and "
+        "memory, without timing anything: h100, a100 or cpu (docs/cost.md)",
+    )
+
+
+def add_launch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jobs",
+        type=count,
+        default=1,
+        help="runs trained at once in parallel processes, the cores shared among them (default 1)",
+    )
+    parser.add_argument(
+        "--launcher",
+        default="local",
+        help="where the missing runs train: local (this machine, --jobs processes; default), "
+        "slurm (one submitit job array) or submitit-local (the same path, as processes here)",
+    )
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with a submitting launcher: return once the runs are submitted; the same "
+        "command later collects them (and submits none twice)",
+    )
+    parser.add_argument(
+        "--gpus-per-run",
+        type=count,
+        default=1,
+        help="train each run data-parallel on this many GPUs through torchrun (one process per "
+        "GPU; CPU processes on a machine without GPUs); default 1",
+    )
+    parser.add_argument(
+        "--slurm-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a submitit parameter for the job array, e.g. slurm_partition=gpu, "
+        "gpus_per_node=1, timeout_min=600 (repeatable)",
+    )
+
+
+def launch_options(args: argparse.Namespace) -> Launch:
+    """The launch options, checked before anything is planned or written."""
+    if args.launcher == "local" and (args.no_wait or args.slurm_option):
+        raise UsageError("--no-wait and --slurm-option need --launcher slurm or submitit-local")
+    if args.gpus_per_run > 1 and args.launcher != "local":
+        raise UsageError(
+            "--gpus-per-run > 1 trains with local torchrun groups; on SLURM give each job its "
+            "GPUs with --slurm-option gpus_per_node=K and train one run per job"
+        )
+    if args.launcher == "local":
+        check_ranks_fit(args.gpus_per_run, option="--gpus-per-run")
+    options = parse_options(args.slurm_option)
+    check_launcher(args.launcher)
+    return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run, args.jobs)
+
+
+def add_ablation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--claims",
+        default=None,
+        help="ablation only: the claims to measure, e.g. C1,C5 (default C1,C2,C5,C6,C7,C8)",
+    )
+    parser.add_argument(
+        "--differences",
+        default=None,
+        help="ablation only: the differences to flip, e.g. sink,biases (default all, then the "
+        "whole authors construction)",
+    )
+
+
+def model_names(text: str) -> list[str]:
+    models = [m.strip() for m in text.split(",") if m.strip()]
+    if not models:
+        raise UsageError(f"--models names no model; choose from: {', '.join(VARIANTS)}")
+    return models
+
+
+def names(text: str | None) -> list[str] | None:
+    return [name.strip() for name in text.split(",") if name.strip()] if text else None
+
+
+# A dotted override, which may stand anywhere on the command line.
+OVERRIDE = re.compile(r"^(model|task|train)\.[A-Za-z0-9_]+=")

@@ -1,0 +1,158 @@
+"""`mixit reproduce`: an experiment of the paper (or all, or the ablation) and its claims."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mixit.cli.options import (
+    add_ablation_options,
+    add_estimate_options,
+    add_launch_options,
+    count,
+    launch_options,
+    names,
+)
+from mixit.config import parse_overrides
+from mixit.errors import UsageError
+from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce
+from mixit.experiments.ablation import ablate
+from mixit.experiments.base import Reproduction
+from mixit.experiments.estimate import (
+    estimate_ablation,
+    format_reproduction_estimate,
+)
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser(
+        "reproduce",
+        help="reproduce a table or figure of the paper (or all) and judge its claims",
+        usage="%(prog)s [options] EXPERIMENT|all [KEY=VALUE ...]",
+        description="Train every run an experiment needs (finished runs are reused), write "
+        "OUT/EXPERIMENT/report.md, results.json and PNGs, and OUT/claims.md + claims.json.",
+    )
+    parser.add_argument(
+        "--scale",
+        default="tiny",
+        help="tiny (laptop CPU, shortened budgets; default), small (the tiny models at their "
+        "presets' full budgets, k-hop at the paper's 5 layers and 5,000 steps; hours on 2 "
+        "cores: --estimate times it here, the README gives the measured times) or paper (the "
+        "paper's configurations, GPUs)",
+    )
+    parser.add_argument("--seeds", type=count, default=3, help="seeds per run (default 3)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="first seed (default 0): seeds N..N+K-1; the settings were chosen on 0-2, so "
+        "e.g. --seed 100 confirms them on seeds nothing was tuned on",
+    )
+    parser.add_argument(
+        "--out", default=None, help="output directory (default runs/reproduce-SCALE)"
+    )
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
+    )
+    _add_tuning_choices(parser)
+    parser.add_argument(
+        "--no-train",
+        action="store_true",
+        help="train nothing; report the experiments (the ablation: the differences) whose "
+        "runs are all finished, and judge again under the current rules, from its "
+        "results.json, an experiment whose runs are gone",
+    )
+    add_estimate_options(parser)
+    add_ablation_options(parser)
+    add_launch_options(parser)
+    # One positional list, so that options may come before or after the overrides.
+    parser.add_argument(
+        "what",
+        nargs="+",
+        metavar="EXPERIMENT [KEY=VALUE ...]",
+        help=f"'all' or one of: {_experiment_names()}; then dotted overrides applied to every "
+        "training run, e.g. train.steps=50",
+    )
+    parser.set_defaults(run=run, trailing_overrides="what", resumable=True)
+
+
+def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
+    """Which learning rates the runs train at: tuned presets, a sweep's, tuned here, or none."""
+    parser.add_argument(
+        "--tuned",
+        default=None,
+        help="best.json from `mixit sweep --best`: tuned hyperparameters per task and model",
+    )
+    parser.add_argument(
+        "--tune",
+        choices=["lr"],
+        default=None,
+        help="first tune every group of runs that differ only in their seed under the "
+        "protocol of docs/tuning.md (learning rate by successive halving on held-out "
+        "training data and tuning seed 1000, budget doubled while still rising up to 4x; "
+        "table 6 also chooses model.init), then train every seed at the choice; "
+        "OUT/tuning.json records it. Without it the scale's tuned presets apply where it has "
+        "them (docs/tuning.md)",
+    )
+    parser.add_argument(
+        "--no-tune",
+        dest="untuned",
+        action="store_true",
+        help="train at the task presets' own rates, not the scale's tuned presets",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    out = args.out or f"runs/reproduce-{args.scale}"
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    experiment, overrides = args.what[0], parse_overrides(args.what[1:])
+    how = Reproduction(
+        args.scale,
+        args.seeds,
+        args.seed,
+        Path(out),
+        overrides,
+        args.tuned,
+        progress,
+        launch_options(args),
+        tune=args.tune == "lr",
+        presets=not args.untuned,
+    )
+    if args.untuned and args.tune:
+        raise UsageError("--tune lr and --no-tune contradict each other; give one")
+    if experiment == "ablation":
+        return _ablation(args, how)
+    if args.claims or args.differences:
+        raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
+    if args.estimate:
+        print(format_reproduction_estimate(estimate_reproduction([experiment], how, args.target)))
+        return 0
+    claims = reproduce([experiment], how, train=not args.no_train)
+    for claim in claims:
+        print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
+    print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)
+    return 0
+
+
+def _experiment_names() -> str:
+    return ", ".join([*EXPERIMENTS, "ablation"])
+
+
+def _ablation(args: argparse.Namespace, how: Reproduction) -> int:
+    if args.tuned or args.tune:
+        raise UsageError(
+            "`reproduce ablation` takes no --tuned or --tune: each row sets its own options"
+        )
+    differences, claims = names(args.differences), names(args.claims)
+    if args.estimate:
+        estimate = estimate_ablation(differences, claims, how, args.target)
+        print(format_reproduction_estimate(estimate))
+        return 0
+    results = ablate(differences, claims, how, not args.no_train)
+    for difference, by_claim in results["differences"].items():
+        verdicts = ", ".join(f"{c} {r['verdict']}" for c, r in by_claim.items())
+        print(f"{difference:<18} {verdicts}")
+    print(f"report: {how.out}/ablation/report.md", file=sys.stderr)
+    return 0

@@ -1,0 +1,66 @@
+"""`mixit suite`: the spectrum over a set of tasks, its heatmap and verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mixit.cli.options import (
+    add_arch_option,
+    add_launch_options,
+    add_tune_options,
+    count,
+    dotted_overrides,
+    launch_options,
+    model_names,
+    names,
+    tune_choice,
+)
+from mixit.suite import suite
+from mixit.variants import VARIANTS
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser(
+        "suite",
+        help="the spectrum on a set of tasks: results.csv, a heatmap and the litmus verdicts",
+        description="Compare the models on every task (default: every synthetic task) into "
+        "OUT/TASK, then write OUT/results.csv (one row per run), OUT/heatmap.png (0 = chance, "
+        "1 = standard) and OUT/summary.md.",
+    )
+    parser.add_argument("--tasks", default=None, help="comma-separated tasks (default: synthetic)")
+    parser.add_argument(
+        "--models", default=",".join(VARIANTS), help="comma-separated models (default: all five)"
+    )
+    parser.add_argument("--preset", default="tiny", help="the tasks' preset (default tiny)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    parser.add_argument("--seeds", type=count, default=1, help="seeds per model (default 1)")
+    parser.add_argument("--out", default="runs/suite", help="output directory")
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars"
+    )
+    add_arch_option(parser)
+    add_tune_options(parser)
+    add_launch_options(parser)
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="settings for every run")
+    parser.set_defaults(run=run, resumable=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    suite(
+        names(args.tasks),
+        model_names(args.models),
+        args.preset,
+        args.seed,
+        args.seeds,
+        args.out,
+        dotted_overrides(args),
+        args.progress,
+        launch_options(args),
+        tune_choice(args),
+    )
+    print((Path(args.out) / "summary.md").read_text())
+    print(f"results: {args.out}/results.csv, {args.out}/heatmap.png", file=sys.stderr)
+    return 0
