@@ -27,6 +27,7 @@ from mixit.analysis.throughput import (
 from mixit.config import RunConfig
 from mixit.cost import flops_per_token
 from mixit.errors import UsageError
+from mixit.export import llama_config
 from mixit.generate import cache_bytes_per_token, generate
 from mixit.memory import check_fits
 from mixit.resolve import holds_mixing_matrices, resolve_config, resolve_device
@@ -68,7 +69,6 @@ def _hf_step(config: RunConfig, seq_len: int, batch: int, device: torch.device):
         raise UsageError("--vs-hf needs transformers: pip install transformers") from None
     m = config.model
     vocab = m.vocab_size or 1024
-    from mixit.export import llama_config
 
     hf_config = llama_config(m, vocab, seq_len, attn_implementation="sdpa")
     torch.manual_seed(config.seed)

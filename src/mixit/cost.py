@@ -24,6 +24,7 @@ from mixit.config import RunConfig
 from mixit.counts import counted
 from mixit.errors import UsageError
 from mixit.memory import micro_batch_rows
+from mixit.tasks import IGNORE_INDEX, get_task
 from mixit.variants import get_variant
 
 FLOAT = 4  # bytes per fp32 value
@@ -248,8 +249,6 @@ def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape
     ``Shape``. The data are built once per task config (the seed does not change their
     shape)."""
     import json
-
-    from mixit.tasks import IGNORE_INDEX, get_task
 
     built: dict[str, Any] = {}
     out = {}

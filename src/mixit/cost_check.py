@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from mixit.analysis.throughput import synchronize
+from mixit.bench import matmul_peaks
 from mixit.config import RunConfig
 from mixit.cost import (
     GIB,
@@ -39,6 +40,12 @@ from mixit.cost import (
     micro_batches_to_fit,
     shapes,
 )
+from mixit.experiments.base import Reproduction
+from mixit.experiments.runner import plan_reproduction
+from mixit.resolve import resolve_device, stored_config
+from mixit.runs import run_dir_name
+from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
+from mixit.train import setup
 
 if TYPE_CHECKING:
     from mixit.tasks import TaskData
@@ -54,8 +61,6 @@ def _resident_bytes() -> int:
 def synthetic_data(config: RunConfig, shape: Shape) -> TaskData:
     """Two batches of random tokens in the run's shape: the last round(share x T) positions
     of each row are scored, with targets among the task's answer tokens where it names them."""
-    from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
-
     spec, m = get_task(config.task_name), config.model
     rows, length = 2 * config.train.batch_size, shape.seq_len
     generator = torch.Generator().manual_seed(0)
@@ -72,9 +77,6 @@ def synthetic_data(config: RunConfig, shape: Shape) -> TaskData:
 def measure(config_dict: dict[str, Any], shape: Shape) -> dict[str, float]:
     """Seconds per training step and the training's peak memory of a filled-in config, on the
     device its ``train.device`` names (on the CPU, call it in a fresh process)."""
-    from mixit.resolve import stored_config
-    from mixit.train import setup
-
     filled = stored_config(config_dict)
     data = synthetic_data(filled, shape)
     device = torch.device(filled.train.device)
@@ -154,12 +156,6 @@ def cost_check(
     target (``target_of``) predicts, and the share of the device's measured matmul peak the
     step reaches (the figures a target's constants are calibrated from: docs/cost.md)."""
     from tqdm import tqdm
-
-    from mixit.bench import matmul_peaks
-    from mixit.experiments.base import Reproduction
-    from mixit.experiments.runner import plan_reproduction
-    from mixit.resolve import resolve_device
-    from mixit.runs import run_dir_name
 
     where = resolve_device(device)
     _, planned = plan_reproduction(["all"], Reproduction(scale, seeds=1, overrides=overrides or {}))

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from mixit.arch import ArchModel, build_model
 from mixit.config import RunConfig
+from mixit.readout import AnswerReadout, BottleneckReadout
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,6 @@ def counted(config: RunConfig) -> Counts:
     """``Counts`` of ``config``'s model, built on the meta device (no memory, no arithmetic);
     a config whose data have not filled its vocabulary or block size (``mixit bench``'s)
     gets 1024 of each."""
-    from mixit.arch import build_model
-
     filled = dataclasses.replace(config, model=dataclasses.replace(config.model))
     filled.model.vocab_size = filled.model.vocab_size or 1024
     filled.model.block_size = filled.model.block_size or 1024
@@ -59,9 +59,6 @@ def counted(config: RunConfig) -> Counts:
 
 def output_head(model: nn.Module) -> nn.Module | None:
     """The module that turns features into the vocabulary's logits, through any readout."""
-    from mixit.arch import ArchModel
-    from mixit.readout import AnswerReadout, BottleneckReadout
-
     if isinstance(model, AnswerReadout):
         return output_head(model.body)
     if isinstance(model, BottleneckReadout):
@@ -72,8 +69,6 @@ def output_head(model: nn.Module) -> nn.Module | None:
 
 
 def _count(model: nn.Module) -> Counts:
-    from mixit.readout import BottleneckReadout
-
     head = output_head(model)
     # The bottleneck readout reads its body's features: the body's own head never runs.
     idle = output_head(model.body) if isinstance(model, BottleneckReadout) else None

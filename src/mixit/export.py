@@ -16,6 +16,7 @@ from pathlib import Path
 from mixit.config import ModelConfig
 from mixit.errors import UsageError
 from mixit.io import make_dir
+from mixit.rundir import load_run
 
 # Our parameter names -> HF Llama's, per block.
 _BLOCK_NAMES = {
@@ -79,8 +80,6 @@ def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False)
     """Write ``out_dir`` so that ``LlamaForCausalLM.from_pretrained(out_dir)`` loads the run.
     A mixit run directory is never written into; another folder that is not empty only with
     ``overwrite``."""
-    from mixit.rundir import load_run
-
     target = Path(out_dir)
     if target.resolve() == Path(run_dir).resolve() or is_run_dir(target):
         raise UsageError(

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import torch
 
+from mixit.data import decode, encode_texts
 from mixit.errors import UsageError
 from mixit.model import Decoder
+from mixit.rundir import load_run
+from mixit.tasks.lm import lm_tokenizer
 
 
 @torch.no_grad()
@@ -56,9 +59,6 @@ def generate_from_run(
     """Continue a text prompt (lm runs: the run's tokenizer) or a list of token ids."""
     import time
 
-    from mixit.errors import UsageError
-    from mixit.rundir import load_run
-
     model, config = load_run(run_dir)
     if (prompt is None) == (prompt_ids is None):
         raise UsageError("give exactly one of --prompt TEXT (lm runs) or --prompt-ids 1,2,3")
@@ -68,8 +68,6 @@ def generate_from_run(
             raise UsageError(
                 f"--prompt needs an lm run; this is {config.task_name}: use --prompt-ids"
             )
-        from mixit.data import encode_texts
-        from mixit.tasks.lm import lm_tokenizer
 
         tokenizer = lm_tokenizer(config.task)
         ids = encode_texts(tokenizer, [prompt])[0]
@@ -92,7 +90,5 @@ def generate_from_run(
     result: dict[str, object] = {"ids": tokens, "new_tokens": max_new_tokens}
     result["tokens_per_second"] = max_new_tokens / seconds
     if tokenizer is not None:
-        from mixit.data import decode
-
         result["text"] = decode(tokenizer, tokens)
     return result

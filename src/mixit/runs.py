@@ -27,12 +27,13 @@ from mixit.checkpoint import (
     stored_config_matches,
 )
 from mixit.config import RunConfig
+from mixit.cost import get_target, predict, shapes
 from mixit.distributed import Ranks
 from mixit.errors import RunsFailed
 from mixit.launchers import LOCAL, JobArray, Launch
 from mixit.resolve import check_runnable_here
 from mixit.rundir import read_records
-from mixit.train import halted_summary
+from mixit.train import halted_summary, time_training
 from mixit.train import run as train_run
 from mixit.workers import stop_workers, train_in_worker, worker_pool, worker_threads
 
@@ -215,8 +216,6 @@ def pending_timings(
     a config's timing: their steps cost the same."""
     from tqdm import tqdm
 
-    from mixit.train import time_training
-
     pending = unfinished(configs, runs_dir)
     by_shape: dict[str, dict[str, float]] = {}
     timings = {}
@@ -238,8 +237,6 @@ def predicted_timings(
 ) -> dict[str, dict[str, Any]]:
     """``mixit.cost.predict``'s seconds and memory on ``target`` for each run not finished in
     ``runs_dir`` (all of them when None), by run directory name: nothing is timed here."""
-    from mixit.cost import get_target, predict, shapes
-
     device = get_target(target)
     pending = unfinished(configs, runs_dir)
     return {

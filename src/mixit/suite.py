@@ -16,6 +16,7 @@ from typing import Any
 from mixit.compare import compare
 from mixit.errors import UsageError
 from mixit.experiments.base import markdown_table
+from mixit.experiments.plots import pyplot
 from mixit.io import make_dir, write_json, write_text
 from mixit.launchers import LOCAL, Launch
 from mixit.results import read_results_csv, write_rows
@@ -97,8 +98,6 @@ def heatmap(
 ) -> None:
     """Variants (rows) x tasks (columns), coloured from chance (0) to the standard model (1),
     each cell with its score and the model's mean raw metric."""
-    from mixit.experiments.plots import pyplot
-
     plt = pyplot()
     tasks = [task for task in scores if scores[task]]
     models = list(dict.fromkeys(m for task in tasks for m in scores[task]))

@@ -24,6 +24,11 @@ from mixit.errors import TrainingDiverged, UsageError
 from mixit.io import make_dir
 from mixit.launchers import check_launcher, executor
 from mixit.processes import start_worker
+from mixit.resolve import check_runnable_here, resolve_config
+from mixit.runs import run_dir_name
+from mixit.tasks import TASKS, get_task
+from mixit.train import run
+from mixit.variants import VARIANTS
 
 # Table 8 of the paper: the grid searched for every architecture, per task family.
 _ALGORITHMIC = {
@@ -127,8 +132,6 @@ def open_study(spec: Mapping[str, Any]) -> Any:
 
 
 def _task(task: str) -> Any:
-    from mixit.tasks import get_task
-
     return get_task(task)
 
 
@@ -153,10 +156,6 @@ def _taken_by_an_earlier_trial(trial: Any) -> bool:
 
 def _objective(spec: Mapping[str, Any]):
     import optuna
-
-    from mixit.resolve import resolve_config
-    from mixit.runs import run_dir_name
-    from mixit.train import run
 
     def objective(trial: Any) -> float:
         if _taken_by_an_earlier_trial(trial):
@@ -253,8 +252,6 @@ def sweep(
 ) -> list[dict[str, Any]]:
     """Run (or complete) the grid search; returns one row per trial, best first."""
     import optuna
-
-    from mixit.resolve import check_runnable_here, resolve_config
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     launch = _launcher(launcher)  # before anything is written
@@ -368,9 +365,6 @@ def best_configs(storage: str) -> list[dict[str, Any]]:
 
 
 def _split_name(name: str) -> tuple[str, str, str]:
-    from mixit.tasks import TASKS
-    from mixit.variants import VARIANTS
-
     for task in TASKS:
         for model in VARIANTS:
             if name.startswith(f"{task}-{model}-"):

@@ -17,6 +17,8 @@ import torch
 
 from mixit.devices import sharing_note, worker_gpus
 from mixit.processes import exit_with_parent, start_worker
+from mixit.resolve import stored_config
+from mixit.train import run
 
 # The GPUs this worker process trains on (``worker_gpus``); none: each run's own device.
 _PINNED: tuple[int, ...] = ()
@@ -42,9 +44,6 @@ def train_in_worker(
     keeps the threads the job was given); with ``ranks`` > 1 through torchrun, one process
     per rank on this worker's GPUs (on the CPU without GPUs)."""
     import torch
-
-    from mixit.resolve import stored_config
-    from mixit.train import run
 
     if ranks > 1:
         return _train_with_torchrun(config_dict, Path(run_dir), ranks, threads)

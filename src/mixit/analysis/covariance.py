@@ -14,6 +14,7 @@ import torch
 from mixit.analysis.taps import run_with_taps
 from mixit.config import RunConfig
 from mixit.model import Decoder
+from mixit.train import build_model
 
 
 def token_covariance(model: Decoder, input_ids: torch.Tensor) -> dict[str, float]:
@@ -36,6 +37,4 @@ def token_covariance(model: Decoder, input_ids: torch.Tensor) -> dict[str, float
 def covariance_at_initialisation(config: RunConfig, input_ids: torch.Tensor) -> dict[str, float]:
     """``token_covariance`` of the model ``config`` builds (seeded by ``config.seed``),
     untrained. ``config.model`` must have its vocabulary and block size filled in."""
-    from mixit.train import build_model
-
     return token_covariance(build_model(config).eval(), input_ids)

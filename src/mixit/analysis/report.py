@@ -9,6 +9,8 @@ from mixit.analysis.attention import attention_patterns, head_scores, plot_atten
 from mixit.analysis.covariance import token_covariance
 from mixit.errors import UsageError
 from mixit.io import write_json
+from mixit.rundir import load_run
+from mixit.tasks import get_task
 
 ANALYSES = ("attention", "covariance")
 PAD = 0  # every task pads (left or right) with token 0
@@ -16,9 +18,6 @@ PAD = 0  # every task pads (left or right) with token 0
 
 def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str:
     """Run one analysis, write its JSON (and figures) under ``out``, return a printable text."""
-    from mixit.rundir import load_run
-    from mixit.tasks import get_task
-
     if kind not in ANALYSES:
         raise UsageError(f"unknown analysis '{kind}'; choose one of: {', '.join(ANALYSES)}")
     model, config = load_run(run_dir)
@@ -51,9 +50,6 @@ def mean_uniformity(run_dir: str | Path, sequences: int = 64) -> float | None:
     heads, on its first training sequences: 1 is plain averaging, 0 one position. None for a
     model whose attention mixit has no taps on (a ``model.arch`` model, a bottleneck readout:
     ``load_run`` refuses those)."""
-    from mixit.rundir import load_run
-    from mixit.tasks import get_task
-
     try:
         model, config = load_run(run_dir)
     except UsageError:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mixit.data.cache import cache_key
 from mixit.errors import UsageError
 from mixit.io import make_dir
 
@@ -182,7 +183,6 @@ def task_tokenizer(
     trainers = {"bpe": train_bpe, "words": train_words}
     if name not in trainers:
         return load_pretrained_tokenizer(name)
-    from mixit.data.cache import cache_key
 
     path = cache / f"{name}-{cache_key(**source, vocab_size=vocab_size)}.json"
     return trainers[name]([] if path.exists() else training_texts(), vocab_size, path)

@@ -34,7 +34,10 @@ from mixit.experiments.differences import (
     check_differences,
     flips,
 )
+from mixit.experiments.registry import EXPERIMENTS
+from mixit.experiments.runner import plan_reproduction
 from mixit.io import make_dir, write_json, write_text
+from mixit.runs import train_missing
 from mixit.variants import VARIANTS
 
 
@@ -44,9 +47,6 @@ def plan_ablation(
     """The experiments judging ``claims`` and the config of every (difference, run) they need;
     the equations' runs come first, under the name ``EQUATIONS``. ``how.overrides`` apply to
     every run, after everything else (as ``reproduce``'s)."""
-    from mixit.experiments import EXPERIMENTS
-    from mixit.experiments.runner import plan_reproduction
-
     unknown = [c for c in claims if c not in CLAIM_EXPERIMENT]
     if unknown:
         raise UsageError(
@@ -88,8 +88,6 @@ def ablate(
     MixiT numbers against the equations' construction. With ``train=False`` nothing is
     trained and the report covers the claims and differences whose runs are finished
     (``reportable``)."""
-    from mixit.runs import train_missing
-
     differences, claims = selection(differences, claims)
     names, configs = plan_ablation(differences, claims, how)
     out = Path(how.out)
@@ -131,7 +129,6 @@ def reportable(
     """What a report can say while the ablation trains: the claims whose experiment's
     equations' runs are all finished, the differences whose runs for those claims are, and the
     claims left out. None ready is a UsageError."""
-    from mixit.experiments import EXPERIMENTS
 
     def finished(difference: str, claim: str) -> bool:
         plan = EXPERIMENTS[CLAIM_EXPERIMENT[claim]].plan(how.scale, how.seed_range)

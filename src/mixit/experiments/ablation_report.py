@@ -14,7 +14,9 @@ from typing import Any
 
 from mixit.experiments.base import REPRODUCED, Claim, Reproduction, Run, markdown_table, seeds_text
 from mixit.experiments.differences import CLAIM_EXPERIMENT, DIFFERENCES, EQUATIONS, WHOLE
+from mixit.experiments.registry import EXPERIMENTS
 from mixit.experiments.table5 import SAME_SIGMA
+from mixit.experiments.verdicts import write_claims
 from mixit.io import make_dir
 from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
 
@@ -165,8 +167,6 @@ def judge(
     """Each difference's verdict on each claim (its experiments' reports, plots under
     ``folder``), the shift of the claim's MixiT numbers from the equations' runs, and whether
     its standard runs learned the tasks they are the reference on."""
-    from mixit.experiments import EXPERIMENTS
-
     scale, seeds = how.scale, how.seed_range
     planned = {c: set(EXPERIMENTS[CLAIM_EXPERIMENT[c]].plan(scale, seeds)) for c in claims}
     base = {run: s for (d, run), s in summaries.items() if d == EQUATIONS}
@@ -241,14 +241,12 @@ def dependence(out: Path, setting: Mapping[str, Any]) -> dict[str, str]:
 def annotate_claims(out: Path) -> None:
     """Rewrite ``OUT/claims.json`` and ``claims.md``, if a reproduction wrote them, with what
     the ablation now says each verdict turns on."""
-    from mixit.experiments.verdicts import write_claims
-
     try:
         stored = json.loads((out / "claims.json").read_text())
         claims = [Claim(**claim) for claim in stored.pop("claims")]
     except (OSError, ValueError, KeyError, TypeError):
         return
-    write_claims(out, claims, stored)
+    write_claims(out, claims, stored, dependence(out, stored))
 
 
 def ablation_markdown(

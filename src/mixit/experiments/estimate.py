@@ -10,7 +10,9 @@ from typing import Any
 
 from mixit import tuning
 from mixit.config import RunConfig
+from mixit.cost import GIB, fewest_pieces, get_target
 from mixit.estimate import duration
+from mixit.experiments.ablation import plan_ablation, selection
 from mixit.experiments.base import Experiment, Reproduction, Run
 from mixit.experiments.runner import plan_reproduction, tuning_groups
 from mixit.resolve import resolve_device
@@ -72,8 +74,6 @@ def estimate_ablation(
     construction first; all differences and claims when None), the runs it needs and what
     those not yet finished cost. A run a difference leaves unchanged is the equations' run and
     counts in both rows."""
-    from mixit.experiments.ablation import plan_ablation, selection
-
     _, planned = plan_ablation(*selection(differences, claims), how)
     groups: dict[str, set[str]] = {}
     for (difference, _run), config in planned.items():
@@ -127,8 +127,6 @@ def _estimate(
 
 def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dict[str, Any]:
     """The target device and the largest run's memory, and the runs that do not fit."""
-    from mixit.cost import GIB, fewest_pieces, get_target
-
     device = get_target(target)
     largest = max((t["memory_bytes"] for t in timings.values()), default=0)
     return {

@@ -31,6 +31,7 @@ from mixit.experiments.base import (
     test_split,
 )
 from mixit.experiments.claims import claim, margin
+from mixit.rundir import load_run
 from mixit.tasks.retrieval import value_positions
 
 MODELS = ("standard", "frozen-qk", "frozen-mlp", "mixit", "random")
@@ -43,8 +44,6 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 
 def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, object]:
-    from mixit.rundir import load_run
-
     model, config = load_run(run_dir)
     inputs = test_split(config).inputs[:SEQUENCES]
     patterns = attention_patterns(model, inputs)  # (L, S, H, T, T), read once for both

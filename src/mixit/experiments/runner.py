@@ -18,6 +18,7 @@ from typing import Any
 from mixit import tuning
 from mixit.config import MAX_SEED, RunConfig, apply_overrides
 from mixit.errors import UsageError
+from mixit.experiments.ablation_report import dependence
 from mixit.experiments.base import (
     SCALES,
     TUNED_ON_SEEDS,
@@ -27,6 +28,7 @@ from mixit.experiments.base import (
     Run,
     seeds_text,
 )
+from mixit.experiments.registry import EXPERIMENTS
 from mixit.experiments.tuned_presets import choices, preset_path, tuned_presets, with_choices
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.io import make_dir, read_json, write_json, write_text
@@ -100,8 +102,6 @@ def plan_reproduction(
     """The named experiments (``["all"]``: every one) and the resolved config of each run they
     plan; a bad name or setting fails here, before anything trains. ``tuned``, per task and
     model, stands in for ``how.tuned``'s ``best.json`` (the ablation's flipped options)."""
-    from mixit.experiments import EXPERIMENTS
-
     scale, seeds = how.scale, how.seed_range
     if scale not in SCALES:
         raise UsageError(f"--scale '{scale}' is not one of: {', '.join(SCALES)}")
@@ -297,7 +297,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
             judged_claim.independent_of = list(experiment.independent_of)
         judged += claims
     write_json(out / "timing.json", timing)
-    return record_claims(out, judged, setting, seed_range)
+    return record_claims(out, judged, setting, seed_range, dependence(out, setting))
 
 
 def rejudged(

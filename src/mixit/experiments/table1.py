@@ -25,6 +25,9 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import bar_plot
+from mixit.rundir import load_run
+from mixit.scoring import correct_rows
+from mixit.tasks.khop import accuracy_by_hops
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 PAPER = {  # Table 1, test accuracy
@@ -37,10 +40,6 @@ CLAIM_OF = {"retrieval": "C1", "khop": "C2"}
 def by_hops(run_dir: str) -> list[float | None] | None:
     """A k-hop run's test accuracy for k = 1..max_hops: which hops a model has learned (None
     for a run whose weights were not kept, e.g. a record of its config and summary alone)."""
-    from mixit.rundir import load_run
-    from mixit.scoring import correct_rows
-    from mixit.tasks.khop import accuracy_by_hops
-
     if not (Path(run_dir) / "model.safetensors").is_file():
         return None
     model, config = load_run(run_dir)

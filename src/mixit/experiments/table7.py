@@ -34,6 +34,9 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import line_plot
+from mixit.resolve import fit_model_to_data
+from mixit.rundir import load_run
+from mixit.tasks import get_task
 
 MODELS = ("random", "mixit")
 DEPTHS = (2, 4, 8, 16, 32)
@@ -79,9 +82,6 @@ def _at_initialisation(
     scale: str, seeds: range, overrides: Overrides
 ) -> dict[str, list[list[dict[str, float]]]]:
     """{model: [[{covariance, correlation} per seed] per depth]} on test text windows."""
-    from mixit.resolve import fit_model_to_data
-    from mixit.tasks import get_task
-
     first = _init_config(scale, "mixit", DEPTHS[0], 0, overrides)
     data = get_task("lm").make_data(first.task, 0)
     inputs = data.test.inputs[:SEQUENCES]  # (S, T)
@@ -110,9 +110,6 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
 def report(
     scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
 ) -> Report:
-    from mixit.rundir import load_run
-    from mixit.tasks import get_task
-
     key = measurement_key(scale, seeds, overrides, depths=list(DEPTHS), sequences=SEQUENCES)
     init = cached_measurement(
         out / "measurements.json", key, lambda: _at_initialisation(scale, seeds, overrides)

@@ -46,6 +46,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import line_plot
+from mixit.resolve import resolve_config
 
 WIDTHS = {
     "tiny": (32, 64, 128, 256),
@@ -115,8 +116,6 @@ def _sample_path(step) -> list[list[float]]:
 
 
 def _model_config(variant: str, depth: int, seed: int, overrides: Overrides) -> RunConfig:
-    from mixit.resolve import resolve_config
-
     shape = {
         **MODEL_SHAPE,
         "model.n_layer": depth,

@@ -22,6 +22,7 @@ from typing import Any
 
 from mixit.analysis.throughput import training_throughput
 from mixit.config import RunConfig
+from mixit.devices import auto_device
 from mixit.experiments.base import (
     SCALE_PRESET,
     SEEDS,
@@ -39,6 +40,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import bar_plot
+from mixit.resolve import resolve_config
 
 MODELS = ("standard", "frozen-qk", "mixit")
 PAPER = {"standard": 1022.8, "frozen-qk": 1267.1, "mixit": 1349.0}  # samples/s, appendix D
@@ -51,8 +53,6 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 
 def _configs(scale: str, overrides: Overrides) -> dict[str, RunConfig]:
-    from mixit.resolve import resolve_config
-
     models = measured_overrides(overrides)
     return {m: resolve_config("lm", m, SCALE_PRESET[scale], 0, models) for m in MODELS}
 
@@ -62,8 +62,6 @@ def measures(scale: str, seeds: range, overrides: Overrides) -> list[RunConfig]:
 
 
 def _measure(scale: str, seeds: range, overrides: Overrides) -> dict[str, Any]:
-    from mixit.devices import auto_device
-
     device = auto_device().type
     configs = _configs(scale, overrides)
     seq_len, batch = configs["standard"].task.seq_len, configs["standard"].train.batch_size

@@ -17,21 +17,26 @@ from mixit.experiments.base import (
     seeds_label,
     seeds_text,
 )
+from mixit.experiments.claims import CLAIMS
 from mixit.io import write_json, write_text
 
 
 def record_claims(
-    out: Path, judged: list[Claim], setting: dict[str, Any], seeds: range
+    out: Path,
+    judged: list[Claim],
+    setting: dict[str, Any],
+    seeds: range,
+    ablation_notes: Mapping[str, str],
 ) -> list[Claim]:
     """Merge this call's verdicts into OUT/claims.json (and .md), each claim carrying its
-    verdict on every seed range judged so far."""
+    verdict on every seed range judged so far and its ``ablation_notes`` entry."""
     claims = merge_claims(out, judged, setting)
     history = verdicts_by_seeds(out, setting)
     for merged_claim in claims:
         merged_claim.by_seeds = history.get(merged_claim.id, {})
         if merged_claim.verdict != NOT_RUN:
             merged_claim.by_seeds[seeds_label(seeds)] = merged_claim.verdict
-    write_claims(out, claims, setting)
+    write_claims(out, claims, setting, ablation_notes)
     return claims
 
 
@@ -73,8 +78,6 @@ def verdicts_by_seeds(out: Path, setting: Mapping[str, Any]) -> dict[str, dict[s
 def merge_claims(out: Path, judged: Sequence[Claim], setting: Mapping[str, Any]) -> list[Claim]:
     """The claims of this reproduction, with verdicts from earlier ones under the same
     setting kept for the others."""
-    from mixit.experiments.claims import CLAIMS
-
     earlier = earlier_claims(out, setting)
     new = {claim.id: claim for claim in judged}
     merged = []
@@ -191,13 +194,16 @@ def format_measured(value: Any) -> str:
     return str(value)
 
 
-def write_claims(out: Path, claims: Sequence[Claim], setting: Mapping[str, Any]) -> None:
-    """``OUT/claims.json`` and ``claims.md``, each claim with what an ablation in ``OUT`` at
-    the same scale and seeds says its verdict turns on."""
-    from mixit.experiments.ablation_report import dependence
-
-    notes = dependence(out, setting)
+def write_claims(
+    out: Path,
+    claims: Sequence[Claim],
+    setting: Mapping[str, Any],
+    ablation_notes: Mapping[str, str],
+) -> None:
+    """``OUT/claims.json`` and ``claims.md``, each claim with what an ablation at the same
+    scale and seeds says its verdict turns on (``ablation_notes`` by claim id, from
+    ``ablation_report.dependence``)."""
     for claim in claims:
-        claim.ablation = notes.get(claim.id, "")
+        claim.ablation = ablation_notes.get(claim.id, "")
     write_json(out / "claims.json", {**setting, "claims": [vars(claim) for claim in claims]})
     write_text(out / "claims.md", claims_markdown(claims, setting))

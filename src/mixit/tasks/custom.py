@@ -22,6 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
+from mixit.data import (
+    default_cache_dir,
+    encode_texts,
+    file_fingerprint,
+    task_tokenizer,
+    tokenizer_vocab_size,
+)
 from mixit.errors import UsageError
 from mixit.tasks.base import (
     TaskData,
@@ -169,8 +176,6 @@ def encoded_pairs(config: CustomConfig) -> tuple[Pairs, Pairs, int]:
     Training reads the files for its data and the model reads them again for a
     ``task.readout=targets`` label set; both get one reading and tokenization, kept while
     the files' size and modification time stay as they were."""
-    from mixit.data import file_fingerprint
-
     config.validate()
     fingerprint = tuple(tuple(entry) for entry in file_fingerprint(config.data_files))
     return _encoded_pairs(
@@ -204,13 +209,6 @@ def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
         symbols = sorted({c for a, b in train for c in a + b})
         index = {c: FIRST_SYMBOL + i for i, c in enumerate(symbols)}
         return (lambda text: [index.get(c, UNK) for c in text]), FIRST_SYMBOL + len(symbols)
-    from mixit.data import (
-        default_cache_dir,
-        encode_texts,
-        file_fingerprint,
-        task_tokenizer,
-        tokenizer_vocab_size,
-    )
 
     source = {"task": "custom", "files": file_fingerprint(config.data_files)}
     tokenizer = task_tokenizer(

@@ -17,6 +17,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from mixit.data import (
+    EOS,
+    LM_SOURCES,
+    cache_key,
+    cached_array,
+    default_cache_dir,
+    encode_texts,
+    file_fingerprint,
+    load_lm_texts,
+    special_token_id,
+    task_tokenizer,
+    tokenizer_vocab_size,
+)
 from mixit.errors import UsageError
 from mixit.tasks.base import (
     Split,
@@ -44,8 +57,6 @@ class LMConfig:
     cache_dir: str = ""  # tokenizer and token cache; empty: $MIXIT_CACHE or ~/.cache/mixit
 
     def validate(self) -> None:
-        from mixit.data import LM_SOURCES
-
         check_positive(self, "seq_len", "vocab_size")
         if self.dataset and self.dataset not in LM_SOURCES:
             raise UsageError(
@@ -71,15 +82,11 @@ def resolve_dataset(config: LMConfig) -> str:
 
 @functools.lru_cache(maxsize=2)
 def _texts(dataset: str, data_files: str, max_documents: int) -> tuple[list[str], list[str]]:
-    from mixit.data import load_lm_texts
-
     return load_lm_texts(dataset, data_files, max_documents)
 
 
 def _source(config: LMConfig) -> dict[str, object]:
     """What the corpus is: the key of its tokenizer and token caches."""
-    from mixit.data import file_fingerprint
-
     return {
         "dataset": resolve_dataset(config),
         "files": file_fingerprint(config.data_files),
@@ -89,8 +96,6 @@ def _source(config: LMConfig) -> dict[str, object]:
 
 def lm_tokenizer(config: LMConfig):
     """The task's tokenizer: trained on the training split (and cached), or a named one."""
-    from mixit.data import default_cache_dir, task_tokenizer
-
     source = _source(config)
     return task_tokenizer(
         config.tokenizer,
@@ -106,16 +111,6 @@ def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
 
     Both streams are cached as .npy files keyed by source, files, tokenizer and split.
     """
-    from mixit.data import (
-        EOS,
-        cache_key,
-        cached_array,
-        default_cache_dir,
-        encode_texts,
-        special_token_id,
-        tokenizer_vocab_size,
-    )
-
     cache = default_cache_dir(config.cache_dir)
     source = _source(config)
 

