@@ -13,7 +13,7 @@ from mixit.config import ModelConfig
 from mixit.errors import UsageError
 from mixit.model import Decoder
 from mixit.resolve import resolve_config
-from mixit.train import lr_multiplier
+from mixit.step import lr_multiplier
 from mixit.variants import VARIANTS
 
 

@@ -8,7 +8,7 @@ from mixit.config import ModelConfig, RunConfig
 from mixit.model import PARAM_GROUPS, Decoder
 from mixit.resolve import resolve_config
 from mixit.scoring import sequence_loss
-from mixit.train import make_optimizer
+from mixit.step import make_optimizer
 from mixit.variants import VARIANTS
 
 ALL = list(VARIANTS)

@@ -11,8 +11,9 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from mixit.config import ModelConfig, TrainConfig, parse_overrides  # noqa: E402
+from mixit.config import ModelConfig, TrainConfig  # noqa: E402
 from mixit.errors import UsageError  # noqa: E402
+from mixit.overrides import parse_overrides  # noqa: E402
 from mixit.resolve import resolve_config  # noqa: E402
 
 KEYS = [f"model.{f.name}" for f in dataclasses.fields(ModelConfig)] + [

@@ -23,7 +23,8 @@ from mixit.launchers import Launch
 from mixit.model import Decoder
 from mixit.results import read_results_csv
 from mixit.runs import list_schedule, run_dir_name
-from mixit.train import make_optimizer, time_training
+from mixit.step import make_optimizer
+from mixit.train import time_training
 from mixit.variants import get_variant
 
 TWO_JOBS = Launch(jobs=2)
@@ -132,7 +133,7 @@ def test_run_directory_name_follows_the_config():
 def test_every_recorded_run_keeps_its_directory_name():
     """A result setting added without its ``config.ADDED_LATER`` entry renames every earlier
     run directory, so no finished run would be found again: the committed records pin them."""
-    from mixit.config import from_dict
+    from mixit.overrides import from_dict
     from mixit.tasks import get_task
 
     records = sorted((Path(__file__).parents[1] / "results").glob("*/runs/*/config.json"))

@@ -14,7 +14,7 @@ from mixit.config import RunConfig, TrainConfig
 from mixit.errors import TrainingDiverged, UsageError
 from mixit.resolve import resolve_config
 from mixit.runs import run_dir_name
-from mixit.train import lr_factor
+from mixit.step import lr_factor
 from mixit.variants import VARIANTS
 
 # A retrieval problem small enough to train in about a second.

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import mixit.tuning as tuning
+import mixit.tuning_rules as tuning_rules
 from mixit import compare
 from mixit.cli import main
 from mixit.compare import Comparison
@@ -21,7 +22,8 @@ from mixit.runs import run_dir_name
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData, hold_out_validation
 from mixit.train import run as train_run
-from mixit.tuning import GRID, GRID_STEP, Candidate, Trial, Tuner
+from mixit.tuning import Tuner
+from mixit.tuning_rules import GRID, GRID_STEP, Candidate, Trial
 
 QUICK = {
     "task.vocab_size": 16,
@@ -62,15 +64,15 @@ def test_a_halted_run_resumed_is_the_uninterrupted_run(tmp_path):
 
 
 def test_the_tuning_seed_is_none_of_the_verdict_seeds():
-    assert tuning.tuning_seed(range(3)) == 1000
-    assert tuning.tuning_seed([*range(100, 103), *range(200, 203)]) == 1000
-    assert tuning.tuning_seed(range(998, 1002)) == 1002
+    assert tuning_rules.tuning_seed(range(3)) == 1000
+    assert tuning_rules.tuning_seed([*range(100, 103), *range(200, 203)]) == 1000
+    assert tuning_rules.tuning_seed(range(998, 1002)) == 1002
 
 
 def test_rungs_are_evaluation_steps_near_a_quarter_and_a_half_of_the_budget():
-    assert tuning.rung_steps(2400, 400) == [800, 1200, 2400]
-    assert tuning.rung_steps(1000, 250) == [250, 500, 1000]
-    assert tuning.rung_steps(4, 4) == [4]
+    assert tuning_rules.rung_steps(2400, 400) == [800, 1200, 2400]
+    assert tuning_rules.rung_steps(1000, 250) == [250, 500, 1000]
+    assert tuning_rules.rung_steps(4, 4) == [4]
 
 
 def planted(monkeypatch, score_of) -> list[tuple[int, int]]:
@@ -97,7 +99,7 @@ def quick_base(steps=16):
 
 
 def halve(tmp_path, grid=None):
-    return Tuner(1000, tmp_path).halve({"standard": (quick_base(), grid or tuning.grid())})
+    return Tuner(1000, tmp_path).halve({"standard": (quick_base(), grid or tuning_rules.grid())})
 
 
 def test_halving_keeps_the_best_rate_and_trains_the_others_part_of_the_budget(
@@ -126,7 +128,7 @@ def test_the_grid_stops_at_its_bound_and_says_so(tmp_path, monkeypatch):
     planted(monkeypatch, lambda k, step: 0.5 + 0.1 * k)  # ever higher rates score better
     record = halve(tmp_path)["standard"]
     tried = sorted(lr for lr, *_ in record["validation"])
-    assert len(tried) == 3 + tuning.EDGE_BOUND - 1 and record["edge"] == "bound"
+    assert len(tried) == 3 + tuning_rules.EDGE_BOUND - 1 and record["edge"] == "bound"
     assert math.log10(tried[-1] / tried[0]) == pytest.approx(2.0)
 
 
@@ -159,17 +161,17 @@ def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
 def test_a_model_still_rising_trains_again_at_twice_its_budget_up_to_the_cap(tmp_path):
     tuner, base = Tuner(1000, tmp_path), quick_base(steps=8)
     candidate = Candidate(0)
-    rising = Trial(candidate, tuning.candidate_config(base, candidate, 1000))
+    rising = Trial(candidate, tuning_rules.candidate_config(base, candidate, 1000))
     tuner.train_to([rising], 8)
     records = read_records(Path(rising.run_dir) / "metrics.jsonl")
     half = next(r for r in records if r["step"] == 4)["test_accuracy"]
     rises = records[-1]["test_accuracy"] - half > 0.02
-    assert tuning.still_rising(rising) == rises
+    assert tuning_rules.still_rising(rising) == rises
     steps, budgets = tuning.budget(tuner, base, rising)
     assert budgets[0]["steps"] == 8 and budgets[0]["rising"] == rises
     assert all(b["steps"] == 8 * 2**i for i, b in enumerate(budgets))
-    assert steps == budgets[-1]["steps"] <= tuning.BUDGET_CAP * 8
-    assert not budgets[-1]["rising"] or steps == tuning.BUDGET_CAP * 8
+    assert steps == budgets[-1]["steps"] <= tuning_rules.BUDGET_CAP * 8
+    assert not budgets[-1]["rising"] or steps == tuning_rules.BUDGET_CAP * 8
 
 
 def test_compare_tunes_each_model_and_trains_its_seeds_at_the_choice(tmp_path):

@@ -23,7 +23,8 @@ from typing import Any
 
 from mixit.compare import Comparison, compare
 from mixit.io import make_dir, write_json
-from mixit.tuning import Candidate, Trial, Tuner, candidate_config, tuning_seed
+from mixit.tuning import Tuner
+from mixit.tuning_rules import Candidate, Trial, candidate_config, tuning_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "tuning-cost"

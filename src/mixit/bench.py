@@ -31,8 +31,8 @@ from mixit.export import llama_config
 from mixit.generate import cache_bytes_per_token, generate
 from mixit.memory import check_fits
 from mixit.resolve import holds_mixing_matrices, resolve_config, resolve_device
+from mixit.step import use_tensor_cores
 from mixit.tasks import TASKS
-from mixit.train import use_tensor_cores
 
 PEAK_SIZE = {"cpu": 1024, "cuda": 8192}  # the square matmul of a peak: a GPU's needs a large one
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mixit import tuning
+from mixit import tuning, tuning_rules
 from mixit.analysis.report import mean_uniformity
 from mixit.config import ARCH_INITS, RunConfig
 from mixit.errors import RunsPending, UsageError
@@ -95,7 +95,7 @@ def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -
         "rows": [],
         "no_reference": [cause, *litmus.get("no_reference", [])],
         "next": "a larger width (model.n_embd), or a budget beyond the protocol's cap of "
-        f"{tuning.BUDGET_CAP}x the preset's steps (train.steps)",
+        f"{tuning_rules.BUDGET_CAP}x the preset's steps (train.steps)",
     }
 
 

@@ -10,7 +10,7 @@ from mixit.compare import Comparison
 from mixit.cost import fewest_pieces, get_target
 from mixit.resolve import resolve_device
 from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
-from mixit.tuning import GRID, halving_budgets
+from mixit.tuning_rules import GRID, halving_budgets
 from mixit.workers import worker_threads
 
 

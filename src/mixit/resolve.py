@@ -12,11 +12,12 @@ import torch
 
 from mixit.arch import BUILT_IN, check_arch
 from mixit.attention import mixer_traits
-from mixit.config import MAX_SEED, RunConfig, apply_overrides, from_dict
+from mixit.config import MAX_SEED, RunConfig
 from mixit.constructions import construction_overrides
 from mixit.devices import present_device
 from mixit.errors import UsageError
 from mixit.memory import available_bytes, check_fits
+from mixit.overrides import apply_overrides, from_dict
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
 from mixit.variants import get_variant
 

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from mixit.config import RunConfig
 from mixit.model import Decoder
-from mixit.train import make_optimizer, mixed_precision, use_tensor_cores
+from mixit.step import make_optimizer, mixed_precision, use_tensor_cores
 from mixit.variants import get_variant
 
 Step = Callable[[], None]

@@ -9,9 +9,9 @@ from typing import Any
 
 from mixit.bench import bench, bench_configs, format_bench
 from mixit.cli.options import count, model_names
-from mixit.config import parse_overrides
 from mixit.cost_check import cost_check, format_cost_check
 from mixit.io import check_writable, write_json
+from mixit.overrides import parse_overrides
 from mixit.tasks import PRESET_NAMES
 
 

@@ -6,10 +6,10 @@ import argparse
 import math
 import re
 
-from mixit.config import parse_overrides
 from mixit.devices import check_ranks_fit
 from mixit.errors import UsageError
 from mixit.launchers import Launch, check_launcher, parse_options
+from mixit.overrides import parse_overrides
 from mixit.tasks import PRESET_NAMES, TASKS
 from mixit.variants import VARIANTS
 

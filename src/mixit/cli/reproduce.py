@@ -15,15 +15,15 @@ from mixit.cli.options import (
     launch_options,
     names,
 )
-from mixit.config import parse_overrides
 from mixit.errors import UsageError
+from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce
 from mixit.experiments.ablation import ablate
 from mixit.experiments.base import Reproduction
 from mixit.experiments.estimate import (
     estimate_ablation,
     format_reproduction_estimate,
 )
-from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce
+from mixit.overrides import parse_overrides
 
 
 def add(commands: Any) -> None:

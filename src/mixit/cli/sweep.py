@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from mixit.cli.options import count
-from mixit.config import parse_overrides
 from mixit.errors import UsageError
 from mixit.io import write_json
+from mixit.overrides import parse_overrides
 from mixit.sweep import best_configs, sweep
 
 

@@ -21,7 +21,6 @@ import csv
 import hashlib
 import importlib.util
 import itertools
-import json
 import os
 import re
 import socket
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from mixit.data.files import check_file, first_line, read_columns, split_files
 from mixit.errors import UsageError
 
 LM_SOURCES = ("sotu", "wikitext-103", "fineweb-edu", "files")
@@ -59,11 +59,6 @@ _STAGE_WORDS = re.compile(
 # ----------------------------------------------------------------------------- helpers
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
 def _hash_fraction(text: str) -> float:
     """A fixed pseudo-random number in [0, 1) derived from the text (stable across runs)."""
     digest = hashlib.sha256(text.encode("utf-8")).digest()
@@ -79,108 +74,6 @@ def _package_dir(name: str) -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _split_files(data_files: str) -> list[Path]:
-    paths = [Path(p.strip()).expanduser() for p in data_files.split(",") if p.strip()]
-    if not paths:
-        raise UsageError(
-            "task.dataset=files needs task.data_files: comma-separated paths, e.g. "
-            "task.data_files=train.txt,test.txt"
-        )
-    return paths
-
-
-def _check_file(path: Path, extensions: tuple[str, ...]) -> None:
-    if path.suffix.lower() not in extensions:
-        raise UsageError(
-            f"{path}: unknown file type {path.suffix or '(none)'!r}; accepted: "
-            + ", ".join(extensions)
-        )
-    if not path.is_file():
-        raise UsageError(f"data file not found: {path}")
-    if path.stat().st_size == 0:
-        raise UsageError(f"data file is empty: {path}")
-
-
-def _read_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
-    """The named columns of a .jsonl, .csv or .parquet file (already checked to exist)."""
-    try:
-        return _read_columns_unchecked(path, columns)
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except csv.Error as e:
-        raise UsageError(f"{path}: malformed CSV ({_first_line(e)})") from None
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
-
-
-def _read_columns_unchecked(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
-    reader = {".jsonl": _jsonl_columns, ".csv": _csv_columns}.get(path.suffix.lower())
-    out = (reader or _parquet_columns)(path, columns)
-    for c, values in out.items():
-        if not values:
-            raise UsageError(f"{path}: no rows")
-        if c == "text":
-            for row, value in enumerate(values, start=1):
-                if not isinstance(value, str):
-                    raise UsageError(
-                        f"{path} row {row}: 'text' must be a string, found {type(value).__name__}"
-                    )
-    return out
-
-
-def _jsonl_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {c: [] for c in columns}
-    with open(path, encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not data
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UsageError(f"{path} line {number}: not valid JSON ({e.msg})") from None
-            for c in columns:
-                if not isinstance(record, dict) or c not in record:
-                    raise UsageError(
-                        f"{path} line {number}: no {c!r} field; each line must be a JSON "
-                        f"object with fields {', '.join(columns)}"
-                    )
-                out[c].append(record[c])
-    return out
-
-
-def _csv_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {c: [] for c in columns}
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # documents can be long
-    with open(path, encoding="utf-8-sig", newline="") as f:  # as spreadsheets save it
-        reader = csv.DictReader(f)
-        _check_columns(path, columns, reader.fieldnames or [])
-        for row in reader:
-            for c in columns:
-                if row[c] is None:
-                    raise UsageError(f"{path} line {reader.line_num}: missing {c!r} value")
-                out[c].append(row[c])
-    return out
-
-
-def _parquet_columns(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
-    import pyarrow.parquet as pq
-
-    try:
-        _check_columns(path, columns, pq.read_schema(path).names)
-        table = pq.read_table(path, columns=list(columns))
-    except UsageError:
-        raise
-    except Exception as e:
-        raise UsageError(f"{path}: not a readable parquet file ({_first_line(e)})") from None
-    return {c: table.column(c).to_pylist() for c in columns}
-
-
-def _check_columns(path: Path, columns: tuple[str, ...], found: list[str]) -> None:
-    missing = [c for c in columns if c not in found]
-    if missing:
-        raise UsageError(f"{path}: no {missing[0]!r} column; columns found: {', '.join(found)}")
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -223,7 +116,7 @@ def _from_hub(source: str, hint: str, load: Callable[[Any], Any]) -> Any:
         if offline:
             raise UsageError(unreachable) from None
         raise UsageError(
-            f"could not load {source!r} from the Hugging Face hub ({_first_line(e)}); or use {hint}"
+            f"could not load {source!r} from the Hugging Face hub ({first_line(e)}); or use {hint}"
         ) from None
 
 
@@ -260,7 +153,7 @@ def _sotu() -> tuple[list[str], list[str]]:
 
 
 def _lm_documents(path: Path, *, paragraphs: bool = False) -> list[str]:
-    _check_file(path, LM_EXTENSIONS)
+    check_file(path, LM_EXTENSIONS)
     if path.suffix.lower() == ".txt":
         try:
             text = path.read_text("utf-8")
@@ -268,7 +161,7 @@ def _lm_documents(path: Path, *, paragraphs: bool = False) -> list[str]:
             raise UsageError(f"{path}: not UTF-8 text (byte {e.start})") from None
         docs = re.split(r"\n\s*\n", text) if paragraphs else [text]
     else:
-        docs = _read_columns(path, ("text",))["text"]
+        docs = read_columns(path, ("text",))["text"]
     docs = [d for d in docs if d.strip()]
     if not docs:
         raise UsageError(f"data file has no text: {path}")
@@ -276,7 +169,7 @@ def _lm_documents(path: Path, *, paragraphs: bool = False) -> list[str]:
 
 
 def _lm_files(data_files: str) -> tuple[list[str], list[str]]:
-    paths = _split_files(data_files)
+    paths = split_files(data_files)
     if len(paths) >= 2:
         test = [doc for p in paths[1:] for doc in _lm_documents(p)]
         return _lm_documents(paths[0]), test
@@ -375,15 +268,15 @@ def _label_key(value: Any) -> str:
 
 
 def _sentiment_files(data_files: str) -> tuple[list[str], list[int], list[str], list[int]]:
-    paths = _split_files(data_files)
+    paths = split_files(data_files)
     if len(paths) != 2:
         raise UsageError(
             f"sentiment task.data_files needs exactly two files, train,test; got {len(paths)}"
         )
     parts = []
     for path in paths:
-        _check_file(path, TABLE_EXTENSIONS)
-        columns = _read_columns(path, ("text", "label"))
+        check_file(path, TABLE_EXTENSIONS)
+        columns = read_columns(path, ("text", "label"))
         keys = [_label_key(v) for v in columns["label"]]
         if "" in keys:
             raise UsageError(f"{path} row {keys.index('') + 1}: empty label")

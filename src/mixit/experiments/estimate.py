@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit import tuning
+from mixit import tuning_rules
 from mixit.config import RunConfig
 from mixit.cost import GIB, fewest_pieces, get_target
 from mixit.estimate import duration
@@ -54,12 +54,12 @@ def tuning_costs(
     tuning seed, that config, and the budgets of one run its halving trains (its grid once per
     initialisation its experiment tunes among). A group whose middle run is finished in
     ``how.out`` costs nothing: an earlier call tuned it."""
-    seed = tuning.tuning_seed(how.seed_range)
+    seed = tuning_rules.tuning_seed(how.seed_range)
     costs = {}
     for (_, inits), runs in tuning_groups(experiments, configs, how)[0].items():
-        middle = tuning.Candidate(0, inits[0] if inits else None)
-        config = tuning.candidate_config(configs[runs[0]], middle, seed)
-        cost = tuning.halving_budgets(len(tuning.GRID) * max(1, len(inits)))
+        middle = tuning_rules.Candidate(0, inits[0] if inits else None)
+        config = tuning_rules.candidate_config(configs[runs[0]], middle, seed)
+        cost = tuning_rules.halving_budgets(len(tuning_rules.GRID) * max(1, len(inits)))
         costs[run_dir_name(config)] = (config, cost)
     return costs
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit import tuning
-from mixit.config import MAX_SEED, RunConfig, apply_overrides
+from mixit.config import MAX_SEED, RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.ablation_report import dependence
 from mixit.experiments.base import (
@@ -32,6 +32,7 @@ from mixit.experiments.registry import EXPERIMENTS
 from mixit.experiments.tuned_presets import choices, preset_path, tuned_presets, with_choices
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.io import make_dir, read_json, write_json, write_text
+from mixit.overrides import apply_overrides
 from mixit.resolve import validate
 from mixit.results import write_results_csv
 from mixit.runs import train_missing

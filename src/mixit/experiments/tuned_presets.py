@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mixit.config import RunConfig, apply_overrides
+from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import Run
+from mixit.overrides import apply_overrides
 
 TUNED = Path(__file__).with_name("tuned")
 
