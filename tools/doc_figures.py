@@ -13,6 +13,7 @@ block therefore fails the suite until it agrees with the file it names.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import math
@@ -416,6 +417,32 @@ def _benches() -> list[dict[str, Any]]:
     return sorted(runs, key=lambda run: run["rows"][0]["n_embd"])
 
 
+def source_sizes() -> str:
+    """docs/architecture.md: how many modules src/mixit has, those over 300 lines, and its
+    longest functions (tests/test_structure.py holds them to 400 and 60)."""
+    source = ROOT / "src" / "mixit"
+    modules = sorted(source.rglob("*.py"))
+    lengths = {path: len(path.read_text().splitlines()) for path in modules}
+    functions = []
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1
+                functions.append((size, f"{path.relative_to(source)}:{node.name}"))
+    longest = ", ".join(f"`{name}` ({size})" for size, name in sorted(functions)[::-1][:3])
+    lines = [
+        f"{len(modules)} modules, {sum(lengths.values()):,} lines in all. Longest functions: "
+        f"{longest}. Modules over 300 lines:",
+        "",
+        "| module | lines |",
+        "|---|---:|",
+    ]
+    for path, size in sorted(lengths.items(), key=lambda item: -item[1]):
+        if size > 300:
+            lines.append(f"| `{path.relative_to(source)}` | {size} |")
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "reproductions": reproductions,
     "rejudged": rejudged,
@@ -427,8 +454,14 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,
     "tuned-against-untuned": tuned_against_untuned,
+    "source-sizes": source_sizes,
 }
-DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reproduce.md", ROOT / "docs" / "tuning.md")
+DOCUMENTS = (
+    ROOT / "README.md",
+    ROOT / "docs" / "reproduce.md",
+    ROOT / "docs" / "tuning.md",
+    ROOT / "docs" / "architecture.md",
+)
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 
 

@@ -132,44 +132,64 @@ def compare(
     litmus reading of each variant against the standard model (``litmus``; ``tolerance``
     defaults to ``DEFAULT_TOLERANCE`` of the task's metric). ``launch``: see ``train_all``.
     """
-    models = list(models or VARIANTS)
-    spec = get_task(task)
-    if tune is None:
-        tune = list(TUNABLE) if tunes_by_default(overrides or {}) else []
-    unknown = [name for name in tune if name not in TUNABLE]
-    if unknown:
-        raise UsageError(f"--tune '{unknown[0]}' is not tunable; choose from: {', '.join(TUNABLE)}")
+    tune = _settings_to_tune(tune, overrides or {})
     seed_range = range(seed, seed + seeds)
-    plan = Comparison(task, tuple(models), preset, seed_range, Path(out), dict(overrides or {}))
+    models = tuple(models or VARIANTS)
+    plan = Comparison(task, models, preset, seed_range, Path(out), dict(overrides or {}))
     plan.configs()  # bad input fails before tuning
-    tuned = {}
-    if tune:
-        tuned = tune_comparison(plan, launch, progress)
+    tuned = tune_comparison(plan, launch, progress) if tune else {}
+    if tuned:
         write_json(Path(out) / "tuning.json", tuned)
     configs = plan.configs({model: t["overrides"] for model, t in tuned.items()})
     trained = train_all(configs, Path(out), progress, launch)
-    by_model = {model: [trained[model, s] for s in seed_range] for model in models}
+    result = comparison_result(plan, configs, trained, tuned, tolerance)
+    write_json(Path(out) / "compare.json", result)
+    return result
+
+
+def _settings_to_tune(tune: Sequence[str] | None, overrides: Mapping[str, Any]) -> list[str]:
+    """``compare``'s ``tune``, checked: None tunes a ``model.arch`` model only."""
+    if tune is None:
+        return list(TUNABLE) if tunes_by_default(overrides) else []
+    unknown = [name for name in tune if name not in TUNABLE]
+    if unknown:
+        raise UsageError(f"--tune '{unknown[0]}' is not tunable; choose from: {', '.join(TUNABLE)}")
+    return list(tune)
+
+
+def comparison_result(
+    plan: Comparison,
+    configs: Mapping[tuple[str, int], RunConfig],
+    trained: Mapping[tuple[str, int], dict[str, Any]],
+    tuned: Mapping[str, dict[str, Any]],
+    tolerance: float | None,
+) -> dict[str, Any]:
+    """compare.json: each model's row over the seeds, the chance level, what tuning chose,
+    and the litmus reading against the standard model."""
+    spec, first = get_task(plan.task), plan.seeds[0]
+    by_model = {model: [trained[model, s] for s in plan.seeds] for model in plan.models}
     rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
     chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]
-    result = {
-        "task": task,
+    result: dict[str, Any] = {
+        "task": plan.task,
         "metric": spec.metric,
         "higher_is_better": spec.higher_is_better,
-        "preset": preset,
-        "seeds": list(range(seed, seed + seeds)),
-        "overrides": dict(overrides or {}),
-        "chance": statistics.fmean(chances) if chances else task_chance(configs[models[0], seed]),
+        "preset": plan.preset,
+        "seeds": list(plan.seeds),
+        "overrides": dict(plan.overrides),
+        "chance": statistics.fmean(chances)
+        if chances
+        else task_chance(configs[plan.models[0], first]),
         "rows": rows,
     }
     if tuned:
-        result["tuned"] = tuned
+        result["tuned"] = dict(tuned)
     if tolerance is None:
         tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
-    steps = configs.get(("standard", seed), configs[models[0], seed]).train.steps
+    steps = configs.get(("standard", first), configs[plan.models[0], first]).train.steps
     result["litmus"] = reading(result, tolerance, steps)
     if tuned.get("standard", {}).get("learned") is False:
         result["litmus"] = not_learned_at_any_rate(result["litmus"], tuned["standard"])
-    write_json(Path(out) / "compare.json", result)
     return result
 
 

@@ -176,29 +176,7 @@ def cost_check(
                 continue
         else:
             measured = _measure_in_child(filled, shape)
-        step_flops = (
-            filled.train.batch_size
-            * shape.seq_len
-            * flops_per_token(filled, shape.seq_len, shape.scored_share)
-        )
-        seconds, memory = measured["step_seconds"], measured["memory_bytes"]
-        predicted = sum(memory_parts(filled, shape.seq_len, shape.scored_share, target).values())
-        rows.append(
-            {
-                "run": name,
-                "precision": filled.train.precision,
-                "micro_batches": filled.train.micro_batches,
-                "step_seconds": seconds,
-                "step_flops": step_flops,
-                "n_layer": filled.model.n_layer,
-                "steps": filled.train.steps,
-                "share_of_peak": step_flops / peaks[filled.train.precision] / seconds,
-                "time_ratio": seconds / target.step_seconds(filled, step_flops),
-                "memory_bytes": memory,
-                "predicted_memory_bytes": predicted,
-                "memory_ratio": memory / predicted,
-            }
-        )
+        rows.append(_row(name, filled, shape, measured, peaks, target))
     measured_rows = [row for row in rows if "step_seconds" in row]
     return {
         "scale": scale,
@@ -210,6 +188,38 @@ def cost_check(
         "steps_weighted_time_ratio": sum(r["steps"] * r["step_seconds"] for r in measured_rows)
         / sum(r["steps"] * r["step_seconds"] / r["time_ratio"] for r in measured_rows),
         "rows": rows,
+    }
+
+
+def _row(
+    name: str,
+    filled: RunConfig,
+    shape: Shape,
+    measured: Mapping[str, float],
+    peaks: Mapping[str, float],
+    target: Target,
+) -> dict[str, Any]:
+    """One config's measured step and memory beside the ``target``'s predictions."""
+    step_flops = (
+        filled.train.batch_size
+        * shape.seq_len
+        * flops_per_token(filled, shape.seq_len, shape.scored_share)
+    )
+    seconds, memory = measured["step_seconds"], measured["memory_bytes"]
+    predicted = sum(memory_parts(filled, shape.seq_len, shape.scored_share, target).values())
+    return {
+        "run": name,
+        "precision": filled.train.precision,
+        "micro_batches": filled.train.micro_batches,
+        "step_seconds": seconds,
+        "step_flops": step_flops,
+        "n_layer": filled.model.n_layer,
+        "steps": filled.train.steps,
+        "share_of_peak": step_flops / peaks[filled.train.precision] / seconds,
+        "time_ratio": seconds / target.step_seconds(filled, step_flops),
+        "memory_bytes": memory,
+        "predicted_memory_bytes": predicted,
+        "memory_ratio": memory / predicted,
     }
 
 

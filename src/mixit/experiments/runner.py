@@ -239,7 +239,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     elsewhere); an experiment whose runs are gone but whose ``results.json`` was written under
     the same setting is judged again from it under the current rules, its report kept.
     """
-    scale, seed_range, jobs, out = how.scale, how.seed_range, how.jobs, Path(how.out)
+    out = Path(how.out)
     experiments, configs = plan_reproduction(names, how)
     tuning_seconds = 0.0
     if how.tune and train:
@@ -253,9 +253,9 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
         configs, out / "runs", how.progress, train, launch=how.launch
     )
     write_results_csv(out / "results.csv", summaries.values(), keep_earlier=True)
-    this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": jobs}
+    this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": how.jobs}
     this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
-    this_call |= {"scale": scale, "seeds": how.seeds}
+    this_call |= {"scale": how.scale, "seeds": how.seeds}
     if how.tune:
         this_call["tuning_wall_seconds"] = tuning_seconds
     earlier = earlier_timing(out)
@@ -263,42 +263,61 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     kept = {name: seconds for name, seconds in earlier.items() if isinstance(seconds, dict)}
     timing: dict[str, Any] = {**kept, **this_call, "calls": [*earlier_calls(earlier), this_call]}
     setting = judged_under(how)
-    changed = changed_settings_note(setting)
     judged: list[Claim] = []
     for experiment in experiments:
-        planned = experiment.plan(scale, seed_range)
-        timing[experiment.name] = experiment_seconds(planned, summaries)
-        folder = out / experiment.name
-        make_dir(folder)
-        built = [configs[run] for run in planned]
-        built += experiment.measures(scale, seed_range, how.overrides)
-        construction = ", ".join(sorted({config.model.construction for config in built}))
-        stops = stops_note(timing[experiment.name])
-        header = report_header(experiment, scale, seed_range, construction, changed, stops)
-        missing = sum(run not in summaries for run in planned)
-        again = rejudged(experiment, folder, setting) if missing and not train else None
-        if again is not None:
-            claims, construction = again
-            # The runs' seconds as the call that trained them measured them.
-            timing[experiment.name] = earlier.get(experiment.name, timing[experiment.name])
-        elif missing:
-            note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
-            write_text(folder / "report.md", header + note)
-            continue
-        else:
-            started = time.perf_counter()
-            report = experiment.report(scale, seed_range, summaries, folder, how.overrides)
-            timing[experiment.name]["report_seconds"] = time.perf_counter() - started
-            write_text(folder / "report.md", header + report.markdown + "\n")
-            results = {**setting, "construction": construction, **report.results}
-            write_json(folder / "results.json", results)
-            claims = report.claims
-        for judged_claim in claims:
-            judged_claim.construction = construction
-            judged_claim.independent_of = list(experiment.independent_of)
-        judged += claims
+        timing[experiment.name] = experiment_seconds(
+            experiment.plan(how.scale, how.seed_range), summaries
+        )
+        judged += _judge(experiment, how, configs, summaries, setting, train, timing, earlier)
     write_json(out / "timing.json", timing)
-    return record_claims(out, judged, setting, seed_range, dependence(out, setting))
+    return record_claims(out, judged, setting, how.seed_range, dependence(out, setting))
+
+
+def _judge(
+    experiment: Experiment,
+    how: Reproduction,
+    configs: Mapping[Run, RunConfig],
+    summaries: Mapping[Run, dict[str, Any]],
+    setting: dict[str, Any],
+    train: bool,
+    timing: dict[str, Any],
+    earlier: Mapping[str, Any],
+) -> list[Claim]:
+    """One experiment's report and claims, written into OUT/EXPERIMENT: from its runs when
+    all are finished, else judged again from its results.json (``train=False``), else a note
+    of how many runs are missing and no claims. ``timing[experiment.name]`` gains the
+    report's seconds, or the earlier call's seconds where the report is judged again."""
+    scale, seed_range, folder = how.scale, how.seed_range, Path(how.out) / experiment.name
+    planned = experiment.plan(scale, seed_range)
+    make_dir(folder)
+    built = [configs[run] for run in planned]
+    built += experiment.measures(scale, seed_range, how.overrides)
+    construction = ", ".join(sorted({config.model.construction for config in built}))
+    stops = stops_note(timing[experiment.name])
+    changed = changed_settings_note(setting)
+    header = report_header(experiment, scale, seed_range, construction, changed, stops)
+    missing = sum(run not in summaries for run in planned)
+    again = rejudged(experiment, folder, setting) if missing and not train else None
+    if again is not None:
+        claims, construction = again
+        # The runs' seconds as the call that trained them measured them.
+        timing[experiment.name] = earlier.get(experiment.name, timing[experiment.name])
+    elif missing:
+        note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
+        write_text(folder / "report.md", header + note)
+        return []
+    else:
+        started = time.perf_counter()
+        report = experiment.report(scale, seed_range, summaries, folder, how.overrides)
+        timing[experiment.name]["report_seconds"] = time.perf_counter() - started
+        write_text(folder / "report.md", header + report.markdown + "\n")
+        results = {**setting, "construction": construction, **report.results}
+        write_json(folder / "results.json", results)
+        claims = report.claims
+    for judged_claim in claims:
+        judged_claim.construction = construction
+        judged_claim.independent_of = list(experiment.independent_of)
+    return claims
 
 
 def rejudged(

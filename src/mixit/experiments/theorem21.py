@@ -185,8 +185,33 @@ def report(
         for name in theory["alternatives"]
     }
     _plots(out, widths, by_seed, noise_floor, theory["sample_paths"], models)
-    detail = _largest_width_rows(theory["per_width"][-1])
-    markdown = "\n\n".join(
+    markdown = _markdown(scale, seeds, by_seed, noise_floor, theory, alternatives, models)
+    results = {
+        "widths": widths,
+        "discrepancy": discrepancy,
+        "discrepancy_by_seed": dict(zip(map(str, seeds), by_seed, strict=True)),
+        "per_width": theory["per_width"],
+        "noise_floor": noise_floor,
+        "alternative_conventions": alternatives,
+        "model_correlation": {"depths": list(DEPTHS), **models},
+    }
+    return Report(markdown, results, judge(results))
+
+
+def _markdown(
+    scale: str,
+    seeds: range,
+    by_seed: list[list[float]],
+    noise_floor: float,
+    theory: Mapping[str, Any],
+    alternatives: Mapping[str, float],
+    models: Mapping[str, Any],
+) -> str:
+    """The report's text: the discrepancy per width, the largest width's entries (from
+    ``theory``, the first seed's measurement), the other conventions and the real blocks."""
+    widths, per_width_at_largest = theory["widths"], theory["per_width"][-1]
+    detail = _largest_width_rows(per_width_at_largest)
+    return "\n\n".join(
         [
             f"{TOKENS} tokens, Phi_0 = ones on the diagonal and {START_CORRELATION} elsewhere, "
             f"tau = {TAU} (depth = tau x width), {PATHS[scale]} independent paths per width, "
@@ -219,16 +244,6 @@ def report(
             "![rank collapse](rank_collapse.png)",
         ]
     )
-    results = {
-        "widths": widths,
-        "discrepancy": discrepancy,
-        "discrepancy_by_seed": dict(zip(map(str, seeds), by_seed, strict=True)),
-        "per_width": theory["per_width"],
-        "noise_floor": noise_floor,
-        "alternative_conventions": alternatives,
-        "model_correlation": {"depths": list(DEPTHS), **models},
-    }
-    return Report(markdown, results, judge(results))
 
 
 def _plots(

@@ -125,6 +125,18 @@ def encode_fuzzy_recall(
     return sequence[:, :-1], targets[:, 1:]
 
 
+def _distinct_spans(rng: np.random.Generator, ids: int, length: int, *shape: int) -> np.ndarray:
+    """(*shape, length) distinct ids in 0..ids-1 in random order: the first tokens of a random
+    permutation, each drawn among the ids not taken yet."""
+    taken: list[np.ndarray] = []
+    for j in range(length):
+        token = rng.integers(0, ids - j, shape)
+        for used in np.sort(np.stack(taken), axis=0) if taken else []:
+            token += token >= used  # skip each taken id, smallest first
+        taken.append(token)
+    return np.stack(taken, axis=-1)
+
+
 def _sample(
     rng: np.random.Generator, n: int, config: FuzzyRecallConfig, training: bool
 ) -> np.ndarray:
@@ -134,22 +146,12 @@ def _sample(
     smallest_key = 1 if training else lk
     slots = config.seq_len // 2 + 1  # more pairs than fit: every pair spans 2 tokens or more
 
-    def spans(ids: int, length: int, *shape: int) -> np.ndarray:
-        """(*shape, length) distinct ids in 0..ids-1 in random order: the first tokens of a
-        random permutation, each drawn among the ids not taken yet."""
-        taken: list[np.ndarray] = []
-        for j in range(length):
-            token = rng.integers(0, ids - j, shape)
-            for used in np.sort(np.stack(taken), axis=0) if taken else []:
-                token += token >= used  # skip each taken id, smallest first
-            taken.append(token)
-        return np.stack(taken, axis=-1)
-
     key_size = rng.integers(smallest_key, lk + 1, (n, slots))
     value_size = rng.integers(1, lv + 1, (n, slots))
-    key_tokens, value_tokens = spans(k, lk, n, slots), k + spans(v, lv, n, slots)
+    key_tokens = _distinct_spans(rng, k, lk, n, slots)
+    value_tokens = k + _distinct_spans(rng, v, lv, n, slots)
     probe_size = rng.integers(smallest_key, lk + 1, n), rng.integers(1, lv + 1, n)
-    probe_key, probe_value = spans(k, lk, n), k + spans(v, lv, n)
+    probe_key, probe_value = _distinct_spans(rng, k, lk, n), k + _distinct_spans(rng, v, lv, n)
     probe_length = probe_size[0] + probe_size[1]
     probe_at = np.floor(rng.random(n) * (config.seq_len - 2 * probe_length)).astype(int)
     limit = config.seq_len - probe_length - (lk + lv)
