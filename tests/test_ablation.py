@@ -119,30 +119,52 @@ def test_every_option_the_authors_construction_changes_has_a_difference():
                 assert key in ablated or not changed, (task, model, key)
 
 
-def test_a_claims_shift_reads_only_its_own_experiments_runs():
+def test_every_claims_headline_reads_runs_of_its_own_experiment():
+    """A claim's headline names runs its experiment plans, one per seed, at every scale: the
+    runs it turns on are declared beside its judge, not matched by override keys."""
     from mixit.experiments import EXPERIMENTS
-    from mixit.experiments.ablation_report import HEADLINES, per_seed
+    from mixit.experiments.ablation import ablated_claims
+    from mixit.experiments.claims import experiment_of
+
+    seeds = range(2)
+    for scale in ("tiny", "small", "paper"):
+        assert {"C1", "C2", "C5", "C6", "C7", "C8"} <= set(ablated_claims(scale))
+        for claim in ablated_claims(scale):
+            experiment = EXPERIMENTS[experiment_of(claim)]
+            planned = set(experiment.plan(scale, seeds))
+            for headline in experiment.headlines(scale, seeds)[claim]:
+                assert set(headline.runs) <= planned and set(headline.reference) <= planned
+                assert sorted(run.seed for run in headline.runs) == [0, 1]
+                assert {run.model for run in headline.runs} == {"mixit"}
+                assert {run.model for run in headline.reference} <= {"standard"}
+
+
+def test_c7s_headline_reads_both_tasks_its_rule_judges():
+    from mixit.experiments import EXPERIMENTS
+
+    labels = [h.label for h in EXPERIMENTS["table5"].headlines("tiny", range(1))["C7"]]
+    assert labels == ["addition, 64 heads", "dyck, 64 heads"]
+
+
+def test_a_claims_shift_reads_its_headlines_runs_only():
+    from mixit.experiments import EXPERIMENTS
+    from mixit.experiments.ablation_report import per_seed
 
     seeds = range(2)
     every = {run for e in EXPERIMENTS.values() for run in e.plan("tiny", seeds)}
     summaries = {run: {"metrics": {"test_accuracy": float(i)}} for i, run in enumerate(every)}
-    for claim, name in (("C5", "table3"), ("C7", "table5"), ("C8", "table6")):
-        planned = set(EXPERIMENTS[name].plan("tiny", seeds))
-        for headline in HEADLINES[claim]:
-            values = per_seed(summaries, headline, planned)
-            assert sorted(values) == [0, 1]  # one run per seed, from the claim's experiment
-            chosen = {run for run in planned if headline.selects(run)}
-            assert {summaries[run]["metrics"]["test_accuracy"] for run in chosen} == set(
-                values.values()
-            )
+    for headline in EXPERIMENTS["table6"].headlines("tiny", seeds)["C8"]:
+        values = per_seed(summaries, headline.runs, headline.metric)
+        expected = {run.seed: summaries[run]["metrics"]["test_accuracy"] for run in headline.runs}
+        assert values == expected
 
 
 def test_a_reference_that_did_not_learn_is_named_and_flips_no_verdict(tmp_path):
     from mixit.experiments import EXPERIMENTS
-    from mixit.experiments.ablation_report import HEADLINES, dependence, unlearned_reference
+    from mixit.experiments.ablation_report import dependence, unlearned_reference
 
     planned = set(EXPERIMENTS["table1"].plan("tiny", range(2)))
-    headline = HEADLINES["C1"][0]
+    headline = EXPERIMENTS["table1"].headlines("tiny", range(2))["C1"][0]
 
     def summaries(standard: float) -> dict:
         return {
@@ -151,8 +173,8 @@ def test_a_reference_that_did_not_learn_is_named_and_flips_no_verdict(tmp_path):
             for run in planned
         }  # fmt: skip
 
-    assert unlearned_reference(summaries(0.99), headline, planned) == ""
-    why = unlearned_reference(summaries(0.30), headline, planned)
+    assert unlearned_reference(summaries(0.99), headline) == ""
+    why = unlearned_reference(summaries(0.30), headline)
     assert "standard on retrieval reaches 0.300 (seed 0), 0.300 (seed 1)" in why
     assert "not clearly beyond chance 0.270" in why
 

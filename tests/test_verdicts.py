@@ -3,13 +3,14 @@ says it does not, the rules judge the sizes the paper claims, and a stored resul
 judged again under the current rules once its runs are gone."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from mixit.cli import main
 from mixit.experiments import EXPERIMENTS, reproduce, table1, table2, table7, theorem21, throughput
 from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction
-from mixit.experiments.claims import claim
+from mixit.experiments.claims import FINDINGS, claim
 from mixit.experiments.verdicts import claims_markdown
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
@@ -163,3 +164,15 @@ def test_seeds_seen_before_a_rule_was_written_do_not_confirm_it():
     assert "except for C2, whose rules came after these seeds" in fresh
     c2.by_seeds["200-202"] = "reproduced"
     assert c2.confirmed() is True
+
+
+def test_each_finding_names_the_experiment_that_judges_it():
+    """A claim says where it is judged: the judge of its experiment, run on a committed
+    reproduction's results, returns it, and no other experiment's does."""
+    results = Path(__file__).resolve().parents[1] / "results" / "small-seed100"
+    judged_by = {}
+    for name, experiment in EXPERIMENTS.items():
+        stored = json.loads((results / name / "results.json").read_text())
+        for judged in experiment.judge(stored):
+            judged_by[judged.id] = name
+    assert judged_by == {f.id: f.experiment for f in FINDINGS}

@@ -477,15 +477,21 @@ def render(text: str) -> str:
     return BLOCK.sub(body, text)
 
 
+# Blocks counted from the source tree rather than read from results/: regenerated with the
+# others, but not held to the tree in CI, where every edit of src/ would stale them (the rules
+# they describe are held by tests/test_structure.py).
+SNAPSHOTS = ("source-sizes",)
+
+
 def stale(documents: tuple[Path, ...] | None = None) -> list[str]:
     """``FILE: block NAME`` for each block whose text differs from what its files give, in
-    ``documents`` (default: ``DOCUMENTS``)."""
+    ``documents`` (default: ``DOCUMENTS``), snapshots of the source tree aside."""
     found = []
     for document in documents or DOCUMENTS:
         text = document.read_text()
         fresh = {m.group(2): m.group(3) for m in BLOCK.finditer(render(text))}
         for match in BLOCK.finditer(text):
-            if match.group(3) != fresh[match.group(2)]:
+            if match.group(2) not in SNAPSHOTS and match.group(3) != fresh[match.group(2)]:
                 found.append(f"{document}: block {match.group(2)}")
     return found
 

@@ -27,8 +27,8 @@ from mixit.experiments.ablation_report import (
     judge,
 )
 from mixit.experiments.base import Reproduction, Run
+from mixit.experiments.claims import FINDINGS, experiment_of
 from mixit.experiments.differences import (
-    CLAIM_EXPERIMENT,
     DEFAULT_DIFFERENCES,
     EQUATIONS,
     check_differences,
@@ -47,15 +47,9 @@ def plan_ablation(
     """The experiments judging ``claims`` and the config of every (difference, run) they need;
     the equations' runs come first, under the name ``EQUATIONS``. ``how.overrides`` apply to
     every run, after everything else (as ``reproduce``'s)."""
-    unknown = [c for c in claims if c not in CLAIM_EXPERIMENT]
-    if unknown:
-        raise UsageError(
-            f"the ablation does not cover claim '{unknown[0]}'; choose from: "
-            + ", ".join(CLAIM_EXPERIMENT)
-        )
     if how.tuned is not None:
         raise UsageError("the ablation takes no --tuned: each row sets its own options")
-    names = sorted({CLAIM_EXPERIMENT[c] for c in claims}, key=list(EXPERIMENTS).index)
+    names = sorted({experiment_of(c) for c in claims}, key=list(EXPERIMENTS).index)
     plans = [EXPERIMENTS[name].plan(how.scale, how.seed_range) for name in names]
     tasks = {run.task for plan in plans for run in plan}
     configs: dict[tuple[str, Run], Any] = {}
@@ -70,11 +64,24 @@ def plan_ablation(
     return names, configs
 
 
+def ablated_claims(scale: str) -> list[str]:
+    """The claims the ablation can follow: those whose experiment names the runs they turn on
+    (``Experiment.headlines``)."""
+    return [f.id for f in FINDINGS if f.id in EXPERIMENTS[f.experiment].headlines(scale, range(1))]
+
+
 def selection(
-    differences: Sequence[str] | None, claims: Sequence[str] | None
+    differences: Sequence[str] | None, claims: Sequence[str] | None, scale: str
 ) -> tuple[list[str], list[str]]:
-    """The differences and claims an ablation covers: those named (checked), else all."""
-    return check_differences(differences or DEFAULT_DIFFERENCES), list(claims or CLAIM_EXPERIMENT)
+    """The differences and claims an ablation covers at ``scale``: those named (checked), else
+    all."""
+    covered = ablated_claims(scale)
+    unknown = [c for c in claims or () if c not in covered]
+    if unknown:
+        raise UsageError(
+            f"the ablation does not cover claim '{unknown[0]}'; choose from: {', '.join(covered)}"
+        )
+    return check_differences(differences or DEFAULT_DIFFERENCES), list(claims or covered)
 
 
 def ablate(
@@ -88,7 +95,7 @@ def ablate(
     MixiT numbers against the equations' construction. With ``train=False`` nothing is
     trained and the report covers the claims and differences whose runs are finished
     (``reportable``)."""
-    differences, claims = selection(differences, claims)
+    differences, claims = selection(differences, claims, how.scale)
     names, configs = plan_ablation(differences, claims, how)
     out = Path(how.out)
     started = time.perf_counter()
@@ -99,7 +106,7 @@ def ablate(
     claims, ready, left_out = reportable(differences, claims, how, summaries)
     unfinished = [d for d in differences if d not in ready]
     differences = ready
-    names = [name for name in names if name in {CLAIM_EXPERIMENT[c] for c in claims}]
+    names = [name for name in names if name in {experiment_of(c) for c in claims}]
     folder = make_dir(out / "ablation")
     judged = judge([EQUATIONS, *differences], claims, names, how, summaries, folder)
     cost = training_cost(summaries, wall, trained, how.jobs)
@@ -131,7 +138,7 @@ def reportable(
     claims left out. None ready is a UsageError."""
 
     def finished(difference: str, claim: str) -> bool:
-        plan = EXPERIMENTS[CLAIM_EXPERIMENT[claim]].plan(how.scale, how.seed_range)
+        plan = EXPERIMENTS[experiment_of(claim)].plan(how.scale, how.seed_range)
         return all((difference, run) in summaries for run in plan)
 
     ready = [c for c in claims if finished(EQUATIONS, c)]

@@ -7,112 +7,49 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mixit.experiments.base import REPRODUCED, Claim, Reproduction, Run, markdown_table, seeds_text
-from mixit.experiments.differences import CLAIM_EXPERIMENT, DIFFERENCES, EQUATIONS, WHOLE
+from mixit.experiments.base import (
+    REPRODUCED,
+    Claim,
+    Headline,
+    Reproduction,
+    Run,
+    markdown_table,
+    seeds_text,
+)
+from mixit.experiments.claims import experiment_of
+from mixit.experiments.differences import DIFFERENCES, EQUATIONS, WHOLE
 from mixit.experiments.registry import EXPERIMENTS
-from mixit.experiments.table5 import SAME_SIGMA
 from mixit.experiments.verdicts import write_claims
 from mixit.io import make_dir
 from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
 
 
-@dataclass(frozen=True)
-class Headline:
-    """A number a claim turns on: ``metric`` of the runs of one experiment that ``selects``;
-    ``reference`` selects the standard runs it is read against, which must have learned the
-    task for the claim's verdict to mean anything (None: the claim has no such reference)."""
-
-    label: str
-    selects: Callable[[Run], bool]
-    metric: str = "test_accuracy"
-    reference: Callable[[Run], bool] | None = None
-
-
-def _runs(
-    model: str,
-    task: str,
-    without: tuple[str, ...] = (),
-    unless: Mapping[str, Any] | None = None,
-    **settings: Any,
-) -> Callable[[Run], bool]:
-    """Selects the ``model`` runs of ``task`` whose overrides hold ``settings``, none of the
-    keys ``without`` and none of the values ``unless``."""
-
-    def selects(run: Run) -> bool:
-        own = dict(run.overrides)
-        return (
-            run.task == task
-            and run.model == model
-            and all(own.get(k) == v for k, v in settings.items())
-            and not any(k in own for k in without)
-            and not any(own.get(k) == v for k, v in (unless or {}).items())
-        )
-
-    return selects
-
-
-def _against_standard(label: str, task: str) -> Headline:
-    return Headline(label, _runs("mixit", task), reference=_runs("standard", task))
-
-
-HEADLINES: dict[str, list[Headline]] = {
-    "C1": [_against_standard("retrieval", "retrieval")],
-    "C2": [_against_standard("k-hop", "khop")],
-    "C5": [
-        _against_standard(task, task)
-        for task in ("addition", "dyck", "modular-addition", "sentiment")
-    ],
-    "C6": [Headline("memorization bits/param", _runs("mixit", "memorization"), "bits_per_param")],
-    "C7": [  # the spread runs, not table 5's diagnostic with table 3's one sigma
-        Headline(f"{t}, 64 heads", _runs("mixit", t, unless=SAME_SIGMA, **{"model.n_head": 64}))
-        for t in ("addition",)
-    ],
-    "C8": [
-        Headline(
-            "addition, depth 16",
-            _runs("mixit", "addition", without=("model.residual_lambda",), **{"model.n_layer": 16}),
-        )
-    ],
-}
-
-
 def per_seed(
-    summaries: Mapping[Run, Mapping[str, Any]],
-    headline: Headline,
-    planned: Collection[Run],
-    selects: Callable[[Run], bool] | None = None,
+    summaries: Mapping[Run, Mapping[str, Any]], selected: Collection[Run], metric: str
 ) -> dict[int, float]:
-    """The headline's value per seed, over the runs of the claim's own experiment
-    (``planned``) that ``selects`` (default: the headline's own), in seed order: another
-    experiment's MixiT runs on the same task are not the claim's."""
-    selects = selects or headline.selects
-    values: dict[int, float] = {}
-    for run, summary in summaries.items():
-        if run in planned and selects(run):
-            if run.seed in values:
-                raise ValueError(f"headline '{headline.label}' selects two runs of seed {run.seed}")
-            values[run.seed] = float(summary["metrics"][headline.metric])
+    """``metric`` per seed over the ``selected`` runs that have a summary, in seed order."""
+    values = {
+        run.seed: float(s["metrics"][metric]) for run, s in summaries.items() if run in selected
+    }
     return dict(sorted(values.items()))
 
 
-def unlearned_reference(
-    summaries: Mapping[Run, Mapping[str, Any]], headline: Headline, planned: Collection[Run]
-) -> str:
+def unlearned_reference(summaries: Mapping[Run, Mapping[str, Any]], headline: Headline) -> str:
     """Why the headline's standard runs cannot be its reference: the seeds that did not learn
     the task, by the litmus test's rule (``mixit.litmus.short_of_chance``); "" when they all
     did, or when the headline has no reference or its runs no chance level."""
-    if headline.reference is None:
+    if not headline.reference:
         return ""
-    values = per_seed(summaries, headline, planned, headline.reference)
+    values = per_seed(summaries, headline.reference, headline.metric)
     chances = [
         s["chance"]
         for run, s in summaries.items()
-        if run in planned and headline.reference(run) and s.get("chance") is not None
+        if run in headline.reference and s.get("chance") is not None
     ]
     if not values or not chances:
         return ""
@@ -168,7 +105,7 @@ def judge(
     ``folder``), the shift of the claim's MixiT numbers from the equations' runs, and whether
     its standard runs learned the tasks they are the reference on."""
     scale, seeds = how.scale, how.seed_range
-    planned = {c: set(EXPERIMENTS[CLAIM_EXPERIMENT[c]].plan(scale, seeds)) for c in claims}
+    heads = {c: EXPERIMENTS[experiment_of(c)].headlines(scale, seeds)[c] for c in claims}
     base = {run: s for (d, run), s in summaries.items() if d == EQUATIONS}
     judged = Judged({}, {}, {})
     for difference in differences:
@@ -181,14 +118,13 @@ def judge(
         judged.verdicts[difference] = {c.id: c for c in claimed if c.id in claims}
         judged.shifts[difference] = {
             c: {
-                h.label: _shift(per_seed(base, h, planned[c]), per_seed(mine, h, planned[c]))
-                for h in HEADLINES[c]
+                h.label: _shift(per_seed(base, h.runs, h.metric), per_seed(mine, h.runs, h.metric))
+                for h in heads[c]
             }
             for c in claims
         }
         judged.unlearned[difference] = {
-            c: [u for h in HEADLINES[c] if (u := unlearned_reference(mine, h, planned[c]))]
-            for c in claims
+            c: [u for h in heads[c] if (u := unlearned_reference(mine, h))] for c in claims
         }
     return judged
 

@@ -125,6 +125,12 @@ def runs(
     return [Run(task, model, seed, frozen) for model in models for seed in seeds]
 
 
+def against_standard(label: str, task: str, seeds: range, scale: str) -> Headline:
+    """MixiT's test accuracy on ``task``, read against the standard model's."""
+    mixit, standard = runs(task, ["mixit"], seeds, scale), runs(task, ["standard"], seeds, scale)
+    return Headline(label, tuple(mixit), reference=tuple(standard))
+
+
 @dataclass
 class Claim:
     """One finding of the paper, the rule that judges it (fixed in code before any run) and
@@ -186,6 +192,22 @@ def measures_nothing(scale: str, seeds: range, overrides: Overrides) -> list[Run
 
 
 @dataclass(frozen=True)
+class Headline:
+    """A number a claim turns on: ``metric`` of ``runs`` (runs of the claim's experiment, one
+    per seed), read against ``reference``: the standard runs that must have learned the task
+    for the claim's verdict to mean anything (empty: the claim has no such reference)."""
+
+    label: str
+    runs: tuple[Run, ...]
+    metric: str = "test_accuracy"
+    reference: tuple[Run, ...] = ()
+
+
+def no_headlines(scale: str, seeds: range) -> dict[str, list[Headline]]:
+    return {}
+
+
+@dataclass(frozen=True)
 class Experiment:
     """``plan(scale, seeds)`` lists the runs (``seeds``: a range of seed numbers);
     ``report(scale, seeds, summaries, out, overrides)`` writes PNGs into ``out`` and returns
@@ -205,6 +227,7 @@ class Experiment:
     judge: Callable[[Mapping[str, Any]], list[Claim]]
     measures: Callable[[str, range, Overrides], list[RunConfig]] = measures_nothing
     independent_of: tuple[str, ...] = ()
+    headlines: Callable[[str, range], dict[str, list[Headline]]] = no_headlines
     # Under `reproduce --tune lr`, the initialisations (model.init) each group of runs also
     # chooses among; () keeps the experiment's own.
     tune_inits: tuple[str, ...] = ()

@@ -30,7 +30,12 @@ SEEN_BEFORE_THE_SIZE_RULES = (*range(3), *range(100, 103))
 
 @dataclass(frozen=True)
 class Finding:
+    """A claim of the paper, where it is judged (``experiment``: the name of the experiment
+    whose ``judge`` returns it, and whose ``headlines`` name the runs it turns on) and by what
+    rule."""
+
     id: str
+    experiment: str
     statement: str
     rule: Rule
     # Seeds whose results were seen when the rule was written, beyond the tuning seeds.
@@ -40,6 +45,7 @@ class Finding:
 FINDINGS: list[Finding] = [
     Finding(
         "C1",
+        "table1",
         "Retrieval: standard, Frozen-MLP and Frozen-QK are far more accurate than MixiT "
         "(Table 1: 100 / 100 / 97.0 vs 11.2 %).",
         Rule(
@@ -50,6 +56,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C2",
+        "table1",
         "k-hop induction heads: standard, Frozen-MLP and Frozen-QK beat MixiT "
         "(Table 1: 99.99 / 99.89 / 96.73 vs 48.58 %).",
         Rule(
@@ -63,6 +70,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C3",
+        "figure2",
         "Retrieval accuracy falls fastest with the number of pairs for MixiT (Figure 2).",
         Rule(
             "mixit's drop in mean accuracy from the fewest to the most pairs is larger than the "
@@ -71,6 +79,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C4",
+        "table2",
         "Language modeling: standard < Frozen-QK < MixiT in log perplexity (Table 2).",
         # The paper's Frozen-QK is close to standard (2.78 / 3.07 / 3.73 on WikiText-103):
         # the order alone would pass a Frozen-QK as far from standard as MixiT is.
@@ -82,6 +91,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C5",
+        "table3",
         "MixiT is competitive with the standard transformer on decimal addition, Dyck-1, "
         "modular addition and sentiment (Table 3).",
         Rule(
@@ -91,6 +101,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C6",
+        "table4",
         "Memorization capacity: standard > Frozen-QK ~ MixiT > Frozen-MLP in bits per "
         "parameter (Table 4: 2.98, 2.25, 2.18, 1.13).",
         Rule(
@@ -102,6 +113,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C7",
+        "table5",
         "More MixiT heads help decimal addition and Dyck-1 (Table 5).",
         Rule(
             "on addition and on dyck, mixit's mean accuracy with the most heads >= with the "
@@ -111,6 +123,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C8",
+        "table6",
         "At depth 16 MixiT keeps its accuracy on decimal addition while the random transformer "
         "collapses (Table 6: 100 vs 22.9 %).",
         Rule(
@@ -122,6 +135,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C9",
+        "table7",
         "Token covariance grows with depth for the random transformer and stays flat for MixiT "
         "(Table 7).",
         Rule(
@@ -132,6 +146,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C10",
+        "figure3",
         "Frozen-QK trained on retrieval forms a previous-token head and an induction head "
         "(Figure 3).",
         Rule(
@@ -143,6 +158,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C11",
+        "throughput",
         "Training throughput: MixiT > Frozen-QK > standard (appendix D: +32.0 % and +23.9 %).",
         # The paper's claim is two sizes, not an order: a Frozen-QK that gains only its FLOP
         # saving (a few per cent) does not reproduce +23.9 %.
@@ -160,6 +176,7 @@ FINDINGS: list[Finding] = [
     ),
     Finding(
         "C12",
+        "theorem21",
         "Theorem 2.1: at initialisation MixiT's token covariance converges to the SDE (2.4) "
         "as width and depth grow with depth / width = tau.",
         Rule(
@@ -183,6 +200,11 @@ CLAIMS: list[Claim] = [_claim(f) for f in FINDINGS]
 def claim(claim_id: str) -> Claim:
     """A fresh, unjudged copy of one claim."""
     return next(_claim(f) for f in FINDINGS if f.id == claim_id)
+
+
+def experiment_of(claim_id: str) -> str:
+    """The name of the experiment that judges ``claim_id``."""
+    return next(f.experiment for f in FINDINGS if f.id == claim_id)
 
 
 def margin(claim_id: str, name: str = "margin", default: float | None = None) -> float:

@@ -55,17 +55,8 @@ WHOLE = "authors"
 DEFAULT_DIFFERENCES = (*(d for d in DIFFERENCES if d != "row-sum-drift"), WHOLE)
 EQUATIONS = "equations"
 
+
 # The experiment that judges each claim the ablation covers.
-CLAIM_EXPERIMENT = {
-    "C1": "table1",
-    "C2": "table1",
-    "C5": "table3",
-    "C6": "table4",
-    "C7": "table5",
-    "C8": "table6",
-}
-
-
 def flips(difference: str, task: str, model: str) -> dict[str, Any]:
     """The option values ``difference`` sets for ``task`` and ``model``: the authors' values of
     its keys where the authors' construction sets them for this pair, else nothing."""

@@ -74,7 +74,7 @@ def estimate_ablation(
     construction first; all differences and claims when None), the runs it needs and what
     those not yet finished cost. A run a difference leaves unchanged is the equations' run and
     counts in both rows."""
-    _, planned = plan_ablation(*selection(differences, claims), how)
+    _, planned = plan_ablation(*selection(differences, claims, how.scale), how)
     groups: dict[str, set[str]] = {}
     for (difference, _run), config in planned.items():
         groups.setdefault(difference, set()).add(run_dir_name(config))

@@ -9,10 +9,12 @@ from typing import Any
 from mixit.experiments.base import (
     Claim,
     Experiment,
+    Headline,
     Overrides,
     Report,
     Run,
     Summaries,
+    against_standard,
     by_model,
     markdown_table,
     mean,
@@ -111,6 +113,17 @@ def report(
     return Report(markdown, results, judge(results))
 
 
+def headlines(scale: str, seeds: range) -> dict[str, list[Headline]]:
+    """C1 and C2 turn on MixiT's accuracy on their task, read against the standard model's."""
+    label = {"retrieval": "retrieval", "khop": "k-hop"}
+    return {c: [against_standard(label[t], t, seeds, scale)] for t, c in CLAIM_OF.items()}
+
+
 EXPERIMENT = Experiment(
-    "table1", "Table 1: k-hop induction heads and retrieval", plan, report, judge
+    "table1",
+    "Table 1: k-hop induction heads and retrieval",
+    plan,
+    report,
+    judge,
+    headlines=headlines,
 )

@@ -9,10 +9,12 @@ from typing import Any
 from mixit.experiments.base import (
     Claim,
     Experiment,
+    Headline,
     Overrides,
     Report,
     Run,
     Summaries,
+    against_standard,
     by_model,
     markdown_table,
     mean,
@@ -74,6 +76,16 @@ def report(
     return Report(markdown, results, judge(results))
 
 
+def headlines(scale: str, seeds: range) -> dict[str, list[Headline]]:
+    """C5 turns on MixiT's accuracy on each of its tasks, read against the standard model's."""
+    return {"C5": [against_standard(task, task, seeds, scale) for task in C5_TASKS]}
+
+
 EXPERIMENT = Experiment(
-    "table3", "Table 3: algorithmic tasks, memorization, sentiment", plan, report, judge
+    "table3",
+    "Table 3: algorithmic tasks, memorization, sentiment",
+    plan,
+    report,
+    judge,
+    headlines=headlines,
 )
