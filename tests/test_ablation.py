@@ -6,7 +6,7 @@ import pytest
 
 from mixit.cli import main
 from mixit.experiments.ablation import ablate, plan_ablation
-from mixit.experiments.base import Reproduction
+from mixit.experiments.base import Reproduction, Setting
 from mixit.experiments.differences import EQUATIONS, flips
 from mixit.runs import run_dir_name
 
@@ -187,7 +187,7 @@ def test_a_reference_that_did_not_learn_is_named_and_flips_no_verdict(tmp_path):
     }
     (tmp_path / "ablation").mkdir()
     (tmp_path / "ablation" / "results.json").write_text(json.dumps(results))
-    note = dependence(tmp_path, {"scale": "tiny", "seeds": 2, "overrides": {}})["C1"]
+    note = dependence(tmp_path, Setting("tiny", 2))["C1"]
     assert "flipped" not in note
     assert "as under each of `sink`; no reference under `init-0.02`" in note
 

@@ -40,14 +40,14 @@ def test_reproduce_trains_at_the_tuned_presets_by_default(presets):
     _, configs = plan_reproduction(["table4"], how)
     assert {c.train.lr for c in configs.values()} == {CHOSEN_LR}
     assert {c.train.steps for c in configs.values()} == {900}
-    assert judged_under(how)["presets"] == "tuned (tiny.json)"
+    assert judged_under(how).presets == "tuned (tiny.json)"
 
 
 def test_no_tune_and_tune_lr_train_from_the_task_presets(presets):
     for how in (Reproduction("tiny", presets=False), Reproduction("tiny", tune=True)):
         _, configs = plan_reproduction(["table4"], how)
         assert configs == presets
-        assert "presets" not in judged_under(how)
+        assert "presets" not in judged_under(how).record()
 
 
 def test_a_setting_the_user_gives_wins_over_the_tuned_presets(presets):

@@ -9,7 +9,7 @@ import pytest
 
 from mixit.cli import main
 from mixit.experiments import EXPERIMENTS, reproduce, table1, table2, table7, theorem21, throughput
-from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction
+from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction, Setting
 from mixit.experiments.claims import FINDINGS, claim
 from mixit.experiments.verdicts import claims_markdown
 
@@ -66,7 +66,7 @@ def test_theorem21_draws_its_paths_from_each_seed(monkeypatch):
 
 
 def test_a_claim_independent_of_the_seeds_is_never_confirmed():
-    setting = {"scale": "tiny", "seeds": 3, "overrides": {}, "tuned": None}
+    setting = Setting("tiny", 3)
     timed = Claim("C11", "s", "r", verdict="reproduced", independent_of=[SEEDS])
     timed.by_seeds = {"0-2": "reproduced", "100-102": "reproduced"}
     theory = Claim("C12", "s", "r", verdict="reproduced", independent_of=[OVERRIDES])
@@ -154,13 +154,13 @@ def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path, 
 
 
 def test_seeds_seen_before_a_rule_was_written_do_not_confirm_it():
-    setting = {"scale": "small", "seeds": 3, "overrides": {}, "tuned": None}
+    setting = Setting("small", 3)
     c2 = claim("C2").judge(True, {})
     assert 100 in c2.seen_seeds and claim("C1").seen_seeds == []
     c2.by_seeds = {"100-102": "reproduced"}
     assert c2.confirmed() is None
     assert "written after seeds 0-2, 100-102 were seen" in claims_markdown([c2], setting)
-    fresh = claims_markdown([c2], {**setting, "confirmed_on_seeds": [100, 101, 102]})
+    fresh = claims_markdown([c2], Setting("small", 3, first_seed=100))
     assert "except for C2, whose rules came after these seeds" in fresh
     c2.by_seeds["200-202"] = "reproduced"
     assert c2.confirmed() is True
@@ -176,3 +176,18 @@ def test_each_finding_names_the_experiment_that_judges_it():
         for judged in experiment.judge(stored):
             judged_by[judged.id] = name
     assert judged_by == {f.id: f.experiment for f in FINDINGS}
+
+
+def test_a_setting_is_the_same_whether_its_overrides_came_as_text_or_numbers():
+    """One comparison of settings: claims.json written by the library (``50``) and by the
+    command line (``"50"``) are one setting; a key an older file lacks takes its default, so
+    verdicts under the untuned presets are not merged into a reproduction under tuned ones."""
+    from_library = Setting("tiny", 3, overrides={"train.steps": 50})
+    assert from_library.same_as(Setting("tiny", 3, overrides={"train.steps": "50"}).record())
+    older = {"scale": "tiny", "seeds": 3, "overrides": {}, "tuned": None}
+    assert Setting("tiny", 3).same_as(older)
+    assert not Setting("tiny", 3, presets="tuned (tiny.json)").same_as(older)
+    assert Setting("tiny", 3, first_seed=100).same_as(older, but_seeds=True)
+    assert not Setting("tiny", 3, first_seed=100).same_as(older)
+    assert Setting("tiny", 3, tune="protocol").same_as(older, but_rates=True)
+    assert not Setting("tiny", 3).same_as({"seeds": 3})  # no scale: unreadable

@@ -18,6 +18,7 @@ from mixit.experiments.base import (
     Headline,
     Reproduction,
     Run,
+    Setting,
     markdown_table,
     seeds_text,
 )
@@ -129,15 +130,7 @@ def judge(
     return judged
 
 
-def _same_setting(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    def key(s: Mapping[str, Any]) -> tuple:
-        overrides = {k: str(v) for k, v in s.get("overrides", {}).items()}  # CLI: strings
-        return s["scale"], s["seeds"], s.get("first_seed", 0), overrides
-
-    return key(a) == key(b)
-
-
-def dependence(out: Path, setting: Mapping[str, Any]) -> dict[str, str]:
+def dependence(out: Path, setting: Setting) -> dict[str, str]:
     """Per claim id, what ``OUT/ablation/results.json`` says its verdict turns on: the
     differences that flip it against the equations' construction, or that none does. A
     difference under which the claim's reference did not learn its task flips nothing: it is
@@ -145,7 +138,7 @@ def dependence(out: Path, setting: Mapping[str, Any]) -> dict[str, str]:
     overrides."""
     try:
         results = json.loads((out / "ablation" / "results.json").read_text())
-        if not _same_setting(results, setting):
+        if not setting.same_as(results, but_rates=True):
             return {}
         differences = results["differences"]
         base = differences[EQUATIONS]
@@ -180,9 +173,10 @@ def annotate_claims(out: Path) -> None:
     try:
         stored = json.loads((out / "claims.json").read_text())
         claims = [Claim(**claim) for claim in stored.pop("claims")]
-    except (OSError, ValueError, KeyError, TypeError):
+        setting = Setting.from_record(stored)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return
-    write_claims(out, claims, stored, dependence(out, stored))
+    write_claims(out, claims, setting, dependence(out, setting))
 
 
 def ablation_markdown(

@@ -21,11 +21,11 @@ from mixit.errors import UsageError
 from mixit.experiments.ablation_report import dependence
 from mixit.experiments.base import (
     SCALES,
-    TUNED_ON_SEEDS,
     Claim,
     Experiment,
     Reproduction,
     Run,
+    Setting,
     seeds_text,
 )
 from mixit.experiments.registry import EXPERIMENTS
@@ -79,20 +79,18 @@ def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
         raise UsageError(expected) from None
 
 
-def judged_under(how: Reproduction) -> dict[str, Any]:
-    """What a verdict depends on beyond the rule: recorded in claims.json and claims.md, with
-    the seeds the settings were chosen on and those of this call that nothing was tuned on."""
-    return {
-        "scale": how.scale,
-        "seeds": how.seeds,
-        "first_seed": how.first_seed,
-        "overrides": dict(how.overrides),
-        "tuned": None if how.tuned is None else str(how.tuned),
-        "tuned_on_seeds": list(TUNED_ON_SEEDS),
-        **({"tune": "protocol (docs/tuning.md)"} if how.tune else {}),
-        **({"presets": f"tuned ({preset_path(how.scale).name})"} if presets_apply(how) else {}),
-        "confirmed_on_seeds": [seed for seed in how.seed_range if seed not in TUNED_ON_SEEDS],
-    }
+def judged_under(how: Reproduction) -> Setting:
+    """What this reproduction's verdicts depend on beyond the rules, as claims.json and each
+    results.json record it."""
+    return Setting(
+        how.scale,
+        how.seeds,
+        how.first_seed,
+        dict(how.overrides),
+        None if how.tuned is None else str(how.tuned),
+        "protocol (docs/tuning.md)" if how.tune else None,
+        f"tuned ({preset_path(how.scale).name})" if presets_apply(how) else None,
+    )
 
 
 def plan_reproduction(
@@ -278,7 +276,7 @@ def _judge(
     how: Reproduction,
     configs: Mapping[Run, RunConfig],
     summaries: Mapping[Run, dict[str, Any]],
-    setting: dict[str, Any],
+    setting: Setting,
     train: bool,
     timing: dict[str, Any],
     earlier: Mapping[str, Any],
@@ -311,7 +309,7 @@ def _judge(
         report = experiment.report(scale, seed_range, summaries, folder, how.overrides)
         timing[experiment.name]["report_seconds"] = time.perf_counter() - started
         write_text(folder / "report.md", header + report.markdown + "\n")
-        results = {**setting, "construction": construction, **report.results}
+        results = {**setting.record(), "construction": construction, **report.results}
         write_json(folder / "results.json", results)
         claims = report.claims
     for judged_claim in claims:
@@ -321,14 +319,14 @@ def _judge(
 
 
 def rejudged(
-    experiment: Experiment, folder: Path, setting: Mapping[str, Any]
+    experiment: Experiment, folder: Path, setting: Setting
 ) -> tuple[list[Claim], str] | None:
     """The experiment's claims judged under the current rules from the ``results.json`` an
     earlier call wrote under ``setting``, and the construction it names; None when there is
     none, it is unreadable, lacks what the rule reads or was written under another setting."""
     try:
         stored = json.loads((folder / "results.json").read_text())
-        if any(stored.get(key) != value for key, value in setting.items()):
+        if not setting.same_as(stored):
             return None
         return experiment.judge(stored), str(stored.get("construction", ""))
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):

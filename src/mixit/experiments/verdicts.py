@@ -14,6 +14,7 @@ from mixit.experiments.base import (
     SEEDS,
     TUNED_ON_SEEDS,
     Claim,
+    Setting,
     seeds_label,
     seeds_text,
 )
@@ -24,7 +25,7 @@ from mixit.io import write_json, write_text
 def record_claims(
     out: Path,
     judged: list[Claim],
-    setting: dict[str, Any],
+    setting: Setting,
     seeds: range,
     ablation_notes: Mapping[str, str],
 ) -> list[Claim]:
@@ -40,42 +41,37 @@ def record_claims(
     return claims
 
 
-def earlier_claims(out: Path, setting: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The claims an earlier ``reproduce`` under the same ``setting`` (``judged_under``) wrote
-    to ``OUT/claims.json``, by id. Verdicts judged at another scale, with other seeds or other
-    overrides are not carried over (claims.md names one setting); a key that an older
-    claims.json lacks counts as the same, and an unreadable file as no claims."""
-    try:
-        stored = json.loads((out / "claims.json").read_text())
-        if any(stored.get(key, value) != value for key, value in setting.items()):
-            return {}
-        return {c["id"]: c for c in stored["claims"]}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+def earlier_claims(out: Path, setting: Setting) -> dict[str, dict[str, Any]]:
+    """The claims an earlier ``reproduce`` under the same ``setting`` wrote to
+    ``OUT/claims.json``, by id. Verdicts judged at another scale, with other seeds, other
+    overrides or learning rates chosen otherwise are not carried over (claims.md names one
+    setting); an unreadable file counts as no claims."""
+    stored = _stored_claims(out)
+    return {c["id"]: c for c in stored["claims"]} if setting.same_as(stored) else {}
 
 
-# The settings that name the seeds: a verdict on other seeds under otherwise the same setting
-# is the same claim judged again, and is kept in ``Claim.by_seeds``.
-SEED_SETTINGS = ("seeds", "first_seed", "confirmed_on_seeds")
-
-
-def verdicts_by_seeds(out: Path, setting: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+def verdicts_by_seeds(out: Path, setting: Setting) -> dict[str, dict[str, str]]:
     """``{claim id: {seeds label: verdict}}`` from ``OUT/claims.json`` when it was judged under
     ``setting`` up to the seeds; {} otherwise."""
+    stored = _stored_claims(out)
+    if not setting.same_as(stored, but_seeds=True):
+        return {}
+    return {c["id"]: dict(c.get("by_seeds", {})) for c in stored["claims"]}
+
+
+def _stored_claims(out: Path) -> dict[str, Any]:
+    """OUT/claims.json, or a record no setting matches when it is missing or unreadable."""
     try:
         stored = json.loads((out / "claims.json").read_text())
-        if any(
-            stored.get(key, value) != value
-            for key, value in setting.items()
-            if key not in SEED_SETTINGS
-        ):
-            return {}
-        return {c["id"]: dict(c.get("by_seeds", {})) for c in stored["claims"]}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+        claims = stored.get("claims") if isinstance(stored, dict) else None
+        if isinstance(claims, list) and all(isinstance(c, dict) and "id" in c for c in claims):
+            return stored
+    except (OSError, ValueError):
+        pass
+    return {"claims": []}
 
 
-def merge_claims(out: Path, judged: Sequence[Claim], setting: Mapping[str, Any]) -> list[Claim]:
+def merge_claims(out: Path, judged: Sequence[Claim], setting: Setting) -> list[Claim]:
     """The claims of this reproduction, with verdicts from earlier ones under the same
     setting kept for the others."""
     earlier = earlier_claims(out, setting)
@@ -91,22 +87,21 @@ def merge_claims(out: Path, judged: Sequence[Claim], setting: Mapping[str, Any])
     return merged
 
 
-def changed_settings_note(setting: Mapping[str, Any]) -> str:
+def changed_settings_note(setting: Setting) -> str:
     """A sentence naming the user's overrides and tuned hyperparameters, or '' for none."""
-    changed = [f"`{k}={v}`" for k, v in setting["overrides"].items()]
-    if setting["tuned"]:
-        changed.append(f"the tuned hyperparameters of `{setting['tuned']}`")
+    changed = [f"`{k}={v}`" for k, v in setting.overrides.items()]
+    if setting.tuned:
+        changed.append(f"the tuned hyperparameters of `{setting.tuned}`")
     if not changed:
         return ""
     return f"Every run trained with {', '.join(changed)}, not the scale's settings."
 
 
-def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
+def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
     counted = sum(claim.verdict == "reproduced" for claim in claims)
     confirmed = sum(claim.confirmed() is True for claim in claims)
     changed = changed_settings_note(setting)
-    first = setting.get("first_seed", 0)
-    fresh = setting.get("confirmed_on_seeds", [])
+    fresh = setting.record()["confirmed_on_seeds"]
     seen = [claim.id for claim in claims if set(fresh) & set(claim.seen_seeds)]
     confirmation = (
         f"a confirmation on seeds {format_measured(fresh)}, which nothing was tuned on"
@@ -115,12 +110,11 @@ def claims_markdown(claims: Sequence[Claim], setting: Mapping[str, Any]) -> str:
         else "on those seeds, so they confirm nothing"
     )
     lines = [
-        f"# Claims of the paper, checked at `{setting['scale']}` scale",
+        f"# Claims of the paper, checked at `{setting.scale}` scale",
         "",
         f"{counted} of {len(claims)} claims reproduced, each judged on means over "
-        f"{seeds_text(range(first, first + setting['seeds']))}. Settings and rules were "
-        f"chosen on seeds {format_measured(setting.get('tuned_on_seeds', list(TUNED_ON_SEEDS)))}; "
-        "these "
+        f"{seeds_text(setting.seed_range)}. Settings and rules were "
+        f"chosen on seeds {format_measured(list(TUNED_ON_SEEDS))}; these "
         f"verdicts are {confirmation} (docs/reproduce.md says which rules came after results). "
         f"Over every set of seeds this output was reproduced on, {confirmed} claim(s) are "
         "confirmed: reproduced on seeds nothing was tuned on.",
@@ -197,7 +191,7 @@ def format_measured(value: Any) -> str:
 def write_claims(
     out: Path,
     claims: Sequence[Claim],
-    setting: Mapping[str, Any],
+    setting: Setting,
     ablation_notes: Mapping[str, str],
 ) -> None:
     """``OUT/claims.json`` and ``claims.md``, each claim with what an ablation at the same
@@ -205,5 +199,5 @@ def write_claims(
     ``ablation_report.dependence``)."""
     for claim in claims:
         claim.ablation = ablation_notes.get(claim.id, "")
-    write_json(out / "claims.json", {**setting, "claims": [vars(claim) for claim in claims]})
+    write_json(out / "claims.json", {**setting.record(), "claims": [vars(c) for c in claims]})
     write_text(out / "claims.md", claims_markdown(claims, setting))
