@@ -8,22 +8,27 @@ The fully resolved result is what ``config.json`` holds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
+import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from mixit.errors import UsageError
 
-INIT_SCHEMES = ("small-output", "fan-in", "gpt2")
-ARCH_INITS = ("own", "small-output")
-MLP_ACTIVATIONS = ("silu", "shaped-leaky-relu")
-PRECISIONS = ("fp32", "bf16")
-MIXING_SCALES = ("paper", "per-head-spread", "sequence")
-MIXING_CENTERINGS = ("row-mean", "row-sum-over-position")
-CONSTRUCTIONS = ("equations", "authors")
+# The options that take one of a few names: each field's type lists them, and validation and
+# the command line read them from there (``choices``).
+Init = Literal["small-output", "fan-in", "gpt2"]
+ArchInit = Literal["own", "small-output"]
+MlpActivation = Literal["silu", "shaped-leaky-relu"]
+Precision = Literal["fp32", "bf16"]
+MixingScale = Literal["paper", "per-head-spread", "sequence"]
+MixingCentering = Literal["row-mean", "row-sum-over-position"]
+Construction = Literal["equations", "authors"]
+ARCH_INITS: tuple[str, ...] = typing.get_args(ArchInit)
 # torch.manual_seed takes seeds below 2^64; a run's seed plus the offsets tasks add stays below.
 MAX_SEED = 2**62
 
@@ -52,19 +57,19 @@ class ModelConfig:
     vocab_size: int = 0  # 0: taken from the task
     block_size: int = 0  # longest sequence (size of MixiT's matrices); 0: the task's length
     # Initialisation scheme, documented in mixit.model.init_weights and docs/presets.md.
-    init: str = "small-output"
+    init: Init = "small-output"
     output_init_std: float = 0.02  # std of W_O and W_D under "small-output"
     rope_base: float = 10000.0
     # MLP non-linearity phi in W_D(phi(W_G h) * W_U h): "silu" (Llama's SwiGLU) or the shaped
     # leaky ReLU of the shaped-transformer line of work, slope 1 + c / sqrt(n) for x < 0.
-    mlp_activation: str = "silu"
+    mlp_activation: MlpActivation = "silu"
     leaky_relu_c: float = -1.0
     # Shaped residual h <- lam h + sqrt(1 - lam^2) f(h); None is the plain h + f(h).
     residual_lambda: float | None = None
     # MixiT only: the std of W^M's entries, see mixit.attention.mixing_std. "paper": 1/sqrt(n m)
     # (appendix A); "per-head-spread": per head uniform in [1/sqrt(m n_h), 1/sqrt(m)] (the
     # authors' public code); "sequence": 1/sqrt(m) (section 2's simplest case).
-    mixing_scale: str = "paper"
+    mixing_scale: MixingScale = "paper"
     # MixiT only, off by default (not in the paper; the authors' code has it): head 0 of
     # every layer puts half its weight on the token itself and half on the first token.
     attention_sink: bool = False
@@ -74,7 +79,7 @@ class ModelConfig:
     # A named bundle of the options below (mixit.constructions): "equations" (the paper's
     # equations, these defaults) or "authors" (what the authors' code builds). It is applied
     # over the preset; an option the user sets still wins over it.
-    construction: str = "equations"
+    construction: Construction = "equations"
     # MixiT only. Causal mixing (eq. 2.3) or a full matrix; non-causal mixing needs a task
     # scored at one position per row (classification), where no input follows the answer.
     mixing_causal: bool = True
@@ -87,7 +92,7 @@ class ModelConfig:
     # entries (rows of A sum to 1); "row-sum-over-position" subtracts row i's visible sum
     # divided by i + 1 (the authors' code: the same under the causal mask, a constant offset
     # on every column of a non-causal row).
-    mixing_centering: str = "row-mean"
+    mixing_centering: MixingCentering = "row-mean"
     # MixiT only. A = I + centred W^M (eq. 2.3), or the centred W^M alone (the authors' code
     # with a depth-scaled residual).
     mixing_identity: bool = True
@@ -111,7 +116,7 @@ class ModelConfig:
     # A model.arch model's initialisation: "own" (its library's) or "small-output" (every
     # matrix N(0, 1/fan_in), each residual branch's output matrix N(0, output_init_std^2):
     # mixit's default, offered so that a verdict does not hinge on it; docs/tuning.md).
-    arch_init: str = "own"
+    arch_init: ArchInit = "own"
 
     def validate(self, uses_rope: bool = True) -> None:
         _check_finite("model", self)
@@ -130,16 +135,11 @@ class ModelConfig:
             )
         if not 0.0 <= self.output_init_std < float("inf"):
             raise UsageError(f"model.output_init_std must be >= 0, got {self.output_init_std}")
-        _check_choice("model.init", self.init, INIT_SCHEMES)
-        _check_choice("model.arch_init", self.arch_init, ARCH_INITS)
+        _check_choices("model", self)
         if self.arch == "mixit" and self.arch_init != "own":
             raise UsageError(
                 "model.arch_init applies to model.arch models; mixit's decoder takes model.init"
             )
-        _check_choice("model.mlp_activation", self.mlp_activation, MLP_ACTIVATIONS)
-        _check_choice("model.mixing_scale", self.mixing_scale, MIXING_SCALES)
-        _check_choice("model.mixing_centering", self.mixing_centering, MIXING_CENTERINGS)
-        _check_choice("model.construction", self.construction, CONSTRUCTIONS)
         for name in ("width_base", "width_base_down", "residual_depth_base"):
             if not 0.0 < getattr(self, name) < float("inf"):
                 raise UsageError(f"model.{name} must be > 0, got {getattr(self, name)}")
@@ -175,7 +175,7 @@ class TrainConfig:
     # Save a resumable checkpoint every N steps (0: only at the end). Needs a run directory.
     checkpoint_every: int = 0
     # fp32, or bf16 autocast (mixed precision: weights and optimizer stay fp32).
-    precision: str = "fp32"
+    precision: Precision = "fp32"
     # torch.compile the training forward: fuses the element-wise work; the first steps pay
     # the compilation (see the README's performance table for both).
     compile: bool = False
@@ -201,7 +201,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         _check_finite("train", self)
-        _check_choice("train.precision", self.precision, PRECISIONS)
+        _check_choices("train", self)
         _check_range("train.beta1", self.beta1, 0.0, 1.0, closed_high=False)
         _check_range("train.beta2", self.beta2, 0.0, 1.0, closed_high=False)
         _check_range("train.min_lr_ratio", self.min_lr_ratio, 0.0, 1.0, closed_high=True)
@@ -323,6 +323,23 @@ class RunConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
 
 
-def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise UsageError(f"{key}='{value}' is not one of: {', '.join(choices)}")
+@functools.cache
+def choices(section: type) -> dict[str, tuple[str, ...]]:
+    """The names each ``Literal`` option of a config section takes, by field (resolved once
+    per class: string annotations are slow to evaluate)."""
+    hints = typing.get_type_hints(section)
+    return {
+        name: typing.get_args(kind)
+        for name, kind in hints.items()
+        if typing.get_origin(kind) is Literal
+    }
+
+
+def check_choice(key: str, value: Any, names: tuple[str, ...]) -> None:
+    if value not in names:
+        raise UsageError(f"{key}='{value}' is not one of: {', '.join(names)}")
+
+
+def _check_choices(section: str, config: Any) -> None:
+    for name, names in choices(type(config)).items():
+        check_choice(f"{section}.{name}", getattr(config, name), names)

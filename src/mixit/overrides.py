@@ -8,9 +8,9 @@ import functools
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from mixit.config import RunConfig
+from mixit.config import RunConfig, check_choice
 from mixit.errors import UsageError
 
 
@@ -54,6 +54,9 @@ def _field_types(section: type) -> dict[str, Any]:
 
 def convert(key: str, raw: Any, target: Any) -> Any:
     """Convert ``raw`` (a string from the command line, or a Python value) to ``target``."""
+    if typing.get_origin(target) is Literal:
+        check_choice(key, raw, typing.get_args(target))
+        return raw
     allowed = typing.get_args(target) if _is_union(target) else (target,)
     if not isinstance(raw, str):
         if any(_isinstance(raw, t) for t in allowed):
