@@ -6,8 +6,9 @@ import pytest
 
 from mixit.cli import main
 from mixit.experiments.ablation import ablate, plan_ablation
-from mixit.experiments.base import Reproduction, Setting
+from mixit.experiments.base import Reproduction
 from mixit.experiments.differences import EQUATIONS, flips
+from mixit.experiments.setting import Setting
 from mixit.runs import run_dir_name
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "train.eval_examples": 64}

@@ -14,7 +14,9 @@ from mixit.cost import (
     predict,
     shapes,
 )
-from mixit.resolve import resolve_config
+from mixit.counts import counted
+from mixit.memory import sized_counts, training_bytes
+from mixit.resolve import holds_mixing_matrices, resolve_config
 from mixit.train import build_model
 from mixit.variants import VARIANTS
 
@@ -208,3 +210,18 @@ def test_a_step_costs_its_flops_and_a_launch_cost_per_micro_batch_and_layer():
     assert one == pytest.approx(flops / rate + (a + b * config.model.n_layer) / 1e3)
     run = predict(config, shape, h100)
     assert run["run_seconds"] > config.train.steps * run["step_seconds"]  # and evaluations
+
+
+@pytest.mark.parametrize("model", list(VARIANTS))
+def test_the_memory_check_is_the_cost_models_floor(model):
+    """One memory model: the check that refuses a config before anything is built is the same
+    parts at their floor (sizes alone, each layer's input, one scored position a row), and it
+    stays below what the model as built is priced at on every target."""
+    config, shape = filled(model)
+    mixing = holds_mixing_matrices(config)
+    floor = training_bytes(config, shape.seq_len, mixing)
+    assert sized_counts(config, mixing).parameters <= counted(config).parameters
+    for target in TARGETS.values():
+        assert floor <= sum(
+            memory_parts(config, shape.seq_len, shape.scored_share, target).values()
+        )

@@ -9,8 +9,9 @@ import pytest
 
 from mixit.cli import main
 from mixit.experiments import EXPERIMENTS, reproduce, table1, table2, table7, theorem21, throughput
-from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction, Setting
+from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction
 from mixit.experiments.claims import FINDINGS, claim
+from mixit.experiments.setting import Setting
 from mixit.experiments.verdicts import claims_markdown
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}

@@ -23,11 +23,10 @@ from mixit.attention import mixer_traits
 from mixit.config import RunConfig
 from mixit.counts import counted
 from mixit.errors import UsageError
-from mixit.memory import micro_batch_rows
+from mixit.memory import step_memory
 from mixit.tasks import IGNORE_INDEX, get_task
 from mixit.variants import get_variant
 
-FLOAT = 4  # bytes per fp32 value
 GIB = 2**30
 # Of a device's memory, the share a run's tensors may fill: the rest is the CUDA context, the
 # math libraries' workspaces and the allocator's fragmentation (on the H100 one config that the
@@ -155,32 +154,9 @@ def run_flops(config: RunConfig, shape: Shape) -> float:
 def memory_parts(
     config: RunConfig, seq_len: int, scored_share: float, target: Target
 ) -> dict[str, int]:
-    """Bytes a training step holds, by part. Activations kept for the backward pass, per token
-    and layer: the block's two norm inputs and outputs, Q, K, V and the mixed output (8 n), and
-    the gated MLP's four hidden tensors (4 r n), in the autocast dtype; at the scored
-    positions, the loss's tensors: the fp32 logits, the log-softmax the loss keeps for
-    backward and the gradient (12 bytes an entry; under bf16 autocast also the bf16 logits
-    and their bf16 gradient, 16). The activations are then scaled by the ``target``'s
-    measured activation factor."""
-    m = config.model
-    n, layers = m.n_embd, m.n_layer
-    c = counted(config)
-    tokens = micro_batch_rows(config) * seq_len  # the activations of one micro-batch at once
-    autocast = 2 if config.train.precision == "bf16" else FLOAT
-    logit_bytes = 3 * FLOAT + (2 * 2 if config.train.precision == "bf16" else 0)
-    return {
-        "weights": FLOAT * c.parameters,
-        "gradients": FLOAT * c.trainable,
-        "optimizer": 2 * FLOAT * c.trainable,
-        "buffers": c.buffer_bytes,
-        "activations": round(
-            target.activation_factor
-            * autocast
-            * tokens
-            * (layers * (8 * n + 4 * m.mlp_ratio * n) + 3 * n)
-        ),
-        "logits": round(logit_bytes * tokens * scored_share * m.vocab_size),
-    }
+    """Bytes a training step holds on ``target``, by part: the memory model
+    (``memory.memory_parts``) at the model as built and the target's activation factor."""
+    return step_memory(config, counted(config), seq_len, scored_share, target.activation_factor)
 
 
 def predict(config: RunConfig, shape: Shape, target: Target) -> dict[str, Any]:

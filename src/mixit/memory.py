@@ -1,11 +1,12 @@
-"""What a run needs in memory at the least, from its config, before anything is allocated:
-a config that cannot fit is refused in one line instead of stalling the machine.
+"""The memory model: what a training step holds (``step_memory``), used two ways.
 
-The figure is a lower bound, so that no run that fits is ever refused: the fp32 parameters
-with their gradients and AdamW's two moments, the buffers sized by ``block_size`` (RoPE
-tables; MixiT's fixed (H, T, T) mixing matrices), the residual stream each layer keeps for
-the backward pass, and the logits, at ``batch_size`` x ``seq_len`` tokens. A real step needs
-several times the activation part (``mixit.cost`` models that for GPU estimates).
+- ``mixit.cost`` prices a run on a target device at its model as built (``counts.counted``)
+  and the target's measured activation factor.
+- Before anything is allocated here, ``check_fits`` refuses in one line a config that cannot
+  fit, instead of stalling the machine. Its figure is the same model at its floor, a lower
+  bound so that no run that fits is ever refused: the weights from the sizes alone
+  (``sized_counts``, without building a model a hostile size would make huge), each layer
+  keeping only its input for the backward pass, and one scored position per row.
 """
 
 from __future__ import annotations
@@ -16,31 +17,71 @@ from pathlib import Path
 import torch
 
 from mixit.config import RunConfig
+from mixit.counts import Counts
 from mixit.errors import UsageError
 
 FLOAT = 4  # bytes per fp32 value
 
 
-def model_values(config: RunConfig, mixing: bool) -> tuple[int, int]:
-    """``(parameters, buffer values)`` of ``config``'s model, at the least; ``mixing``: it holds
-    MixiT's fixed (H, T, T) matrices, not RoPE tables."""
+def sized_counts(config: RunConfig, mixing: bool) -> Counts:
+    """The weights of ``config``'s model from its sizes alone, at the least (every parameter
+    counted trainable); ``mixing``: it holds MixiT's fixed (H, T, T) matrices, not RoPE
+    tables."""
     m = config.model
     n, layers, heads, block = m.n_embd, m.n_layer, m.n_head, m.block_size
-    params = layers * (4 * n * n + 3 * n * m.mlp_ratio * n) + 2 * m.vocab_size * n + block * n
+    attention = (2 if mixing else 4) * n * n  # W_V, W_O; and W_Q, W_K where no mixing
+    body = layers * (attention + 3 * n * m.mlp_ratio * n)
+    head = m.vocab_size * n
+    # The blocks, the embedding and the head, and MixiT's learned position table (the norms'
+    # gains left out: a lower bound).
+    parameters = body + 2 * head + (block * n if mixing else 0)
     buffers = layers * (heads * block * block if mixing else block * (n // max(heads, 1)))
-    return params, buffers
+    return Counts(body, body, head, head, parameters, parameters, FLOAT * buffers)
+
+
+def step_memory(
+    config: RunConfig,
+    counts: Counts,
+    seq_len: int,
+    scored_share: float,
+    activation_factor: float,
+) -> dict[str, int]:
+    """Bytes a training step holds, by part. Activations kept for the backward pass, per token
+    and layer: the block's two norm inputs and outputs, Q, K, V and the mixed output (8 n), and
+    the gated MLP's four hidden tensors (4 r n), in the autocast dtype; at the scored
+    positions, the loss's tensors: the fp32 logits, the log-softmax the loss keeps for
+    backward and the gradient (12 bytes an entry; under bf16 autocast also the bf16 logits
+    and their bf16 gradient, 16). The activations are then scaled by ``activation_factor``
+    (a target's measured one, or ``floor_factor`` for the lower bound)."""
+    m, c = config.model, counts
+    n, layers = m.n_embd, m.n_layer
+    tokens = micro_batch_rows(config) * seq_len  # the activations of one micro-batch at once
+    autocast = 2 if config.train.precision == "bf16" else FLOAT
+    logit_bytes = 3 * FLOAT + (2 * 2 if config.train.precision == "bf16" else 0)
+    return {
+        "weights": FLOAT * c.parameters,
+        "gradients": FLOAT * c.trainable,
+        "optimizer": 2 * FLOAT * c.trainable,
+        "buffers": c.buffer_bytes,
+        "activations": round(
+            activation_factor * autocast * tokens * (layers * (8 * n + 4 * m.mlp_ratio * n) + 3 * n)
+        ),
+        "logits": round(logit_bytes * tokens * scored_share * m.vocab_size),
+    }
+
+
+def floor_factor(config: RunConfig) -> float:
+    """The activation factor at which ``step_memory`` keeps only each layer's input: n of the
+    8 n + 4 r n values a token it counts per layer."""
+    return 1.0 / (8 + 4 * config.model.mlp_ratio)
 
 
 def training_bytes(config: RunConfig, seq_len: int, mixing: bool) -> int:
     """At least the bytes one training step of ``config`` needs at ``seq_len`` tokens per
-    sequence; ``mixing``: the model holds MixiT's fixed (H, T, T) matrices, not RoPE tables."""
-    m = config.model
-    n = m.n_embd
-    params, buffers = model_values(config, mixing)
-    tokens = micro_batch_rows(config) * seq_len
-    activations = (m.n_layer + 1) * tokens * n + tokens * m.vocab_size  # the stream; the logits
-    activation_bytes = 2 if config.train.precision == "bf16" else FLOAT
-    return FLOAT * (4 * params + buffers) + activation_bytes * activations
+    sequence: ``step_memory`` at its floor (``sized_counts``, ``floor_factor``, one scored
+    position per row)."""
+    counts = sized_counts(config, mixing)
+    return sum(step_memory(config, counts, seq_len, 1 / seq_len, floor_factor(config)).values())
 
 
 def micro_batch_rows(config: RunConfig) -> int:
@@ -83,7 +124,9 @@ def check_fits(
 def check_loads(config: RunConfig, mixing: bool) -> None:
     """Refuse, in one line, loading a stored run whose model alone exceeds the host's free
     memory (a damaged or foreign ``config.json`` naming huge sizes)."""
-    needed, free = FLOAT * sum(model_values(config, mixing)), available_bytes(torch.device("cpu"))
+    counts = sized_counts(config, mixing)
+    needed = FLOAT * counts.parameters + counts.buffer_bytes
+    free = available_bytes(torch.device("cpu"))
     if needed > free:
         raise UsageError(
             f"its model needs at least {_gib(needed)} of memory "

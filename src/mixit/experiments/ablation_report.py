@@ -18,13 +18,13 @@ from mixit.experiments.base import (
     Headline,
     Reproduction,
     Run,
-    Setting,
     markdown_table,
     seeds_text,
 )
 from mixit.experiments.claims import experiment_of
 from mixit.experiments.differences import DIFFERENCES, EQUATIONS, WHOLE
 from mixit.experiments.registry import EXPERIMENTS
+from mixit.experiments.setting import Setting
 from mixit.experiments.verdicts import write_claims
 from mixit.io import make_dir
 from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance

@@ -19,16 +19,9 @@ from mixit import tuning
 from mixit.config import MAX_SEED, RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.ablation_report import dependence
-from mixit.experiments.base import (
-    SCALES,
-    Claim,
-    Experiment,
-    Reproduction,
-    Run,
-    Setting,
-    seeds_text,
-)
+from mixit.experiments.base import SCALES, Claim, Experiment, Reproduction, Run, seeds_text
 from mixit.experiments.registry import EXPERIMENTS
+from mixit.experiments.setting import Setting
 from mixit.experiments.tuned_presets import choices, preset_path, tuned_presets, with_choices
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.io import make_dir, read_json, write_json, write_text

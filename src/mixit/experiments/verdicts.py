@@ -14,11 +14,11 @@ from mixit.experiments.base import (
     SEEDS,
     TUNED_ON_SEEDS,
     Claim,
-    Setting,
     seeds_label,
     seeds_text,
 )
 from mixit.experiments.claims import CLAIMS
+from mixit.experiments.setting import Setting
 from mixit.io import write_json, write_text
 
 
