@@ -31,8 +31,21 @@ def add(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--out", default="runs/sweep", help="output directory")
     parser.add_argument("--storage", default=None, help="Optuna storage URL")
-    parser.add_argument("--workers", type=count, default=1, help="worker processes")
-    parser.add_argument("--launcher", default="local", help="local or slurm (submitit)")
+    parser.add_argument(
+        "--jobs",
+        "--workers",
+        dest="workers",
+        type=count,
+        default=1,
+        help="trials trained at once: worker processes here, or jobs of the array (default 1; "
+        "--workers is the older name)",
+    )
+    parser.add_argument(
+        "--launcher",
+        default="local",
+        help="where the workers run: local (this machine; default), slurm (one submitit job "
+        "array) or submitit-local (the same path, as processes here)",
+    )
     parser.add_argument(
         "--best", action="store_true", help="print the best configuration per task and model"
     )
