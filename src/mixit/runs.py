@@ -9,11 +9,12 @@ summary (interrupted, or halted at ``train.halt_at``) resumes from its checkpoin
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import json
 import sys
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,7 +30,7 @@ from mixit.checkpoint import (
 from mixit.config import RunConfig
 from mixit.cost import get_target, predict, shapes
 from mixit.distributed import Ranks
-from mixit.errors import RunsFailed
+from mixit.errors import RunsFailed, TrainingDiverged
 from mixit.launchers import LOCAL, JobArray, Launch
 from mixit.resolve import check_runnable_here
 from mixit.rundir import read_records
@@ -55,13 +56,16 @@ def train_missing(
     train: bool = True,
     each: bool = False,
     launch: Launch = LOCAL,
+    diverged: list[Key] | None = None,
 ) -> tuple[dict[Key, dict[str, Any]], int]:
     """Summaries of every run (with its ``run_dir``), training those not finished yet (with
     ``train=False``, of the finished runs only), and how many distinct runs it trained (or
     submitted). Keys whose configs are equal share one run. ``each`` also shows each run's
     own progress bar (one job only). ``launch`` says where the missing runs train: here, in a
     pool of ``launch.jobs`` workers, or submitted as a job array (``mixit.launchers``; without
-    waiting, the summaries are those of the finished runs)."""
+    waiting, the summaries are those of the finished runs). A run that diverges stops the
+    whole plan, unless a ``diverged`` list is given: its keys then go there (runs trained
+    here; a submitted one that diverged ends without a summary, which stops the plan)."""
     summaries: dict[Key, dict[str, Any]] = {}
     todo: dict[str, tuple[RunConfig, list[Key]]] = {}
     for run, config in configs.items():
@@ -81,7 +85,8 @@ def train_missing(
             if halted is not None:
                 collected |= {key: {**halted, "run_dir": str(runs_dir / name)} for key in keys}
         return collected, len(todo)
-    _train_locally(todo, summaries, runs_dir, (launch.jobs, launch.gpus_per_run), progress, each)
+    workers = (launch.jobs, launch.gpus_per_run)
+    _train_locally(todo, summaries, runs_dir, workers, (progress, each), diverged)
     return summaries, len(todo)
 
 
@@ -90,13 +95,14 @@ def _train_locally(
     summaries: dict[Key, dict[str, Any]],
     runs_dir: Path,
     workers: tuple[int, int],
-    progress: bool | None,
-    each: bool,
+    shown: tuple[bool | None, bool],
+    diverged: list[Key] | None,
 ) -> None:
     """Train the ``todo`` runs here (one at a time, or in a pool of ``jobs`` workers, each
     run with ``ranks`` processes: ``workers`` is both), adding each one's summary under all
-    its keys."""
-    jobs, ranks = workers
+    its keys; ``shown``: the progress bar over the runs, and each run's own. A run that
+    diverges raises, or with a ``diverged`` list, adds its keys there."""
+    (jobs, ranks), (progress, each) = workers, shown
     from tqdm import tqdm
 
     for config, _ in todo.values():
@@ -104,14 +110,24 @@ def _train_locally(
 
     bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
 
-    def finished(name: str, summary: dict[str, Any]) -> None:
-        for run in todo[name][1]:
-            summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
+    def finished(name: str, summary: Callable[[], dict[str, Any]]) -> None:
+        try:
+            trained = summary()
+        except TrainingDiverged:
+            if diverged is None:
+                raise
+            diverged.extend(todo[name][1])
+        else:
+            for run in todo[name][1]:
+                summaries[run] = {**trained, "run_dir": str(runs_dir / name)}
         bar.update()
 
     if jobs == ranks == 1:
         for name, (config, _) in todo.items():
-            finished(name, train_run(config, runs_dir / name, each and progress, resume=True))
+            shows = each and progress
+            finished(
+                name, functools.partial(train_run, config, runs_dir / name, shows, resume=True)
+            )
     else:
         for config, _ in todo.values():
             Ranks(world=ranks).check_batch(config.train.batch_size)
@@ -125,7 +141,7 @@ def _train_locally(
                 for name, (config, _) in todo.items()
             }
             for future in as_completed(futures):
-                finished(futures[future], future.result())
+                finished(futures[future], future.result)
         except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
             stop_workers(pool)
             raise

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mixit.cli.options import count
+from mixit.cli.options import add_launch_options, count, launch_options
 from mixit.errors import UsageError
 from mixit.io import write_json
 from mixit.overrides import parse_overrides
@@ -18,7 +18,8 @@ def add(commands: Any) -> None:
     parser = commands.add_parser(
         "sweep",
         help="grid-search a task and model (Table 8) as an Optuna study",
-        description="Every grid point is one run directory in OUT/runs; the study lives in "
+        description="Every grid point is one run directory in OUT/runs, trained as any "
+        "command's runs are (--jobs at a time here, or as a job array); the study lives in "
         "OUT/study.db (or --storage). Rerunning completes the grid; --best prints the best "
         "configuration of every study in the storage.",
     )
@@ -31,20 +32,16 @@ def add(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--out", default="runs/sweep", help="output directory")
     parser.add_argument("--storage", default=None, help="Optuna storage URL")
+    add_launch_options(parser)
     parser.add_argument(
-        "--jobs",
         "--workers",
-        dest="workers",
+        dest="jobs",
         type=count,
-        default=1,
-        help="trials trained at once: worker processes here, or jobs of the array (default 1; "
-        "--workers is the older name)",
+        default=argparse.SUPPRESS,
+        help="the older name of --jobs",
     )
     parser.add_argument(
-        "--launcher",
-        default="local",
-        help="where the workers run: local (this machine; default), slurm (one submitit job "
-        "array) or submitit-local (the same path, as processes here)",
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
     )
     parser.add_argument(
         "--best", action="store_true", help="print the best configuration per task and model"
@@ -78,10 +75,10 @@ def run(args: argparse.Namespace) -> int:
         grid=args.grid,
         out=args.out,
         storage=args.storage,
-        workers=args.workers,
-        launcher=args.launcher,
         seed=args.seed,
         overrides=parse_overrides(args.overrides),
+        launch=launch_options(args),
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
     )
     for row in rows[:10]:
         print(f"{row['value']:.4f}  {row['params']}")
