@@ -137,3 +137,15 @@ def test_the_random_transformer_trains_what_the_decoders_does(config):
     tables += [model.transformer.wpe] if isinstance(config, GPT2Config) else []
     expected = {id(p) for table in tables for p in table.parameters()}
     assert {id(p) for p in model.parameters() if p.requires_grad} == expected
+
+
+def test_a_model_without_a_hugging_face_form_is_refused_before_it_trains(monkeypatch):
+    """Every variant of today's spectrum has an --arch form; a variant whose mixer has none
+    (a mixer added to the decoder only) is refused when its config is validated, not built
+    as if it were softmax attention."""
+    from mixit import resolve
+
+    assert tuple(VARIANTS) == MODELS
+    monkeypatch.setattr(resolve, "SPECTRUM_MODELS", ("standard",))
+    with pytest.raises(UsageError, match="exists on mixit's decoder only"):
+        resolve.resolve_config("addition", "mixit", "tiny", 0, {"model.arch": "hf:llama"})

@@ -18,6 +18,7 @@ from mixit.devices import present_device
 from mixit.errors import UsageError
 from mixit.memory import available_bytes, check_fits
 from mixit.overrides import apply_overrides, from_dict
+from mixit.spectrum import MODELS as SPECTRUM_MODELS
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
 from mixit.variants import get_variant
 
@@ -88,6 +89,11 @@ def validate(config: RunConfig) -> None:
         uses_rope=built_in and mixer_traits(variant.attention, config.model).positions == "rope"
     )
     check_arch(config.model.arch)
+    if not built_in and config.variant not in SPECTRUM_MODELS:
+        raise UsageError(
+            f"model '{config.variant}' exists on mixit's decoder only; model.arch="
+            f"{config.model.arch} takes: {', '.join(SPECTRUM_MODELS)}"
+        )
     config.task.validate()
     config.train.validate()
     check_data_fits(config)

@@ -32,7 +32,10 @@ from mixit.attention import mixing_matrices, mixing_std
 from mixit.errors import UsageError
 from mixit.variants import VARIANTS, AttentionKind
 
-MODELS = tuple(VARIANTS)
+# The token mixers a model of any architecture can be given: its own softmax attention, or
+# fixed mixing in its place. A variant with another mixer exists on mixit's decoder only.
+BUILDABLE = (AttentionKind.SOFTMAX, AttentionKind.MIXING)
+MODELS = tuple(name for name, variant in VARIANTS.items() if variant.attention in BUILDABLE)
 
 
 @dataclass(frozen=True)
