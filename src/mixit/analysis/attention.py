@@ -97,6 +97,20 @@ def uniformity(
     return (ratio * rows).sum((1, 3)) / rows.sum((1, 3)).clamp(min=1)  # (L, H)
 
 
+def logit_spread(patterns: torch.Tensor) -> float:
+    """The spread of the logits softmax turned into ``patterns`` (L, B, H, T, T): per row, the
+    standard deviation of log p over the positions it sees (the logits up to the row's own
+    shift), averaged over rows that see two or more. Uniform attention reads 0; N(0, sigma^2)
+    weights at width n read about n sigma^2 (docs/constructions.md)."""
+    seen = patterns > 0  # (L, B, H, T, T)
+    count = seen.sum(-1)  # (L, B, H, T)
+    logp = torch.where(seen, patterns.clamp_min(1e-30).log(), 0.0)
+    mean = logp.sum(-1) / count.clamp(min=1)  # (L, B, H, T)
+    squares = torch.where(seen, (logp - mean[..., None]) ** 2, 0.0).sum(-1)
+    spread = (squares / (count - 1).clamp(min=1)).sqrt()  # (L, B, H, T)
+    return spread[count >= 2].mean().item()
+
+
 def head_scores(
     model: Decoder, input_ids: torch.Tensor, mask: torch.Tensor | None = None
 ) -> dict[str, list[list[float]]]:

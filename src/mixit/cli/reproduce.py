@@ -23,6 +23,7 @@ from mixit.experiments.estimate import (
     estimate_ablation,
     format_reproduction_estimate,
 )
+from mixit.experiments.registry import QUESTIONS
 from mixit.overrides import parse_overrides
 
 
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _experiment_names() -> str:
-    return ", ".join([*EXPERIMENTS, "ablation"])
+    return ", ".join([*EXPERIMENTS, "ablation", *QUESTIONS])
 
 
 def _ablation(args: argparse.Namespace, how: Reproduction) -> int:

@@ -14,6 +14,7 @@ from mixit.experiments import (
     table7,
     theorem21,
     throughput,
+    width,
 )
 from mixit.experiments.base import Experiment
 
@@ -21,3 +22,5 @@ _IN_ORDER = (table1, figure2, table2, table3, table4, table5, table6, table7, fi
 EXPERIMENTS: dict[str, Experiment] = {
     module.EXPERIMENT.name: module.EXPERIMENT for module in (*_IN_ORDER, throughput, theorem21)
 }
+# Questions of this project about the paper's results, asked by name only: not in `all`.
+QUESTIONS: dict[str, Experiment] = {width.EXPERIMENT.name: width.EXPERIMENT}

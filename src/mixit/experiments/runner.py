@@ -20,7 +20,7 @@ from mixit.config import MAX_SEED, RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.ablation_report import dependence
 from mixit.experiments.base import SCALES, Claim, Experiment, Reproduction, Run, seeds_text
-from mixit.experiments.registry import EXPERIMENTS
+from mixit.experiments.registry import EXPERIMENTS, QUESTIONS
 from mixit.experiments.setting import Setting
 from mixit.experiments.tuned_presets import choices, preset_path, tuned_presets, with_choices
 from mixit.experiments.verdicts import changed_settings_note, record_claims
@@ -103,12 +103,11 @@ def plan_reproduction(
         raise UsageError(f"--seed must be in [0, 2^62), got {how.first_seed}")
     if list(names) == ["all"]:
         names = list(EXPERIMENTS)
-    unknown = [name for name in names if name not in EXPERIMENTS]
+    known = {**EXPERIMENTS, **QUESTIONS}
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise UsageError(
-            f"unknown experiment '{unknown[0]}'; choose 'all' or: {', '.join(EXPERIMENTS)}"
-        )
-    experiments = [EXPERIMENTS[name] for name in names]
+        raise UsageError(f"unknown experiment '{unknown[0]}'; choose 'all' or: {', '.join(known)}")
+    experiments = [known[name] for name in names]
     if tuned is None:
         tuned = load_tuned(how.tuned) if how.tuned is not None else {}
     configs = {

@@ -1,0 +1,90 @@
+"""The width question (docs/width.md): the arithmetic behind it, the budget rule its runs
+follow, and the device script at toy size."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from mixit.analysis.attention import attention_patterns, logit_spread
+from mixit.config import ModelConfig
+from mixit.experiments import table1, table4, table6, width
+from mixit.experiments.base import Reproduction
+from mixit.experiments.runner import plan_reproduction
+from mixit.model import Decoder
+from mixit.variants import VARIANTS
+
+TOOL = Path(__file__).parent.parent / "tools" / "width_device.py"
+
+
+@pytest.mark.parametrize("n", [64, 256])
+def test_the_logit_spread_at_initialisation_is_about_n_sigma_squared(n):
+    """Under N(0, sigma^2) weights (the authors' 0.02) a query and a key entry have variance
+    n sigma^2 each, so a logit q.k / sqrt(n_h) has standard deviation n sigma^2: 0.026 at 64,
+    0.10 at 256. Frozen at that spread, attention stays near uniform at laptop width."""
+    torch.manual_seed(0)
+    config = ModelConfig(n_layer=1, n_embd=n, n_head=4, vocab_size=64, block_size=64, init="gpt2")
+    model = Decoder(config, VARIANTS["frozen-qk"])
+    with torch.no_grad():
+        patterns = attention_patterns(model, torch.randint(0, 64, (16, 64)))  # (L, B, H, T, T)
+    assert logit_spread(patterns) == pytest.approx(n * width.INIT_STD**2, rel=0.15)
+
+
+def test_uniform_attention_has_no_logit_spread():
+    causal = torch.ones(4, 4).tril()
+    uniform = (causal / causal.sum(-1, keepdim=True))[None, None, None]  # (1, 1, 1, T, T)
+    assert logit_spread(uniform) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_width_run_is_its_questions_run_with_only_the_width_changed():
+    """The budget rule: every setting but model.n_embd (and, for retrieval, the construction
+    asked about) is the question's own run's at the scale."""
+    seeds = range(1)
+    base = {
+        ("retrieval", "frozen-qk"): next(
+            r
+            for r in table1.plan("tiny", seeds)
+            if r.task == "retrieval" and r.model == "frozen-qk"
+        ),
+        ("addition", "random"): table6._runs("tiny", "random", width.DEPTH, seeds)[0],
+        ("memorization", "mixit"): next(
+            r for r in table4.plan("tiny", seeds) if r.model == "mixit"
+        ),
+    }
+    planned = width.plan("tiny", seeds)
+    for (task, model), own in base.items():
+        own_config = own.config("tiny").to_dict()
+        for run in planned:
+            if (run.task, run.model) != (task, model):
+                continue
+            if dict(run.overrides).get("model.construction", "equations") != "equations":
+                continue
+            config = run.config("tiny").to_dict()
+            assert config["model"].pop("n_embd") == dict(run.overrides)["model.n_embd"]
+            reference = {**own_config, "model": dict(own_config["model"])}
+            reference["model"].pop("n_embd")
+            assert config == reference, (task, model)
+
+
+def test_width_is_asked_by_name_and_is_not_part_of_all():
+    experiments, _ = plan_reproduction(["all"], Reproduction("tiny", seeds=1))
+    assert "width" not in [e.name for e in experiments]
+    experiments, configs = plan_reproduction(["width"], Reproduction("tiny", seeds=1))
+    assert [e.name for e in experiments] == ["width"]
+    widths = {c.model.n_embd for c in configs.values()}
+    assert widths == set(width.WIDTHS["tiny"])
+
+
+def test_the_device_script_runs_at_toy_size_on_the_cpu(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("width_device", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    monkeypatch.setitem(width.WIDTHS, "tiny", width.WIDTHS["tiny"])  # the tool sets it
+    assert tool.main(["--toy", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "width" / "results.json").read_text())
+    assert results["widths"] == [16, 32]
+    spread = results["frozen_attention_at_init"]["authors"]
+    assert [s[0]["logit_spread"] < 0.05 for s in spread] == [True, True]
+    assert (tmp_path / "width" / "report.md").read_text().count("n = 16") >= 3

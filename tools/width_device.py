@@ -1,0 +1,66 @@
+"""The width question on a GPU (docs/width.md): ``reproduce width`` at the paper's widths, 512
+and 1024, under the budget rule of ``mixit.experiments.width`` (each question's tiny-scale run
+with only ``model.n_embd`` changed), sized to the device minutes a session is lent.
+
+It first predicts the training time on an H100 (``--estimate --target h100``) and refuses,
+writing nothing, when that exceeds ``--budget-seconds`` over ``--jobs`` runs at once; then it
+trains and reports into OUT, as ``reproduce`` would.
+
+    python tools/width_device.py --out results/width-h100           # on the device
+    python tools/width_device.py --toy --out /tmp/width-toy         # widths 16, 32, two steps
+                                                                     # a run, on the CPU (CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mixit.experiments import estimate_reproduction, reproduce, width
+from mixit.experiments.base import Reproduction
+from mixit.launchers import Launch
+
+TOY = {
+    "widths": (16, 32),
+    "overrides": {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 64},
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--widths", default="512,1024", help="comma-separated widths")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per run (default 1)")
+    parser.add_argument("--jobs", type=int, default=4, help="runs trained at once (default 4)")
+    parser.add_argument(
+        "--budget-seconds",
+        type=float,
+        default=480.0,
+        help="refuse when the predicted training exceeds this (default 480: 8 minutes)",
+    )
+    parser.add_argument("--toy", action="store_true", help="widths 16, 32, two steps a run")
+    args = parser.parse_args(argv)
+    widths = TOY["widths"] if args.toy else tuple(int(w) for w in args.widths.split(","))
+    width.WIDTHS["tiny"] = widths  # the rule's runs at these widths (the scale's budgets)
+    how = Reproduction(
+        "tiny",
+        seeds=args.seeds,
+        out=Path(args.out),
+        overrides=TOY["overrides"] if args.toy else {},
+        presets=False,  # no width has a tuned preset: every run at the task preset's rate
+        launch=Launch(jobs=1 if args.toy else args.jobs),
+    )
+    if not args.toy:
+        predicted = estimate_reproduction(["width"], how, "h100")["wall_seconds"]
+        print(f"predicted: {predicted:.0f} s of training on an H100 with {args.jobs} jobs")
+        if predicted > args.budget_seconds:
+            print(f"over the budget of {args.budget_seconds:.0f} s: fewer widths or seeds")
+            return 2
+    reproduce(["width"], how)
+    print(f"report: {Path(args.out) / 'width' / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
