@@ -65,7 +65,7 @@ def test_each_pool_worker_keeps_its_own_gpu(monkeypatch):
 
 def test_a_pinned_worker_trains_auto_runs_on_its_gpu_and_leaves_others(monkeypatch):
     trained = []
-    monkeypatch.setattr(sys.modules["mixit.train"], "run", lambda c, *a, **k: trained.append(c))
+    monkeypatch.setattr(workers, "run", lambda c, *a, **k: trained.append(c))
     monkeypatch.setattr(workers, "_PINNED", (1,))
     auto = resolve_config("addition", "standard")
     chosen = resolve_config("addition", "standard", overrides={"train.device": "cpu"})
