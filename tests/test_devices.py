@@ -3,7 +3,6 @@
 import json
 import multiprocessing
 import os
-import sys
 
 import pytest
 
