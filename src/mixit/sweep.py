@@ -19,7 +19,7 @@ from typing import Any
 from mixit.errors import RunsFailed, RunsPending, UsageError
 from mixit.io import make_dir
 from mixit.launchers import LOCAL, Launch
-from mixit.resolve import resolve_config
+from mixit.resolve import check_runnable_here, resolve_config
 from mixit.runs import train_missing
 from mixit.tasks import TASKS, get_task
 from mixit.variants import VARIANTS
@@ -136,6 +136,9 @@ def sweep(
         i: resolve_config(task, model, preset, seed, {**base, **point})
         for i, point in enumerate(points)
     }
+    if not launch.submits:  # a device or size this machine lacks fails before the study exists
+        for config in configs.values():
+            check_runnable_here(config)
     out = make_dir(out)
     spec = {"task": task, "model": model, "preset": preset, "grid": values}
     spec["storage"] = storage or f"sqlite:///{(out / 'study.db').resolve()}"
