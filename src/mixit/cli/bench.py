@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.bench import bench, bench_configs, format_bench
-from mixit.cli.options import count, model_names
+from mixit.cli.options import add_overrides_argument, count, model_names
 from mixit.cost_check import cost_check, format_cost_check
 from mixit.io import check_writable, write_json
 from mixit.overrides import parse_overrides
@@ -46,9 +46,7 @@ def add(commands: Any) -> None:
         "steps each, on random tokens in the run's shape; KEY=VALUE overrides apply to each)",
     )
     parser.add_argument("--json", default=None, help="write the figures to this file")
-    parser.add_argument(
-        "overrides", nargs="*", metavar="KEY=VALUE", help="shape, e.g. model.n_embd=512"
-    )
+    add_overrides_argument(parser, "shape, e.g. model.n_embd=512")
     parser.set_defaults(run=run)
 
 

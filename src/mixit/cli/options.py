@@ -64,39 +64,44 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     add_arch_option(parser)
     add_estimate_options(parser)
+    add_progress_option(parser)
+    add_overrides_argument(
+        parser, "dotted overrides, e.g. model.n_layer=4 train.steps=300 task.max_pairs=12"
+    )
+
+
+def add_progress_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="show a progress bar (default: when stderr is a terminal)",
-    )
-    parser.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help="dotted overrides, e.g. model.n_layer=4 train.steps=300 task.max_pairs=12",
+        help="show progress bars (default: when stderr is a terminal)",
     )
 
 
-def add_tune_options(parser: argparse.ArgumentParser) -> None:
+def add_overrides_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """The trailing KEY=VALUE overrides; ``help_text`` says what they apply to."""
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=help_text)
+
+
+_TUNE_HELP = (
+    "first tune each model (docs/tuning.md): its learning rate on a grid around the "
+    "preset's that extends at its edges, by successive halving on 10%% of the training "
+    "data held out (never the test split) and tuning seed 1000; its budget, doubled while "
+    "still rising (up to 4x); for an --arch model, also its initialisation (its own or "
+    "mixit's small-output). Then train every seed at the choice. Default with --arch"
+)
+
+
+def add_tune_options(
+    parser: argparse.ArgumentParser,
+    tune_help: str = _TUNE_HELP,
+    no_tune_help: str = "train at the presets' settings, also with --arch",
+) -> None:
+    """``--tune lr`` / ``--no-tune``, one at most; read them back with ``tune_choice``."""
     tuning = parser.add_mutually_exclusive_group()
-    tuning.add_argument(
-        "--tune",
-        choices=["lr"],
-        default=None,
-        help="first tune each model (docs/tuning.md): its learning rate on a grid around the "
-        "preset's that extends at its edges, by successive halving on 10%% of the training "
-        "data held out (never the test split) and tuning seed 1000; its budget, doubled while "
-        "still rising (up to 4x); for an --arch model, also its initialisation (its own or "
-        "mixit's small-output). Then train every seed at the choice. Default with --arch",
-    )
-    tuning.add_argument(
-        "--no-tune",
-        dest="tune",
-        action="store_const",
-        const="",
-        help="train at the presets' settings, also with --arch",
-    )
+    tuning.add_argument("--tune", choices=["lr"], default=None, help=tune_help)
+    tuning.add_argument("--no-tune", dest="tune", action="store_const", const="", help=no_tune_help)
 
 
 def tune_choice(args: argparse.Namespace) -> list[str] | None:

@@ -11,9 +11,12 @@ from mixit.cli.options import (
     add_ablation_options,
     add_estimate_options,
     add_launch_options,
+    add_progress_option,
+    add_tune_options,
     count,
     launch_options,
     names,
+    tune_choice,
 )
 from mixit.errors import UsageError
 from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce
@@ -54,9 +57,7 @@ def add(commands: Any) -> None:
     parser.add_argument(
         "--out", default=None, help="output directory (default runs/reproduce-SCALE)"
     )
-    parser.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
-    )
+    add_progress_option(parser)
     _add_tuning_choices(parser)
     parser.add_argument(
         "--no-train",
@@ -86,22 +87,15 @@ def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="best.json from `mixit sweep --best`: tuned hyperparameters per task and model",
     )
-    parser.add_argument(
-        "--tune",
-        choices=["lr"],
-        default=None,
-        help="first tune every group of runs that differ only in their seed under the "
+    add_tune_options(
+        parser,
+        tune_help="first tune every group of runs that differ only in their seed under the "
         "protocol of docs/tuning.md (learning rate by successive halving on held-out "
         "training data and tuning seed 1000, budget doubled while still rising up to 4x; "
         "table 6 also chooses model.init), then train every seed at the choice; "
         "OUT/tuning.json records it. Without it the scale's tuned presets apply where it has "
         "them (docs/tuning.md)",
-    )
-    parser.add_argument(
-        "--no-tune",
-        dest="untuned",
-        action="store_true",
-        help="train at the task presets' own rates, not the scale's tuned presets",
+        no_tune_help="train at the task presets' own rates, not the scale's tuned presets",
     )
 
 
@@ -118,11 +112,9 @@ def run(args: argparse.Namespace) -> int:
         args.tuned,
         progress,
         launch_options(args),
-        tune=args.tune == "lr",
-        presets=not args.untuned,
+        tune=tune_choice(args) == ["lr"],
+        presets=tune_choice(args) != [],
     )
-    if args.untuned and args.tune:
-        raise UsageError("--tune lr and --no-tune contradict each other; give one")
     if experiment == "ablation":
         return _ablation(args, how)
     if args.claims or args.differences:

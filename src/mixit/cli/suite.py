@@ -10,6 +10,8 @@ from typing import Any
 from mixit.cli.options import (
     add_arch_option,
     add_launch_options,
+    add_overrides_argument,
+    add_progress_option,
     add_tune_options,
     count,
     dotted_overrides,
@@ -38,13 +40,11 @@ def add(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--seeds", type=count, default=1, help="seeds per model (default 1)")
     parser.add_argument("--out", default="runs/suite", help="output directory")
-    parser.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars"
-    )
+    add_progress_option(parser)
     add_arch_option(parser)
     add_tune_options(parser)
     add_launch_options(parser)
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="settings for every run")
+    add_overrides_argument(parser, "settings for every run")
     parser.set_defaults(run=run, resumable=True)
 
 

@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mixit.cli.options import add_launch_options, count, launch_options
+from mixit.cli.options import (
+    add_launch_options,
+    add_overrides_argument,
+    add_progress_option,
+    count,
+    launch_options,
+)
 from mixit.errors import UsageError
 from mixit.io import write_json
 from mixit.overrides import parse_overrides
@@ -40,15 +46,11 @@ def add(commands: Any) -> None:
         default=argparse.SUPPRESS,
         help="the older name of --jobs",
     )
-    parser.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar"
-    )
+    add_progress_option(parser)
     parser.add_argument(
         "--best", action="store_true", help="print the best configuration per task and model"
     )
-    parser.add_argument(
-        "overrides", nargs="*", metavar="KEY=VALUE", help="fixed overrides for every trial"
-    )
+    add_overrides_argument(parser, "fixed overrides for every trial")
     parser.set_defaults(run=run, resumable=True)
 
 
