@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import importlib.util
 import json
 import math
@@ -106,7 +107,9 @@ def _rules(claims: dict[str, Any]) -> str:
 
 def _training(out: Path) -> tuple[str, str]:
     """The runs and wall time of the call that trained most of an output's runs (a later call
-    may train a few more, or judge again and train nothing)."""
+    may train a few more, or judge again and train nothing). When that call trained fewer runs
+    than the output holds, the others were trained by calls interrupted before they recorded
+    their time, and the cell says so."""
     timing = _json(out / "timing.json") if (out / "timing.json").is_file() else {}
     calls = [call for call in timing.get("calls", []) if call.get("runs_trained", 0) > 0]
     if not calls:
@@ -114,7 +117,20 @@ def _training(out: Path) -> tuple[str, str]:
     main = max(calls, key=lambda call: call["runs_trained"])
     seconds = main["train_wall_seconds"]
     wall = f"{_wall(seconds)} ({seconds:,.0f} s), `--jobs {main.get('jobs', 1)}`"
-    return f"{main['runs_trained']:,}", wall
+    runs = f"{main['runs_trained']:,}"
+    total = _run_count(out)
+    if total > main["runs_trained"]:  # the calls that trained the rest were cut off untimed
+        runs, wall = f"{runs} of {total:,}", f"{wall}, for those {runs} only"
+    return runs, wall
+
+
+def _run_count(out: Path) -> int:
+    """The runs an output's results.csv holds, one row each (0 without the file)."""
+    path = out / "results.csv"
+    if not path.is_file():
+        return 0
+    with path.open(newline="") as handle:
+        return sum(1 for _ in csv.DictReader(handle))
 
 
 def _rates(claims: dict[str, Any]) -> str:

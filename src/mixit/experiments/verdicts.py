@@ -88,13 +88,24 @@ def merge_claims(out: Path, judged: Sequence[Claim], setting: Setting) -> list[C
 
 
 def changed_settings_note(setting: Setting) -> str:
-    """A sentence naming the user's overrides and tuned hyperparameters, or '' for none."""
+    """Sentences naming the user's overrides and tuned hyperparameters, and how the learning
+    rates were chosen when not at the task presets; '' for none of these."""
     changed = [f"`{k}={v}`" for k, v in setting.overrides.items()]
     if setting.tuned:
         changed.append(f"the tuned hyperparameters of `{setting.tuned}`")
-    if not changed:
-        return ""
-    return f"Every run trained with {', '.join(changed)}, not the scale's settings."
+    sentences = [f"Every run trained with {', '.join(changed)}, not the scale's settings."]
+    if setting.presets:  # the settings the experiments print are the task presets' own
+        sentences.append(
+            f"Learning rates and budgets: the scale's presets, {setting.presets}, as "
+            "docs/tuning.md describes; settings a report lists are the task presets' own, and "
+            "results.csv gives each run's rate and steps."
+        )
+    if setting.tune:
+        sentences.append(
+            "Each group of runs was tuned first (docs/tuning.md); OUT/tuning.json records "
+            "the choices."
+        )
+    return " ".join(sentences[0 if changed else 1 :])
 
 
 def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
