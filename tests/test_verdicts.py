@@ -12,7 +12,7 @@ from mixit.experiments import EXPERIMENTS, reproduce, table1, table2, table7, th
 from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction
 from mixit.experiments.claims import FINDINGS, claim
 from mixit.experiments.setting import Setting
-from mixit.experiments.verdicts import claims_markdown
+from mixit.experiments.verdicts import changed_settings_note, claims_markdown
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
 AUTHORS = {"model.construction": "authors"}
@@ -192,3 +192,13 @@ def test_a_setting_is_the_same_whether_its_overrides_came_as_text_or_numbers():
     assert not Setting("tiny", 3, first_seed=100).same_as(older)
     assert Setting("tiny", 3, tune="protocol").same_as(older, but_rates=True)
     assert not Setting("tiny", 3).same_as({"seeds": 3})  # no scale: unreadable
+
+
+def test_a_header_names_the_tuned_presets_and_nothing_for_the_task_presets():
+    """Under the tuned presets the settings a report lists are not what the runs trained at;
+    the header says so. Under the task presets it adds nothing (older outputs stay as written)."""
+    assert changed_settings_note(Setting("tiny", 3)) == ""
+    note = changed_settings_note(Setting("tiny", 3, presets="tuned (tiny.json)"))
+    assert "tuned (tiny.json)" in note and "results.csv" in note
+    both = changed_settings_note(Setting("tiny", 3, overrides={"train.steps": 5}, tune="x"))
+    assert both.startswith("Every run trained with `train.steps=5`") and "tuning.json" in both
