@@ -29,6 +29,9 @@ def test_suite_writes_one_row_per_run_a_heatmap_and_the_verdicts(tmp_path, capsy
     # compare writes the same rows for its own runs
     task_rows = read_results_csv(out / "noisy-recall" / "results.csv")
     assert task_rows == [r for r in rows if r["task"] == "noisy-recall"]
+    # MAD's tasks carry MAD's class-averaged accuracy beside mixit's per-query one
+    assert {r["peer_metric"] for r in rows} == {"test_macro_accuracy"}
+    assert all(0.0 <= float(r["peer_value"]) <= 1.0 for r in rows)
 
 
 @pytest.mark.parametrize(

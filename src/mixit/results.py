@@ -26,13 +26,20 @@ COLUMNS = (
     "params_trainable",
     "run_dir",
     "lr",  # added with the tuning protocol, last so that earlier columns keep their places
+    # The task's peers score it another way (MAD's class-averaged accuracy), beside `value`;
+    # blank where the headline metric is the peer's own.
+    "peer_metric",
+    "peer_value",
 )
+PEER_METRIC = "test_macro_accuracy"
 
 
 def result_row(summary: Mapping[str, Any]) -> dict[str, Any]:
     """A run's row from its summary (with ``run_dir``, as the runs layer returns it): the
-    task's headline metric and the run's cost."""
-    metric = get_task(summary["task"]).metric
+    task's headline metric, its peers' metric where theirs differs, and the run's cost."""
+    spec = get_task(summary["task"])
+    metric = spec.metric
+    peer = PEER_METRIC if spec.reports_macro_accuracy else ""
     return {
         "task": summary["task"],
         "model": summary["model"],
@@ -47,6 +54,8 @@ def result_row(summary: Mapping[str, Any]) -> dict[str, Any]:
         "params_trainable": summary["params_trainable"],
         "run_dir": summary.get("run_dir", ""),
         "lr": summary.get("lr", ""),
+        "peer_metric": peer,
+        "peer_value": summary["metrics"].get(peer, "") if peer else "",
     }
 
 
