@@ -19,13 +19,18 @@ import importlib.util
 import json
 import math
 import re
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mixit import litmus
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
+from mixit.litmus import DEFAULT_TOLERANCE
+from mixit.results import read_results_csv
+from mixit.tasks import TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -459,6 +464,81 @@ def source_sizes() -> str:
     return "\n".join(lines)
 
 
+# The suites that measured MAD's and Zoology's tasks as their peers define them (#39), and the
+# earlier versions of the same tasks they supersede, all at tiny on seeds 0-2.
+PEER_SUITE = ROOT / "docs" / "suite" / "peer-tiny.csv"
+SUPERSEDED_SUITES = (
+    ROOT / "docs" / "suite" / "recall-copying-tiny.csv",
+    ROOT / "docs" / "suite" / "fuzzy-compression-tiny.csv",
+)
+PEER_MODELS = ("standard", "frozen-qk", "mixit")
+
+
+def _suite_results(paths: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
+    """``{task: result}`` from suite results.csv files, each in the shape the litmus reads."""
+    rows = [row for path in paths if path.is_file() for row in read_results_csv(path)]
+    results: dict[str, dict[str, Any]] = {}
+    for task in dict.fromkeys(row["task"] for row in rows):
+        mine = sorted((r for r in rows if r["task"] == task), key=lambda r: int(r["seed"]))
+        models = {}
+        for model in dict.fromkeys(r["model"] for r in mine):
+            values = [float(r["value"]) for r in mine if r["model"] == model]
+            peer = [
+                float(r["peer_value"]) for r in mine if r["model"] == model and r.get("peer_value")
+            ]
+            models[model] = {
+                "model": model,
+                "values": values,
+                "mean": statistics.fmean(values),
+                "peer": peer,
+            }
+        results[task] = {
+            "rows": list(models.values()),
+            "higher_is_better": TASKS[task].higher_is_better,
+            "chance": statistics.fmean(float(r["chance"]) for r in mine),
+            "seeds": sorted({int(r["seed"]) for r in mine}),
+            "metric": mine[0]["metric"],
+        }
+    return results
+
+
+def _litmus_text(result: dict[str, Any]) -> str:
+    tolerance = DEFAULT_TOLERANCE.get(result["metric"], 0.02)
+    judged = litmus.reading(result, tolerance, steps=0)
+    if judged.get("no_reference"):
+        return "no verdict: " + "; ".join(judged["no_reference"])
+    verdicts = {True: "**matches**", False: "**falls short**", None: "**no verdict**"}
+    return ", ".join(
+        f"{row['model']} {verdicts[row['matches']]} ({row['difference']:+.3f})"
+        for row in judged["rows"]
+    )
+
+
+def peer_tasks() -> str:
+    """docs/presets.md: the peer-faithful tasks on 3 seeds beside the versions they supersede,
+    each read by the litmus rules as they are now."""
+    new, old = _suite_results((PEER_SUITE,)), _suite_results(SUPERSEDED_SUITES)
+    if not new:
+        return "(not measured yet)"
+    lines = [
+        "| task (metric) | " + " | ".join(PEER_MODELS) + " | chance | MAD's class-averaged "
+        "accuracy | reading | superseded version's reading |",
+        "|---|" + "---|" * len(PEER_MODELS) + "---:|---|---|---|",
+    ]
+    for task, result in new.items():
+        models = {row["model"]: row for row in result["rows"]}
+        cells = [" ".join(f"{v:.3f}" for v in models[m]["values"]) for m in PEER_MODELS]
+        peer = " / ".join(
+            f"{statistics.fmean(models[m]['peer']):.3f}" for m in PEER_MODELS if models[m]["peer"]
+        )
+        before = _litmus_text(old[task]) if task in old else "-"
+        lines.append(
+            f"| {task} ({result['metric']}) | " + " | ".join(cells) + f" | {result['chance']:.3f} "
+            f"| {peer or '-'} | {_litmus_text(result)} | {before} |"
+        )
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "reproductions": reproductions,
     "rejudged": rejudged,
@@ -471,12 +551,14 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "tuned-presets": tuned_presets,
     "tuned-against-untuned": tuned_against_untuned,
     "source-sizes": source_sizes,
+    "peer-tasks": peer_tasks,
 }
 DOCUMENTS = (
     ROOT / "README.md",
     ROOT / "docs" / "reproduce.md",
     ROOT / "docs" / "tuning.md",
     ROOT / "docs" / "architecture.md",
+    ROOT / "docs" / "presets.md",
 )
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 
