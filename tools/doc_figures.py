@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import csv
 import importlib.util
 import json
 import math
@@ -28,7 +27,6 @@ from typing import Any
 from mixit import litmus
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
-from mixit.litmus import DEFAULT_TOLERANCE
 from mixit.results import read_results_csv
 from mixit.tasks import TASKS
 
@@ -132,10 +130,7 @@ def _training(out: Path) -> tuple[str, str]:
 def _run_count(out: Path) -> int:
     """The runs an output's results.csv holds, one row each (0 without the file)."""
     path = out / "results.csv"
-    if not path.is_file():
-        return 0
-    with path.open(newline="") as handle:
-        return sum(1 for _ in csv.DictReader(handle))
+    return len(read_results_csv(path)) if path.is_file() else 0
 
 
 def _rates(claims: dict[str, Any]) -> str:
@@ -503,7 +498,7 @@ def _suite_results(paths: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
 
 
 def _litmus_text(result: dict[str, Any]) -> str:
-    tolerance = DEFAULT_TOLERANCE.get(result["metric"], 0.02)
+    tolerance = litmus.DEFAULT_TOLERANCE.get(result["metric"], 0.02)
     judged = litmus.reading(result, tolerance, steps=0)
     if judged.get("no_reference"):
         return "no verdict: " + "; ".join(judged["no_reference"])
