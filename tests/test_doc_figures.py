@@ -1,6 +1,7 @@
 """The figures README.md and docs/reproduce.md quote agree with the committed results."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,28 @@ def test_check_exits_1_naming_a_stale_block(tmp_path, monkeypatch, capsys):
     assert "block reproductions" in capsys.readouterr().err
     assert doc_figures.main([]) == 0 and doc_figures.main(["--check"]) == 0
     assert "typed by hand" not in stale.read_text()
+
+
+def test_fresh_seeds_sets_a_fresh_output_beside_its_seen_twin(tmp_path, monkeypatch):
+    def output(name, first_seed, confirmed, verdict):
+        out = tmp_path / name
+        out.mkdir()
+        claim = {"id": "C1", "verdict": verdict, "measured": {"x": first_seed}, "rule": ""}
+        claims = {
+            "scale": "tiny",
+            "seeds": 3,
+            "first_seed": first_seed,
+            "overrides": {},
+            "presets": "tuned (tiny.json)",
+            "confirmed_on_seeds": confirmed,
+            "claims": [claim],
+        }
+        (out / "claims.json").write_text(json.dumps(claims))
+
+    output("seen", 0, [], "reproduced")
+    output("fresh", 200, [200, 201, 202], "not reproduced")
+    monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
+    block = doc_figures.fresh_seeds()
+    assert "`results/fresh` (tuned presets, seeds 200-202) beside `results/seen`" in block
+    assert "| C1 | reproduced | **not reproduced** | x = 0 | x = 200 |" in block
+    assert "Confirmed on the fresh seeds: none." in block

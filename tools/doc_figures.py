@@ -388,6 +388,36 @@ def tuned_presets() -> str:
     return "\n".join(parts).strip() or "(no scale tuned yet)"
 
 
+def _beside(
+    out: Path,
+    claims: dict[str, Any],
+    other: Path,
+    reference: dict[str, Any],
+    labels: tuple[str, str],
+) -> list[str]:
+    """A claim-by-claim table of two reproductions, ``reference`` (column ``labels[0]``)
+    first and ``claims`` (``labels[1]``) second, a changed verdict in bold."""
+    before = {c["id"]: c for c in reference["claims"]}
+    first, second = labels
+    lines = [
+        f"`results/{out.name}` ({_rates(claims)}, seeds {_seeds(claims)}) beside "
+        f"`results/{other.name}` ({_rates(reference)}, seeds {_seeds(reference)}), "
+        f"{claims['scale']}:",
+        "",
+        f"| claim | {first} | {second} | measured, {first} | measured, {second} |",
+        "|---|---|---|---|---|",
+    ]
+    for claim in claims["claims"]:
+        was = before.get(claim["id"], {"verdict": "not run", "measured": {}})
+        moved = "**" if was["verdict"] != claim["verdict"] else ""
+        lines.append(
+            f"| {claim['id']} | {was['verdict']} | {moved}{claim['verdict']}{moved} | "
+            f"{format_measurements(was['measured'])} | "
+            f"{format_measurements(claim['measured'])} |"
+        )
+    return [*lines, ""]
+
+
 def tuned_against_untuned() -> str:
     """docs/tuning.md: each reproduction under tuned presets beside the untuned one of the
     same scale, seeds and construction, claim by claim."""
@@ -404,27 +434,32 @@ def tuned_against_untuned() -> str:
             == (tuned["scale"], _seeds(tuned), _construction(tuned))
             and (other / "timing.json").is_file()
         ]
-        if not same:
-            continue
-        untuned = outputs[same[-1]]
-        before = {c["id"]: c for c in untuned["claims"]}
-        lines += [
-            f"`results/{out.name}` ({_rates(tuned)}) beside `results/{same[-1].name}` (task "
-            f"presets), {tuned['scale']}, seeds {_seeds(tuned)}:",
-            "",
-            "| claim | task presets | tuned | measured, task presets | measured, tuned |",
-            "|---|---|---|---|---|",
-        ]
-        for claim in tuned["claims"]:
-            was = before.get(claim["id"], {"verdict": "not run", "measured": {}})
-            moved = "**" if was["verdict"] != claim["verdict"] else ""
-            lines.append(
-                f"| {claim['id']} | {was['verdict']} | {moved}{claim['verdict']}{moved} | "
-                f"{format_measurements(was['measured'])} | "
-                f"{format_measurements(claim['measured'])} |"
-            )
-        lines.append("")
+        if same:
+            labels = ("task presets", "tuned")
+            lines += _beside(out, tuned, same[-1], outputs[same[-1]], labels)
     return "\n".join(lines).strip() or "(no tuned reproduction committed yet)"
+
+
+def fresh_seeds() -> str:
+    """docs/tuning.md: each reproduction on fresh seeds under tuned presets beside the one on
+    the seeds its rules and presets were chosen with (same scale, rates and construction)."""
+    outputs = {out: _json(out / "claims.json") for out in _outputs()}
+    lines = []
+    for out, fresh in outputs.items():
+        if _rates(fresh) == "task presets" or not fresh.get("confirmed_on_seeds"):
+            continue
+        seen = [
+            other
+            for other, claims in outputs.items()
+            if not claims.get("confirmed_on_seeds")
+            and (claims["scale"], _rates(claims), _construction(claims))
+            == (fresh["scale"], _rates(fresh), _construction(fresh))
+        ]
+        if seen:
+            labels = ("seen seeds", "fresh seeds")
+            lines += _beside(out, fresh, seen[-1], outputs[seen[-1]], labels)
+            lines += [f"Confirmed on the fresh seeds: {_confirmed(fresh)}.", ""]
+    return "\n".join(lines).strip() or "(no tuned reproduction on fresh seeds committed yet)"
 
 
 def _benches() -> list[dict[str, Any]]:
@@ -545,6 +580,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,
     "tuned-against-untuned": tuned_against_untuned,
+    "fresh-seeds": fresh_seeds,
     "source-sizes": source_sizes,
     "peer-tasks": peer_tasks,
 }
