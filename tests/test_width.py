@@ -88,3 +88,39 @@ def test_the_device_script_runs_at_toy_size_on_the_cpu(tmp_path, monkeypatch):
     spread = results["frozen_attention_at_init"]["authors"]
     assert [s[0]["logit_spread"] < 0.05 for s in spread] == [True, True]
     assert (tmp_path / "width" / "report.md").read_text().count("n = 16") >= 3
+
+
+def test_a_change_inside_twice_the_seed_spread_is_flat():
+    assert width.direction([0.30, 0.32, 0.31], [0.90, 0.92, 0.91], floor=0.05) == "rises"
+    assert width.direction([0.30, 0.32, 0.31], [0.34, 0.36, 0.35], floor=0.05) == "flat"
+    assert width.direction([0.1, 0.9, 0.5], [0.0, 0.2, 0.1], floor=0.05) == "flat"  # wide seeds
+    assert width.direction([0.9], [0.5], floor=0.05) == "falls"
+
+
+def test_the_width_reading_says_which_way_each_claim_moves():
+    """Planted: Frozen-QK under the authors' construction learns retrieval only when wide, the
+    random transformer's depth-16 accuracy rises with width, and C6's slack turns positive."""
+    flat, rising = [[0.99] * 3] * 3, [[0.30, 0.31, 0.29], [0.6] * 3, [0.95, 0.96, 0.94]]
+    results = {
+        "widths": [64, 128, 256],
+        "retrieval_accuracy": {
+            "standard (authors)": flat,
+            "frozen-qk (equations)": flat,
+            "frozen-qk (authors)": rising,
+        },
+        "depth_accuracy": {"mixit": flat, "random": rising},
+        "bits_per_param": {
+            "standard": [[2.0] * 3] * 3,
+            "frozen-qk": [[1.9] * 3] * 3,
+            "mixit": [[1.4] * 3, [1.6] * 3, [1.85] * 3],
+            "frozen-mlp": [[1.0] * 3] * 3,
+        },
+    }
+    rows = {line.split(" | ")[1]: line for line in width.reading(results).splitlines()[2:]}
+    assert rows["frozen-qk (authors)"].endswith("| rises: towards the paper |")
+    assert rows["frozen-qk (equations)"].endswith("| flat: does not move |")
+    assert "standard (authors)" not in rows
+    assert rows[f"mixit at depth {width.DEPTH}"].endswith("| flat: does not move |")
+    assert rows[f"random at depth {width.DEPTH}"].endswith("| rises: away from the paper |")
+    c6 = next(line for line in rows.values() if line.startswith("| C6"))
+    assert c6.endswith("| not reproduced → reproduced |")

@@ -27,6 +27,7 @@ from typing import Any
 from mixit import litmus
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
+from mixit.experiments.width import reading
 from mixit.results import read_results_csv
 from mixit.tasks import TASKS
 
@@ -462,6 +463,22 @@ def fresh_seeds() -> str:
     return "\n".join(lines).strip() or "(no tuned reproduction on fresh seeds committed yet)"
 
 
+def width_reading() -> str:
+    """docs/constructions.md: per claim, whether its verdict moves with width, from each
+    committed width output (the reading rule of docs/width.md)."""
+    parts = []
+    for path in sorted(RESULTS.glob("*/width/results.json")):
+        results = _json(path)
+        widths = ", ".join(str(w) for w in results["widths"])
+        parts += [
+            f"`results/{path.parent.parent.name}` (widths {widths}):",
+            "",
+            reading(results),
+            "",
+        ]
+    return "\n".join(parts).strip() or "(no width output committed yet)"
+
+
 def _benches() -> list[dict[str, Any]]:
     """The bench runs in docs/bench/, narrowest model first."""
     runs = [_json(path) for path in (ROOT / "docs" / "bench").glob("*.json")]
@@ -581,6 +598,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "tuned-presets": tuned_presets,
     "tuned-against-untuned": tuned_against_untuned,
     "fresh-seeds": fresh_seeds,
+    "width-reading": width_reading,
     "source-sizes": source_sizes,
     "peer-tasks": peer_tasks,
 }
@@ -590,6 +608,7 @@ DOCUMENTS = (
     ROOT / "docs" / "tuning.md",
     ROOT / "docs" / "architecture.md",
     ROOT / "docs" / "presets.md",
+    ROOT / "docs" / "constructions.md",
 )
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 

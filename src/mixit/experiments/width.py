@@ -23,7 +23,8 @@ is given more training than another.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from mixit.experiments.base import (
     by_model,
     cached_measurement,
     markdown_table,
+    mean,
     mean_std,
     measured_overrides,
     measurement_key,
@@ -50,6 +52,7 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
 )
+from mixit.experiments.claims import margin
 from mixit.experiments.plots import line_plot
 from mixit.resolve import fit_model_to_data
 from mixit.rundir import load_run
@@ -153,6 +156,92 @@ def _attention_trained(scale: str, seeds: range, summaries: Summaries) -> dict[s
     return table
 
 
+# The reading against width, written before any width was trained (docs/width.md): a change
+# from the smallest width to the largest counts when it exceeds both its floor and twice the
+# larger seed spread of the two widths.
+ACCURACY_FLOOR = 0.05
+BITS_FLOOR = 0.10
+# Which way is towards the paper's result, per series a claim turns on: the paper's Frozen-QK
+# retrieves (97.0 %), its depth-16 MixiT keeps 100 % and its random transformer collapses to
+# 22.9 % (Tables 1 and 6).
+TOWARDS_PAPER = {"frozen-qk": "rises", "mixit": "rises", "random": "falls"}
+
+
+def _spread(values: Sequence[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def direction(smallest: Sequence[float], largest: Sequence[float], floor: float) -> str:
+    """``rises``, ``falls`` or ``flat``: the change of the mean over seeds from the smallest
+    width to the largest, counted only beyond ``floor`` and twice the larger seed spread."""
+    change = mean(largest) - mean(smallest)
+    if abs(change) <= max(floor, 2 * max(_spread(smallest), _spread(largest))):
+        return "flat"
+    return "rises" if change > 0 else "falls"
+
+
+def _series_row(claim_id: str, name: str, model: str, per_width: list[list[float]]) -> list[str]:
+    moved = direction(per_width[0], per_width[-1], ACCURACY_FLOOR)
+    if moved == "flat":
+        towards = "does not move"
+    else:
+        towards = "towards the paper" if moved == TOWARDS_PAPER[model] else "away from the paper"
+    change = mean(per_width[-1]) - mean(per_width[0])
+    cells = [mean_std(values) for values in per_width]
+    return [claim_id, name, *cells, f"{change:+.3f}", f"{moved}: {towards}"]
+
+
+def _c6_row(bits: Mapping[str, list[list[float]]], widths: Sequence[int]) -> list[str]:
+    """C6 judged by its own rule at every width. Its slack, close x standard - |Frozen-QK -
+    MixiT| per seed, is what the rule's middle condition reads; a verdict that differs between
+    the smallest and largest width counts as moving only when the slack moved too."""
+    at = [{m: values[i] for m, values in bits.items()} for i in range(len(widths))]
+    verdicts = [table4.judge({"bits_per_param": b})[0].verdict for b in at]
+    close = margin("C6", "close")
+    slack = [
+        [
+            close * s - abs(q - x)
+            for s, q, x in zip(b["standard"], b["frozen-qk"], b["mixit"], strict=True)
+        ]
+        for b in at
+    ]
+    slack_moved = direction(slack[0], slack[-1], BITS_FLOOR) != "flat"
+    if verdicts[0] == verdicts[-1]:
+        moved = "does not move"
+    elif slack_moved:
+        moved = f"{verdicts[0]} → {verdicts[-1]}"
+    else:
+        moved = f"does not move ({verdicts[0]} → {verdicts[-1]} inside the seed spread)"
+    cells = [f"{v}; slack {mean_std(s)}" for v, s in zip(verdicts, slack, strict=True)]
+    change = mean(slack[-1]) - mean(slack[0])
+    return [
+        "C6",
+        f"verdict; slack {close:g} x standard - |frozen-qk - mixit|",
+        *cells,
+        f"{change:+.3f}",
+        moved,
+    ]
+
+
+def reading(results: Mapping[str, Any]) -> str:
+    """Per claim the width question turns on, whether its verdict moves with width and which
+    way (docs/width.md): C1 by Frozen-QK's retrieval accuracy under each construction, C8 by
+    the depth-16 accuracies, C6 by its own rule judged at every width."""
+    widths = results["widths"]
+    rows = [
+        _series_row("C1", name, "frozen-qk", per_width)
+        for name, per_width in results["retrieval_accuracy"].items()
+        if name.startswith("frozen-qk")
+    ]
+    rows += [
+        _series_row("C8", f"{series} at depth {DEPTH}", series, per_width)
+        for series, per_width in results["depth_accuracy"].items()
+    ]
+    rows.append(_c6_row(results["bits_per_param"], widths))
+    header = ["claim", "series", *(f"n = {w}" for w in widths), "change", "reading"]
+    return markdown_table(header, rows)
+
+
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """No claim of the paper: docs/constructions.md reads each claim's verdict against width
     from these results."""
@@ -200,6 +289,7 @@ def _markdown(
     metrics: tuple[dict[str, list[list[float]]], ...],
     at_init: Mapping[str, Any],
     trained: Mapping[str, Any],
+    reading_text: str,
 ) -> str:
     retrieval, depth, bits = metrics
     attention_rows = [
@@ -225,6 +315,9 @@ def _markdown(
             f"spread of its logits, against n sigma^2 at sigma = {INIT_STD} for the authors' "
             "weights: " + ", ".join(f"n = {w}: {w * INIT_STD**2:.3f}" for w in widths) + ".",
             markdown_table(["", *(f"n = {w}" for w in widths)], attention_rows),
+            "Against width, from the smallest to the largest (the reading rule of "
+            "docs/width.md, written before any width was trained):",
+            reading_text,
             "![retrieval](retrieval.png) ![depth](depth.png) ![memorization](memorization.png)",
         ]
     )
@@ -245,7 +338,6 @@ def report(
         line_plot(
             out / f"{name}.png", widths, series, f"{name} against width ({scale})", "width", ylabel
         )
-    markdown = _markdown(widths, seeds, metrics, at_init, trained)
     results = {
         "widths": list(widths),
         "retrieval_accuracy": retrieval,
@@ -254,6 +346,7 @@ def report(
         "frozen_attention_at_init": at_init,
         "frozen_attention_trained": trained,
     }
+    markdown = _markdown(widths, seeds, metrics, at_init, trained, reading(results))
     return Report(markdown, results, judge(results))
 
 
