@@ -216,7 +216,7 @@ def _c6_row(bits: Mapping[str, list[list[float]]], widths: Sequence[int]) -> lis
     change = mean(slack[-1]) - mean(slack[0])
     return [
         "C6",
-        f"verdict; slack {close:g} x standard - |frozen-qk - mixit|",
+        f"verdict; slack {close:g} x standard - abs(frozen-qk - mixit)",
         *cells,
         f"{change:+.3f}",
         moved,
