@@ -244,10 +244,14 @@ def mean(values: Sequence[float]) -> float:
     return statistics.fmean(values)
 
 
+def spread(values: Sequence[float]) -> float:
+    """The sample std over seeds; 0 for one seed."""
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
 def mean_std(values: Sequence[float], digits: int = 3) -> str:
     """``0.981 ± 0.012`` (sample std over seeds; ± 0 for one seed)."""
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.{digits}f} ± {std:.{digits}f}"
+    return f"{statistics.fmean(values):.{digits}f} ± {spread(values):.{digits}f}"
 
 
 def by_model(summaries: Summaries, selected: Sequence[Run], metric: str) -> dict[str, list[float]]:

@@ -23,7 +23,6 @@ is given more training than another.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from mixit.experiments.base import (
     metric_values,
     runs,
     seeds_note,
+    spread,
 )
 from mixit.experiments.claims import margin
 from mixit.experiments.plots import line_plot
@@ -167,15 +167,11 @@ BITS_FLOOR = 0.10
 TOWARDS_PAPER = {"frozen-qk": "rises", "mixit": "rises", "random": "falls"}
 
 
-def _spread(values: Sequence[float]) -> float:
-    return statistics.stdev(values) if len(values) > 1 else 0.0
-
-
 def direction(smallest: Sequence[float], largest: Sequence[float], floor: float) -> str:
     """``rises``, ``falls`` or ``flat``: the change of the mean over seeds from the smallest
     width to the largest, counted only beyond ``floor`` and twice the larger seed spread."""
     change = mean(largest) - mean(smallest)
-    if abs(change) <= max(floor, 2 * max(_spread(smallest), _spread(largest))):
+    if abs(change) <= max(floor, 2 * max(spread(smallest), spread(largest))):
         return "flat"
     return "rises" if change > 0 else "falls"
 
