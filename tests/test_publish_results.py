@@ -1,0 +1,48 @@
+"""tools/publish_results.py copies an output folder without its runs, whole or not at all."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).parent.parent / "tools" / "publish_results.py"
+spec = importlib.util.spec_from_file_location("publish_results", TOOL)
+publish_results = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(publish_results)
+
+
+def output_folder(root: Path) -> Path:
+    (root / "table1").mkdir(parents=True)
+    (root / "table1" / "report.md").write_text("# table 1\n")
+    (root / "results.csv").write_text("task,model\n")
+    (root / "stale.json").write_text("{}")
+    for name, seconds in (("a", 1.5), ("b", 2.0)):
+        run = root / "runs" / name
+        run.mkdir(parents=True)
+        (run / "model.safetensors").write_bytes(b"weights")
+        (run / "summary.json").write_text(json.dumps({"train_seconds": seconds}))
+    return root
+
+
+def test_copies_everything_but_the_runs_and_sums_their_seconds(tmp_path):
+    source = output_folder(tmp_path / "out")
+    destination = tmp_path / "results" / "copy"
+    costs = publish_results.publish(source, destination, exclude=("stale.json",))
+    copied = sorted(str(p.relative_to(destination)) for p in destination.rglob("*"))
+    assert copied == ["results.csv", "table1", "table1/report.md"]
+    assert costs["runs"] == 2 and costs["train_seconds"] == 3.5
+    assert [p.name for p in destination.parent.iterdir()] == ["copy"]  # no staging left
+
+
+@pytest.mark.parametrize("problem", ["not an output", "destination exists"])
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, problem, capsys):
+    source = tmp_path / "out"
+    source.mkdir()
+    destination = tmp_path / "results" / "copy"
+    if problem == "destination exists":
+        output_folder(source)
+        destination.mkdir(parents=True)
+    assert publish_results.main([str(source), str(destination)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert not destination.exists() or list(destination.iterdir()) == []

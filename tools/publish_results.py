@@ -1,0 +1,103 @@
+"""Copy an output folder (``reproduce``, ``suite``, ``compare``) into results/ without its runs.
+
+The runs hold weights, checkpoints and TensorBoard logs (tens of MB per reproduction) and are
+not committed; the reports, figures, claims and ``results.csv`` are. The copy is made under a
+temporary name and renamed into place, so an interrupted copy leaves nothing behind. It also
+prints what a results README states about the cost, read from the runs' own summaries: how
+many runs, their training seconds summed, and when the first summary and the last were
+written.
+
+    python tools/publish_results.py runs/presets-tiny-200 results/tiny-tuned-seed200
+
+Exit status 2, with one line, when the source is not an output folder or the destination
+exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+RUNS = "runs"
+MARKERS = ("results.csv", "claims.json", "timing.json")
+
+
+class PublishError(Exception):
+    """The source or destination the user named cannot be used."""
+
+
+def run_costs(source: Path) -> dict:
+    """The count, training seconds and first/last summary times of the runs under ``source``."""
+    summaries = sorted((source / RUNS).glob("*/summary.json"))
+    if not summaries:
+        return {"runs": 0, "train_seconds": 0.0, "first_written": None, "last_written": None}
+    seconds = sum(json.loads(path.read_text()).get("train_seconds", 0.0) for path in summaries)
+    written = sorted(path.stat().st_mtime for path in summaries)
+
+    def stamp(mtime: float) -> str:
+        return datetime.fromtimestamp(mtime, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+    return {
+        "runs": len(summaries),
+        "train_seconds": round(seconds, 1),
+        "first_written": stamp(written[0]),
+        "last_written": stamp(written[-1]),
+    }
+
+
+def publish(source: Path, destination: Path, exclude: tuple[str, ...] = ()) -> dict:
+    """Copy ``source`` to ``destination`` without its ``runs/`` folder and without the
+    top-level names in ``exclude``; return ``run_costs(source)``."""
+    if not source.is_dir() or not any((source / marker).exists() for marker in MARKERS):
+        markers = ", ".join(MARKERS)
+        raise PublishError(f"{source} is not an output folder (it has none of {markers})")
+    if destination.exists():
+        raise PublishError(f"{destination} exists; remove it or name a new folder")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    skipped = {RUNS, *exclude}
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        for entry in sorted(source.iterdir()):
+            if entry.name in skipped:
+                continue
+            if entry.is_dir():
+                shutil.copytree(entry, staging / entry.name)
+            else:
+                shutil.copy2(entry, staging / entry.name)
+        staging.chmod(0o755)
+        staging.rename(destination)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return run_costs(source)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", type=Path, help="the output folder (OUT of the command)")
+    parser.add_argument("destination", type=Path, help="the new folder under results/")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a top-level file or folder to leave out as well (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        costs = publish(args.source, args.destination, tuple(args.exclude))
+    except PublishError as error:
+        print(f"publish_results: {error}", file=sys.stderr)
+        return 2
+    print(f"copied {args.source} to {args.destination} (without {RUNS}/)")
+    print(json.dumps(costs, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
