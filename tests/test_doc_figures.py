@@ -68,3 +68,12 @@ def test_fresh_seeds_sets_a_fresh_output_beside_its_seen_twin(tmp_path, monkeypa
     assert "`results/fresh` (tuned presets, seeds 200-202) beside `results/seen`" in block
     assert "| C1 | reproduced | **not reproduced** | x = 0 | x = 200 |" in block
     assert "Confirmed on the fresh seeds: none." in block
+
+
+def test_an_output_that_judged_no_claim_is_not_a_reproduction(tmp_path, monkeypatch):
+    for name, verdict in (("judged", "reproduced"), ("width", "not run")):
+        (tmp_path / name).mkdir()
+        claims = {"claims": [{"id": "C1", "verdict": verdict}]}
+        (tmp_path / name / "claims.json").write_text(json.dumps(claims))
+    monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
+    assert doc_figures._outputs() == [tmp_path / "judged"]

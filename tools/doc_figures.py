@@ -44,8 +44,14 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def _outputs() -> list[Path]:
-    """Every committed output that judged claims, in name order."""
-    return sorted(path.parent for path in RESULTS.glob("*/claims.json"))
+    """Every committed output that judged claims, in name order. An output whose claims are
+    all "not run" judged none (``reproduce width`` writes such a file) and is left out, or it
+    would pose as a reproduction of its scale and seeds."""
+    return sorted(
+        path.parent
+        for path in RESULTS.glob("*/claims.json")
+        if any(claim["verdict"] != "not run" for claim in _json(path)["claims"])
+    )
 
 
 def _construction(claims: dict[str, Any]) -> str:
