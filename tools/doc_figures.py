@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit import litmus
+from mixit.experiments.base import NOT_RUN
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
 from mixit.experiments.width import reading
@@ -50,7 +51,7 @@ def _outputs() -> list[Path]:
     return sorted(
         path.parent
         for path in RESULTS.glob("*/claims.json")
-        if any(claim["verdict"] != "not run" for claim in _json(path)["claims"])
+        if any(claim["verdict"] != NOT_RUN for claim in _json(path)["claims"])
     )
 
 
@@ -60,7 +61,7 @@ def _construction(claims: dict[str, Any]) -> str:
     built = {
         part.strip()
         for c in claims["claims"]
-        if c["verdict"] != "not run" and "overrides" not in c.get("independent_of", [])
+        if c["verdict"] != NOT_RUN and "overrides" not in c.get("independent_of", [])
         for part in c.get("construction", "").split(",")
         if part.strip()
     }
@@ -82,7 +83,7 @@ def _verdicts(claims: dict[str, Any]) -> dict[str, str]:
 
 
 def _reproduced(verdicts: dict[str, str]) -> str:
-    judged = [c for c in CLAIM_IDS if verdicts.get(c, "not run") != "not run"]
+    judged = [c for c in CLAIM_IDS if verdicts.get(c, NOT_RUN) != NOT_RUN]
     held = [c for c in judged if verdicts[c] == "reproduced"]
     return f"{len(held)} of {len(judged)}" + (f" ({', '.join(held)})" if held else "")
 
@@ -110,7 +111,7 @@ def _rules(claims: dict[str, Any]) -> str:
     older = [
         c["id"]
         for c in claims["claims"]
-        if c["verdict"] != "not run" and c["rule"] != current.get(c["id"])
+        if c["verdict"] != NOT_RUN and c["rule"] != current.get(c["id"])
     ]
     return f"older for {', '.join(older)}" if older else "current"
 
@@ -170,14 +171,14 @@ def rejudged() -> str:
     """docs/reproduce.md: each output's verdicts under the rules it was first judged by and
     under the current ones, for the claims either judged."""
     rows = ["| output | " + " | ".join(CLAIM_IDS) + " |", "|---|" + "---|" * len(CLAIM_IDS)]
-    short = {"reproduced": "yes", "not reproduced": "no", "not run": ""}
+    short = {"reproduced": "yes", "not reproduced": "no", NOT_RUN: ""}
     for out in _outputs():
         if not (out / OLD_RULES).is_file():
             continue
         old, new = _verdicts(_json(out / OLD_RULES)), _verdicts(_json(out / "claims.json"))
         cells = []
         for claim in CLAIM_IDS:
-            before, after = short[old.get(claim, "not run")], short[new.get(claim, "not run")]
+            before, after = short[old.get(claim, NOT_RUN)], short[new.get(claim, NOT_RUN)]
             cells.append(after if before == after else f"**{before or '-'} → {after or '-'}**")
         rows.append(f"| `{out.name}` | " + " | ".join(cells) + " |")
     return "\n".join(rows)
@@ -192,7 +193,7 @@ def rejudged_changes() -> str:
             continue
         old = {c["id"]: c for c in _json(out / OLD_RULES)["claims"]}
         for claim in _json(out / "claims.json")["claims"]:
-            before = old.get(claim["id"], {"verdict": "not run", "measured": {}})
+            before = old.get(claim["id"], {"verdict": NOT_RUN, "measured": {}})
             if before["verdict"] == claim["verdict"]:
                 continue
             measured = format_measurements(claim["measured"])
@@ -215,7 +216,7 @@ def c11_measured() -> str:
     for out in _outputs():
         claims = _json(out / "claims.json")
         c11 = next(c for c in claims["claims"] if c["id"] == "C11")
-        if c11["verdict"] == "not run":
+        if c11["verdict"] == NOT_RUN:
             continue
         results = out / "throughput" / "results.json"
         device = _json(results)["shape"]["device"] if results.is_file() else "cpu"
@@ -415,7 +416,7 @@ def _beside(
         "|---|---|---|---|---|",
     ]
     for claim in claims["claims"]:
-        was = before.get(claim["id"], {"verdict": "not run", "measured": {}})
+        was = before.get(claim["id"], {"verdict": NOT_RUN, "measured": {}})
         moved = "**" if was["verdict"] != claim["verdict"] else ""
         lines.append(
             f"| {claim['id']} | {was['verdict']} | {moved}{claim['verdict']}{moved} | "

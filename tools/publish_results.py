@@ -19,7 +19,6 @@ import argparse
 import json
 import shutil
 import sys
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -60,16 +59,14 @@ def publish(source: Path, destination: Path, exclude: tuple[str, ...] = ()) -> d
         raise PublishError(f"{destination} exists; remove it or name a new folder")
     destination.parent.mkdir(parents=True, exist_ok=True)
     skipped = {RUNS, *exclude}
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+
+    def top_level_skips(folder: str, names: list[str]) -> set[str]:
+        return skipped.intersection(names) if Path(folder) == source else set()
+
+    staging = destination.with_name(f".{destination.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)  # left by a copy that was killed
     try:
-        for entry in sorted(source.iterdir()):
-            if entry.name in skipped:
-                continue
-            if entry.is_dir():
-                shutil.copytree(entry, staging / entry.name)
-            else:
-                shutil.copy2(entry, staging / entry.name)
-        staging.chmod(0o755)
+        shutil.copytree(source, staging, ignore=top_level_skips)
         staging.rename(destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
