@@ -98,26 +98,61 @@ def test_a_change_inside_twice_the_seed_spread_is_flat():
     assert width.direction([0.9], [0.5], floor=0.05) == "falls"
 
 
-def test_the_width_reading_says_which_way_each_claim_moves():
-    """Planted: Frozen-QK under the authors' construction learns retrieval only when wide, the
-    random transformer's depth-16 accuracy rises with width, and C6's slack turns positive."""
-    flat, rising = [[0.99] * 3] * 3, [[0.30, 0.31, 0.29], [0.6] * 3, [0.95, 0.96, 0.94]]
-    results = {
+FLAT, RISING = [[0.99] * 3] * 3, [[0.30, 0.31, 0.29], [0.6] * 3, [0.95, 0.96, 0.94]]
+
+
+def _planted() -> dict:
+    """Width results in which every reading is measurable: the standard model learns
+    retrieval at every width and no model stores every memorization pair."""
+    return {
         "widths": [64, 128, 256],
         "retrieval_accuracy": {
-            "standard (authors)": flat,
-            "frozen-qk (equations)": flat,
-            "frozen-qk (authors)": rising,
+            "standard (equations)": FLAT,
+            "standard (authors)": FLAT,
+            "frozen-qk (equations)": FLAT,
+            "frozen-qk (authors)": RISING,
         },
-        "depth_accuracy": {"mixit": flat, "random": rising},
+        "retrieval_chance": 0.27,
+        "depth_accuracy": {"mixit": FLAT, "random": RISING},
         "bits_per_param": {
             "standard": [[2.0] * 3] * 3,
             "frozen-qk": [[1.9] * 3] * 3,
             "mixit": [[1.4] * 3, [1.6] * 3, [1.85] * 3],
             "frozen-mlp": [[1.0] * 3] * 3,
         },
+        "memorization_accuracy": {m: [[0.8] * 3] * 3 for m in table4.MODELS},
     }
-    rows = {line.split(" | ")[1]: line for line in width.reading(results).splitlines()[2:]}
+
+
+def _reading_rows(results: dict) -> dict[str, str]:
+    return {line.split(" | ")[1]: line for line in width.reading(results).splitlines()[2:]}
+
+
+def test_frozen_qk_is_not_read_against_width_where_the_standard_model_did_not_learn():
+    results = _planted()
+    results["retrieval_accuracy"]["standard (authors)"] = [[0.99] * 3, [0.29] * 3, [0.28] * 3]
+    rows = _reading_rows(results)
+    assert (
+        "| no reading: standard did not learn it at n = 256 (chance 0.270;"
+        in rows["frozen-qk (authors)"]
+    )
+    assert rows["frozen-qk (equations)"].endswith("| flat: does not move |")
+
+
+def test_c6_is_not_read_against_width_where_a_model_stored_every_pair():
+    results = _planted()
+    results["memorization_accuracy"]["standard"] = [[0.8] * 3, [1.0] * 3, [1.0] * 3]
+    c6 = next(line for line in _reading_rows(results).values() if line.startswith("| C6"))
+    assert c6.endswith(
+        "| no reading: every pair stored at n = 128 (standard); n = 256 (standard) |"
+    )
+
+
+def test_the_width_reading_says_which_way_each_claim_moves():
+    """Planted: Frozen-QK under the authors' construction learns retrieval only when wide, the
+    random transformer's depth-16 accuracy rises with width, and C6's slack turns positive."""
+    results = _planted()
+    rows = _reading_rows(results)
     assert rows["frozen-qk (authors)"].endswith("| rises: towards the paper |")
     assert rows["frozen-qk (equations)"].endswith("| flat: does not move |")
     assert "standard (authors)" not in rows
