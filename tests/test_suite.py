@@ -53,3 +53,16 @@ def test_a_score_runs_from_chance_to_the_standard_model(
 def test_an_unknown_task_exits_2(tmp_path, capsys):
     assert main(["suite", "--tasks", "nope", "--out", str(tmp_path / "s")]) == 2
     assert "unknown task 'nope'" in capsys.readouterr().err
+
+
+def test_suite_estimate_prices_every_task_and_trains_nothing(tmp_path, capsys):
+    out = tmp_path / "suite"
+    argv = ["suite", "--tasks", "retrieval,dyck", "--models", "standard,mixit", "--out", str(out)]
+    assert main([*argv, "--estimate", "--target", "cpu", "--no-tune"]) == 0
+    printed = capsys.readouterr().out
+    assert "task: retrieval" in printed and "task: dyck" in printed
+    assert printed.strip().splitlines()[-1].startswith("suite: 2 tasks, about ")
+    assert "tuning" not in printed
+    assert not out.exists()
+    assert main([*argv, "--estimate", "--target", "cpu", "--tune", "lr"]) == 0
+    assert capsys.readouterr().out.count("plus tuning (docs/tuning.md)") == 2

@@ -1,5 +1,6 @@
-"""What a comparison (or one run) would cost, without training: `compare --estimate` and
-`train --estimate`, timed on this machine or predicted for a device (``mixit.cost``)."""
+"""What a comparison (or one run, or a suite of comparisons) would cost, without training:
+`compare --estimate`, `train --estimate` and `suite --estimate`, timed on this machine or
+predicted for a device (``mixit.cost``)."""
 
 from __future__ import annotations
 
@@ -123,3 +124,21 @@ def tuning_estimate_line(rows: Sequence[Mapping[str, Any]], overrides: Mapping[s
         f"plus tuning (docs/tuning.md): about {duration(seconds)} one run after another, before "
         "grid edges, early stops and doubled budgets"
     )
+
+
+def format_suite_estimate(
+    estimates: Sequence[Mapping[str, Any]], tuning: Sequence[str] = ()
+) -> str:
+    """A suite's estimate: each task's comparison (``estimate_comparison``), each followed by
+    its tuning line where the suite tunes (``tuning``), then the total. The suite compares one
+    task after another, so the tasks' wall times add up."""
+    blocks = [format_comparison_estimate(e) for e in estimates]
+    if tuning:
+        blocks = [f"{block}\n{line}" for block, line in zip(blocks, tuning, strict=True)]
+    training = sum(e["total_seconds"] for e in estimates)
+    wall = sum(e["wall_seconds"] for e in estimates)
+    total = f"suite: {len(estimates)} tasks, about {duration(wall)} of wall time"
+    total += f" ({duration(training)} of training)" if wall != training else ""
+    if tuning:
+        total += ", before the tuning above"
+    return "\n\n".join([*blocks, total])

@@ -35,6 +35,15 @@ def relative_score(mean: float, standard: float, chance: float | None, lower_bet
     return sign * (mean - chance) / (sign * (standard - chance))
 
 
+def suite_tasks(tasks: Sequence[str] | None) -> list[str]:
+    """The suite's tasks: ``tasks`` checked by name, or every synthetic one."""
+    tasks = list(tasks or SYNTHETIC)
+    unknown = [task for task in tasks if task not in TASKS]
+    if unknown:
+        raise UsageError(f"unknown task '{unknown[0]}'; choose from: {', '.join(TASKS)}")
+    return tasks
+
+
 def suite(
     tasks: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
@@ -50,10 +59,7 @@ def suite(
     """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
     returns ``{task: compare.json}``. ``tune``: as ``compare``'s (None: tune ``model.arch``
     models only)."""
-    tasks = list(tasks or SYNTHETIC)
-    unknown = [task for task in tasks if task not in TASKS]
-    if unknown:
-        raise UsageError(f"unknown task '{unknown[0]}'; choose from: {', '.join(TASKS)}")
+    tasks = suite_tasks(tasks)
     out = make_dir(Path(out))
     results = {
         task: compare(

@@ -9,6 +9,7 @@ from typing import Any
 
 from mixit.cli.options import (
     add_arch_option,
+    add_estimate_options,
     add_launch_options,
     add_overrides_argument,
     add_progress_option,
@@ -20,7 +21,9 @@ from mixit.cli.options import (
     names,
     tune_choice,
 )
-from mixit.suite import suite
+from mixit.compare import Comparison, tunes_by_default
+from mixit.estimate import estimate_comparison, format_suite_estimate, tuning_estimate_line
+from mixit.suite import suite, suite_tasks
 from mixit.variants import VARIANTS
 
 
@@ -44,11 +47,34 @@ def add(commands: Any) -> None:
     add_arch_option(parser)
     add_tune_options(parser)
     add_launch_options(parser)
+    add_estimate_options(parser)
     add_overrides_argument(parser, "settings for every run")
     parser.set_defaults(run=run, resumable=True)
 
 
+def estimate(args: argparse.Namespace) -> str:
+    """``--estimate``: each task's comparison priced as ``compare --estimate`` prices it, into
+    the directory the suite would give it, so finished runs cost nothing."""
+    overrides = dotted_overrides(args)
+    seeds = range(args.seed, args.seed + args.seeds)
+    models = tuple(model_names(args.models))
+    estimates = [
+        estimate_comparison(
+            Comparison(task, models, args.preset, seeds, Path(args.out) / task, overrides),
+            args.target,
+            args.jobs,
+        )
+        for task in suite_tasks(names(args.tasks))
+    ]
+    tunes = tune_choice(args) or (tune_choice(args) is None and tunes_by_default(overrides))
+    tuning = [tuning_estimate_line(e["rows"], overrides) for e in estimates] if tunes else []
+    return format_suite_estimate(estimates, tuning)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.estimate:
+        print(estimate(args))
+        return 0
     suite(
         names(args.tasks),
         model_names(args.models),
