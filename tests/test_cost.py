@@ -225,3 +225,12 @@ def test_the_memory_check_is_the_cost_models_floor(model):
         assert floor <= sum(
             memory_parts(config, shape.seq_len, shape.scored_share, target).values()
         )
+
+
+def test_compare_estimate_adds_the_halving_only_when_it_tunes(tmp_path, capsys):
+    argv = ["compare", "--task", "retrieval", "--models", "standard,mixit"]
+    argv += ["--out", str(tmp_path / "c"), "--estimate", "--target", "cpu"]
+    assert main([*argv, "--tune", "lr"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("plus tuning (docs/tuning.md)")
+    assert main(argv) == 0
+    assert "plus tuning" not in capsys.readouterr().out

@@ -65,4 +65,6 @@ def test_suite_estimate_prices_every_task_and_trains_nothing(tmp_path, capsys):
     assert "tuning" not in printed
     assert not out.exists()
     assert main([*argv, "--estimate", "--target", "cpu", "--tune", "lr"]) == 0
-    assert capsys.readouterr().out.count("plus tuning (docs/tuning.md)") == 2
+    printed = capsys.readouterr().out
+    assert printed.count("plus tuning (docs/tuning.md)") == 2
+    assert "of tuning one run after another" in printed.strip().splitlines()[-1]

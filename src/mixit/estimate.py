@@ -109,17 +109,21 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
-def tuning_estimate_line(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> str:
-    """What tuning adds to a comparison's estimate (``rows``: its per-model rows): each
-    model's halving in budgets of one run, the standard model of an ``--arch`` comparison
-    choosing its initialisation as well."""
+def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> float:
+    """What tuning adds to a comparison's estimate (``rows``: its per-model rows), one run
+    after another: each model's halving in budgets of one run, the standard model of an
+    ``--arch`` comparison choosing its initialisation as well."""
     arch = str(overrides.get("model.arch", "mixit")) != "mixit"
     chooses_init = arch and "model.arch_init" not in overrides
-    seconds = sum(
+    return sum(
         row["run_seconds"]
         * halving_budgets(len(GRID) * (2 if chooses_init and row["model"] == "standard" else 1))
         for row in rows
     )
+
+
+def tuning_estimate_line(seconds: float) -> str:
+    """``tuning_seconds`` as the line the estimates print."""
     return (
         f"plus tuning (docs/tuning.md): about {duration(seconds)} one run after another, before "
         "grid edges, early stops and doubled budgets"
@@ -127,18 +131,21 @@ def tuning_estimate_line(rows: Sequence[Mapping[str, Any]], overrides: Mapping[s
 
 
 def format_suite_estimate(
-    estimates: Sequence[Mapping[str, Any]], tuning: Sequence[str] = ()
+    estimates: Sequence[Mapping[str, Any]], tuning: Sequence[float] = ()
 ) -> str:
     """A suite's estimate: each task's comparison (``estimate_comparison``), each followed by
-    its tuning line where the suite tunes (``tuning``), then the total. The suite compares one
-    task after another, so the tasks' wall times add up."""
+    its tuning seconds where the suite tunes (``tuning``), then the total. The suite compares
+    one task after another, so the tasks' wall times add up."""
     blocks = [format_comparison_estimate(e) for e in estimates]
     if tuning:
-        blocks = [f"{block}\n{line}" for block, line in zip(blocks, tuning, strict=True)]
+        blocks = [
+            f"{block}\n{tuning_estimate_line(seconds)}"
+            for block, seconds in zip(blocks, tuning, strict=True)
+        ]
     training = sum(e["total_seconds"] for e in estimates)
     wall = sum(e["wall_seconds"] for e in estimates)
     total = f"suite: {len(estimates)} tasks, about {duration(wall)} of wall time"
     total += f" ({duration(training)} of training)" if wall != training else ""
     if tuning:
-        total += ", before the tuning above"
+        total += f", plus about {duration(sum(tuning))} of tuning one run after another"
     return "\n\n".join([*blocks, total])

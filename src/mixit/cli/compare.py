@@ -21,7 +21,12 @@ from mixit.cli.options import (
     tune_choice,
 )
 from mixit.compare import Comparison, compare, format_table, tunes_by_default
-from mixit.estimate import estimate_comparison, format_comparison_estimate, tuning_estimate_line
+from mixit.estimate import (
+    estimate_comparison,
+    format_comparison_estimate,
+    tuning_estimate_line,
+    tuning_seconds,
+)
 from mixit.variants import VARIANTS
 
 
@@ -62,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         cost = estimate_comparison(plan, args.target, args.jobs)
         print(format_comparison_estimate(cost))
         if tune_choice(args) or (tune_choice(args) is None and tunes_by_default(overrides)):
-            print(tuning_estimate_line(cost["rows"], overrides))
+            print(tuning_estimate_line(tuning_seconds(cost["rows"], overrides)))
         return 0
     result = compare(
         args.task,
