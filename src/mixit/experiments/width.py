@@ -177,12 +177,11 @@ def direction(smallest: Sequence[float], largest: Sequence[float], floor: float)
     return "rises" if change > 0 else "falls"
 
 
-# Added after the tiny runs were seen (standard stayed at chance on retrieval at 128 and 256
-# wide, and every model stored the whole memorization dataset from 64 or 128 wide up): a
-# reading needs what it compares to be measurable at both ends. Frozen-QK's retrieval is read
-# only where the standard model under the same construction learned it, by the litmus test's
-# rule (``mixit.litmus.short_of_chance``, committed long before); C6 only where no model
-# stored every pair, since a model that stores all of them shows the dataset's bits over its
+# A reading needs what it compares to be measurable at both ends (docs/width.md says when
+# these guards were added). Frozen-QK's retrieval is read only where the standard model under
+# the same construction learned it, by the litmus test's rule (``short_of_chance``): without
+# a reference, Frozen-QK at chance says nothing about its frozen attention. C6 is read only
+# where no model stored every pair: one that stores them all shows the dataset's bits over its
 # parameters, a bound of its capacity and not a measure of it.
 STORED_EVERY_PAIR = 1.0 - 1e-9
 
