@@ -10,7 +10,7 @@ import torch
 
 from mixit.analysis.attention import attention_patterns, logit_spread
 from mixit.config import ModelConfig
-from mixit.experiments import table1, table4, table6, width
+from mixit.experiments import table1, table4, table6, width, width_reading
 from mixit.experiments.base import Reproduction
 from mixit.experiments.runner import plan_reproduction
 from mixit.model import Decoder
@@ -92,10 +92,10 @@ def test_the_device_script_runs_at_toy_size_on_the_cpu(tmp_path, monkeypatch):
 
 
 def test_a_change_inside_twice_the_seed_spread_is_flat():
-    assert width.direction([0.30, 0.32, 0.31], [0.90, 0.92, 0.91], floor=0.05) == "rises"
-    assert width.direction([0.30, 0.32, 0.31], [0.34, 0.36, 0.35], floor=0.05) == "flat"
-    assert width.direction([0.1, 0.9, 0.5], [0.0, 0.2, 0.1], floor=0.05) == "flat"  # wide seeds
-    assert width.direction([0.9], [0.5], floor=0.05) == "falls"
+    assert width_reading.direction([0.30, 0.32, 0.31], [0.90, 0.92, 0.91], floor=0.05) == "rises"
+    assert width_reading.direction([0.30, 0.32, 0.31], [0.34, 0.36, 0.35], floor=0.05) == "flat"
+    assert width_reading.direction([0.1, 0.9, 0.5], [0.0, 0.2, 0.1], floor=0.05) == "flat"
+    assert width_reading.direction([0.9], [0.5], floor=0.05) == "falls"
 
 
 FLAT, RISING = [[0.99] * 3] * 3, [[0.30, 0.31, 0.29], [0.6] * 3, [0.95, 0.96, 0.94]]
@@ -125,7 +125,7 @@ def _planted() -> dict:
 
 
 def _reading_rows(results: dict) -> dict[str, str]:
-    return {line.split(" | ")[1]: line for line in width.reading(results).splitlines()[2:]}
+    return {line.split(" | ")[1]: line for line in width_reading.reading(results).splitlines()[2:]}
 
 
 def test_frozen_qk_is_not_read_against_width_where_the_standard_model_did_not_learn():

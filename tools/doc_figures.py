@@ -28,7 +28,7 @@ from mixit import litmus
 from mixit.experiments.base import NOT_RUN
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
-from mixit.experiments.width import reading
+from mixit.experiments.width_reading import reading
 from mixit.results import read_results_csv
 from mixit.tasks import TASKS
 
