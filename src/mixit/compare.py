@@ -132,7 +132,7 @@ def compare(
     litmus reading of each variant against the standard model (``litmus``; ``tolerance``
     defaults to ``DEFAULT_TOLERANCE`` of the task's metric). ``launch``: see ``train_all``.
     """
-    tune = _settings_to_tune(tune, overrides or {})
+    tune = settings_to_tune(tune, overrides or {})
     seed_range = range(seed, seed + seeds)
     models = tuple(models or VARIANTS)
     plan = Comparison(task, models, preset, seed_range, Path(out), dict(overrides or {}))
@@ -147,7 +147,7 @@ def compare(
     return result
 
 
-def _settings_to_tune(tune: Sequence[str] | None, overrides: Mapping[str, Any]) -> list[str]:
+def settings_to_tune(tune: Sequence[str] | None, overrides: Mapping[str, Any]) -> list[str]:
     """``compare``'s ``tune``, checked: None tunes a ``model.arch`` model only."""
     if tune is None:
         return list(TUNABLE) if tunes_by_default(overrides) else []

@@ -20,7 +20,7 @@ from mixit.cli.options import (
     model_names,
     tune_choice,
 )
-from mixit.compare import Comparison, compare, format_table, tunes_by_default
+from mixit.compare import Comparison, compare, format_table, settings_to_tune
 from mixit.estimate import (
     estimate_comparison,
     format_comparison_estimate,
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
         cost = estimate_comparison(plan, args.target, args.jobs)
         print(format_comparison_estimate(cost))
-        if tune_choice(args) or (tune_choice(args) is None and tunes_by_default(overrides)):
+        if settings_to_tune(tune_choice(args), overrides):
             print(tuning_estimate_line(tuning_seconds(cost["rows"], overrides)))
         return 0
     result = compare(

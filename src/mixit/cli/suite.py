@@ -21,7 +21,7 @@ from mixit.cli.options import (
     names,
     tune_choice,
 )
-from mixit.compare import Comparison, tunes_by_default
+from mixit.compare import Comparison, settings_to_tune
 from mixit.estimate import estimate_comparison, format_suite_estimate, tuning_seconds
 from mixit.suite import suite, suite_tasks
 from mixit.variants import VARIANTS
@@ -66,7 +66,7 @@ def estimate(args: argparse.Namespace) -> str:
         )
         for task in suite_tasks(names(args.tasks))
     ]
-    tunes = tune_choice(args) or (tune_choice(args) is None and tunes_by_default(overrides))
+    tunes = settings_to_tune(tune_choice(args), overrides)
     tuning = [tuning_seconds(e["rows"], overrides) for e in estimates] if tunes else []
     return format_suite_estimate(estimates, tuning)
 
