@@ -10,7 +10,7 @@ import torch
 
 from mixit.analysis.attention import attention_patterns, logit_spread
 from mixit.config import ModelConfig
-from mixit.experiments import table1, table4, table6, width, width_reading
+from mixit.experiments import reproduce, table1, table4, table6, width, width_reading
 from mixit.experiments.base import Reproduction
 from mixit.experiments.runner import plan_reproduction
 from mixit.model import Decoder
@@ -75,6 +75,28 @@ def test_width_is_asked_by_name_and_is_not_part_of_all():
     assert [e.name for e in experiments] == ["width"]
     widths = {c.model.n_embd for c in configs.values()}
     assert widths == set(width.WIDTHS["tiny"])
+
+
+def test_width_depth_asks_the_depth_question_alone_tuned_as_table6():
+    how = Reproduction("tiny", seeds=1)
+    _, every = plan_reproduction(["width"], how)
+    experiments, configs = plan_reproduction(["width-depth"], how)
+    assert {r.task for r in configs} == {"addition"}
+    depth = {r: c for r, c in every.items() if r.task == "addition"}
+    assert configs == depth
+    assert experiments[0].tune_inits == table6.EXPERIMENT.tune_inits
+
+
+def test_a_one_question_report_reads_only_its_claim(tmp_path, monkeypatch):
+    monkeypatch.setitem(width.WIDTHS, "tiny", (16, 32))
+    steps = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 64}
+    reproduce(["width-depth"], Reproduction("tiny", seeds=1, out=tmp_path, overrides=steps))
+    results = json.loads((tmp_path / "width-depth" / "results.json").read_text())
+    assert "depth_accuracy" in results
+    assert not {"retrieval_accuracy", "bits_per_param"} & set(results)
+    rows = _reading_rows(results)
+    assert {row.split(" | ")[0] for row in rows.values()} == {"| C8"}
+    assert "depth.png" in (tmp_path / "width-depth" / "report.md").read_text()
 
 
 def test_the_device_script_runs_at_toy_size_on_the_cpu(tmp_path, monkeypatch):

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from mixit import litmus
-from mixit.experiments.base import NOT_RUN
+from mixit.experiments.base import NOT_RUN, mean_std
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
+from mixit.experiments.width import INIT_STD
 from mixit.experiments.width_reading import reading
 from mixit.results import read_results_csv
 from mixit.tasks import TASKS
@@ -470,19 +471,43 @@ def fresh_seeds() -> str:
     return "\n".join(lines).strip() or "(no tuned reproduction on fresh seeds committed yet)"
 
 
+def _frozen_attention_line(results: dict[str, Any]) -> str:
+    """The authors' Frozen-QK at initialisation per width: its logit spread against n sigma^2
+    and its uniformity, then and after training (the arithmetic of docs/width.md)."""
+    at_init = results["frozen_attention_at_init"]["authors"]
+    trained = results["frozen_attention_trained"]["authors"]
+    cells = []
+    for w, seeds, after in zip(results["widths"], at_init, trained, strict=True):
+        spread = [s["logit_spread"] for s in seeds]
+        predicted = w * INIT_STD**2
+        cells.append(
+            f"n = {w}: spread {mean_std(spread)} (n sigma^2 {predicted:.3f}, ratio "
+            f"{statistics.mean(spread) / predicted:.2f}), uniformity "
+            f"{mean_std([s['uniformity'] for s in seeds])} "
+            f"({mean_std([s['uniformity'] for s in after])} trained)"
+        )
+    return "Frozen-QK (authors) at initialisation: " + "; ".join(cells) + "."
+
+
 def width_reading() -> str:
     """docs/constructions.md: per claim, whether its verdict moves with width, from each
-    committed width output (the reading rule of docs/width.md)."""
+    committed width output (``reproduce width`` or ``width-depth``; the reading rule of
+    docs/width.md), with the authors' frozen attention where the output asked retrieval."""
     parts = []
-    for path in sorted(RESULTS.glob("*/width/results.json")):
+    for path in sorted(RESULTS.glob("*/width*/results.json")):
         results = _json(path)
         widths = ", ".join(str(w) for w in results["widths"])
+        first, last = results["first_seed"], results["first_seed"] + results["seeds"] - 1
+        seeds = f"seed {first}" if first == last else f"seeds {first}-{last}"
         parts += [
-            f"`results/{path.parent.parent.name}` (widths {widths}):",
+            f"`results/{path.parent.parent.name}` (`{path.parent.name}`, widths {widths}, "
+            f"{seeds}):",
             "",
             reading(results),
             "",
         ]
+        if "frozen_attention_at_init" in results:
+            parts += [_frozen_attention_line(results), ""]
     return "\n".join(parts).strip() or "(no width output committed yet)"
 
 

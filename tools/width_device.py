@@ -2,11 +2,16 @@
 and 1024, under the budget rule of ``mixit.experiments.width`` (each question's tiny-scale run
 with only ``model.n_embd`` changed), sized to the device minutes a session is lent.
 
-It first predicts the training time on an H100 (``--estimate --target h100``) and refuses,
-writing nothing, when that exceeds ``--budget-seconds`` over ``--jobs`` runs at once; then it
-trains and reports into OUT, as ``reproduce`` would.
+It first predicts the training time on one H100 (``--estimate --target h100``) and refuses,
+writing nothing, when that exceeds ``--budget-seconds``; then it trains and reports into OUT,
+as ``reproduce`` would. Runs that share the one GPU (``--jobs``) are predicted as if trained one
+after another: ``--estimate`` divides by the jobs, which holds for one GPU per job only. On an
+H100 (2026-11-27) the 20 runs of one seed at 512 and 1024, predicted 715 s one after another
+and 115 s divided over 8 jobs, took about 593 s of wall time at ``--jobs 8``
+(results/width-h100/README.md).
 
     python tools/width_device.py --out results/width-h100           # on the device
+    python tools/width_device.py --experiment width-depth --seeds 3 --out OUT  # C8 alone
     python tools/width_device.py --toy --out /tmp/width-toy         # widths 16, 32, two steps
                                                                      # a run, on the CPU (CI)
 """
@@ -30,6 +35,12 @@ TOY = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument(
+        "--experiment",
+        choices=("width", "width-depth"),
+        default="width",
+        help="every question (default) or the depth question (C8) alone",
+    )
     parser.add_argument("--widths", default="512,1024", help="comma-separated widths")
     parser.add_argument("--seeds", type=int, default=1, help="seeds per run (default 1)")
     parser.add_argument("--jobs", type=int, default=4, help="runs trained at once (default 4)")
@@ -37,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         "--budget-seconds",
         type=float,
         default=480.0,
-        help="refuse when the predicted training exceeds this (default 480: 8 minutes)",
+        help="refuse when the training predicted on one GPU exceeds this (default 480: 8 minutes)",
     )
     parser.add_argument("--toy", action="store_true", help="widths 16, 32, two steps a run")
     args = parser.parse_args(argv)
@@ -52,13 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         launch=Launch(jobs=1 if args.toy else args.jobs),
     )
     if not args.toy:
-        predicted = estimate_reproduction(["width"], how, "h100")["wall_seconds"]
-        print(f"predicted: {predicted:.0f} s of training on an H100 with {args.jobs} jobs")
+        predicted = estimate_reproduction([args.experiment], how, "h100")["train_seconds"]
+        print(f"predicted: {predicted:.0f} s of training on one H100 ({args.jobs} jobs share it)")
         if predicted > args.budget_seconds:
             print(f"over the budget of {args.budget_seconds:.0f} s: fewer widths or seeds")
             return 2
-    reproduce(["width"], how)
-    print(f"report: {Path(args.out) / 'width' / 'report.md'}")
+    reproduce([args.experiment], how)
+    print(f"report: {Path(args.out) / args.experiment / 'report.md'}")
     return 0
 
 

@@ -23,4 +23,4 @@ EXPERIMENTS: dict[str, Experiment] = {
     module.EXPERIMENT.name: module.EXPERIMENT for module in (*_IN_ORDER, throughput, theorem21)
 }
 # Questions of this project about the paper's results, asked by name only: not in `all`.
-QUESTIONS: dict[str, Experiment] = {width.EXPERIMENT.name: width.EXPERIMENT}
+QUESTIONS: dict[str, Experiment] = {e.name: e for e in (width.EXPERIMENT, width.DEPTH_EXPERIMENT)}

@@ -23,7 +23,7 @@ is given more training than another.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from mixit.experiments.base import (
     mean_std,
     measured_overrides,
     measurement_key,
+    measures_nothing,
     metric_values,
     runs,
     seeds_note,
@@ -58,6 +59,7 @@ from mixit.rundir import load_run
 from mixit.tasks import get_task
 
 WIDTHS = {"tiny": (64, 128, 256), "small": (64, 128, 256), "paper": (512, 1024)}
+QUESTIONS = ("retrieval", "depth", "memorization")  # C1, C8, C6
 RETRIEVAL_MODELS = ("standard", "frozen-qk")
 DEPTH_SERIES = ("mixit", "random")
 SEQUENCES = 32  # test sequences the frozen attention is read on
@@ -78,13 +80,34 @@ def _memorization(scale: str, width: int, seeds: range) -> list[Run]:
     return runs("memorization", table4.MODELS, seeds, scale, {"model.n_embd": width})
 
 
-def plan(scale: str, seeds: range) -> list[Run]:
-    planned: list[Run] = []
-    for width in WIDTHS[scale]:
-        planned += [r for c in CONSTRUCTIONS for r in _retrieval(scale, c, width, seeds)]
-        planned += [r for s in DEPTH_SERIES for r in _depth(scale, s, width, seeds)]
-        planned += _memorization(scale, width, seeds)
-    return planned
+def _retrieval_runs(scale: str, width: int, seeds: range) -> list[Run]:
+    return [r for c in CONSTRUCTIONS for r in _retrieval(scale, c, width, seeds)]
+
+
+def _depth_runs(scale: str, width: int, seeds: range) -> list[Run]:
+    return [r for s in DEPTH_SERIES for r in _depth(scale, s, width, seeds)]
+
+
+# Each question's runs at one width.
+QUESTION_RUNS: dict[str, Callable[[str, int, range], list[Run]]] = {
+    "retrieval": _retrieval_runs,
+    "depth": _depth_runs,
+    "memorization": _memorization,
+}
+
+
+def planner(questions: tuple[str, ...]) -> Callable[[str, range], list[Run]]:
+    """The plan of an experiment asking ``questions`` (of ``QUESTIONS``) at every width."""
+
+    def plan(scale: str, seeds: range) -> list[Run]:
+        return [
+            r for w in WIDTHS[scale] for q in questions for r in QUESTION_RUNS[q](scale, w, seeds)
+        ]
+
+    return plan
+
+
+plan = planner(QUESTIONS)
 
 
 def _frozen_qk_at_init(
@@ -168,43 +191,37 @@ def _width_table(
     return markdown_table([label, *(f"n = {w}" for w in widths)], rows)
 
 
-def _metrics(
-    scale: str, seeds: range, summaries: Summaries
-) -> tuple[dict[str, list[list[float]]], ...]:
-    """Each question's metric per model, per width, per seed: retrieval's accuracy (by model
-    and construction), the depth-16 accuracy, memorization's bits per parameter and the share
-    of its pairs stored."""
+# A question's part of the report: its markdown paragraphs and its entries of results.json.
+Section = tuple[list[str], dict[str, Any]]
+
+
+def _retrieval_section(
+    scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
+) -> Section:
+    """Retrieval's accuracy by model and construction, and Frozen-QK's frozen attention at
+    initialisation and after training."""
     widths = WIDTHS[scale]
-    retrieval = {
+    accuracy = {
         f"{m} ({c})": [
             by_model(summaries, _retrieval(scale, c, w, seeds), "test_accuracy")[m] for w in widths
         ]
         for c in CONSTRUCTIONS
         for m in RETRIEVAL_MODELS
     }
-    depth = {
-        s: [metric_values(summaries, _depth(scale, s, w, seeds), "test_accuracy") for w in widths]
-        for s in DEPTH_SERIES
-    }
-    bits, stored = (
-        {
-            m: [by_model(summaries, _memorization(scale, w, seeds), metric)[m] for w in widths]
-            for m in table4.MODELS
-        }
-        for metric in ("bits_per_param", "train_accuracy")
+    retrieval_runs = [r for w in widths for r in _retrieval_runs(scale, w, seeds)]
+    key = measurement_key(scale, seeds, overrides, widths=list(widths), sequences=SEQUENCES)
+    at_init = cached_measurement(
+        out / "measurements.json", key, lambda: _attention_at_init(scale, seeds, overrides)
     )
-    return retrieval, depth, bits, stored
-
-
-def _markdown(
-    widths: tuple[int, ...],
-    seeds: range,
-    metrics: tuple[dict[str, list[list[float]]], ...],
-    at_init: Mapping[str, Any],
-    trained: Mapping[str, Any],
-    reading_text: str,
-) -> str:
-    retrieval, depth, bits, stored = metrics
+    trained = _attention_trained(scale, seeds, summaries)
+    line_plot(
+        out / "retrieval.png",
+        widths,
+        accuracy,
+        f"retrieval against width ({scale})",
+        "width",
+        "test accuracy",
+    )
     attention_rows = [
         [
             f"frozen-qk ({c}): {score.replace('_', ' ')}, {when}",
@@ -214,68 +231,135 @@ def _markdown(
         for score in ("uniformity", "logit_spread")
         for when, table in (("at init", at_init), ("trained", trained))
     ]
-    return "\n\n".join(
-        [
-            "Each question's runs at every width, nothing else changed (the budget rule of "
-            "docs/width.md). " + seeds_note(seeds),
-            "Retrieval test accuracy (C1):",
-            _width_table("model (construction)", retrieval, widths),
-            f"Addition at depth {DEPTH}, test accuracy (C8):",
-            _width_table("model", depth, widths),
-            "Memorization, bits per parameter (C6):",
-            _width_table("model", bits, widths),
-            "Memorization, the share of its pairs stored (at 1, bits per parameter is the "
-            "dataset's bits over the trainable parameters):",
-            _width_table("model", stored, widths),
-            "Frozen-QK's frozen attention on retrieval: uniformity (1: plain averaging) and the "
-            f"spread of its logits, against n sigma^2 at sigma = {INIT_STD} for the authors' "
-            "weights: " + ", ".join(f"n = {w}: {w * INIT_STD**2:.3f}" for w in widths) + ".",
-            markdown_table(["", *(f"n = {w}" for w in widths)], attention_rows),
-            "Against width, from the smallest to the largest (the reading rule of "
-            "docs/width.md, written before any width was trained):",
-            reading_text,
-            "![retrieval](retrieval.png) ![depth](depth.png) ![memorization](memorization.png)",
-        ]
-    )
-
-
-def report(
-    scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
-) -> Report:
-    widths = WIDTHS[scale]
-    retrieval, depth, bits, stored = metrics = _metrics(scale, seeds, summaries)
-    retrieval_runs = [
-        r for c in CONSTRUCTIONS for w in widths for r in _retrieval(scale, c, w, seeds)
+    markdown = [
+        "Retrieval test accuracy (C1):",
+        _width_table("model (construction)", accuracy, widths),
+        "Frozen-QK's frozen attention on retrieval: uniformity (1: plain averaging) and the "
+        f"spread of its logits, against n sigma^2 at sigma = {INIT_STD} for the authors' "
+        "weights: " + ", ".join(f"n = {w}: {w * INIT_STD**2:.3f}" for w in widths) + ".",
+        markdown_table(["", *(f"n = {w}" for w in widths)], attention_rows),
     ]
-    key = measurement_key(scale, seeds, overrides, widths=list(widths), sequences=SEQUENCES)
-    at_init = cached_measurement(
-        out / "measurements.json", key, lambda: _attention_at_init(scale, seeds, overrides)
-    )
-    trained = _attention_trained(scale, seeds, summaries)
-    for name, series in (("retrieval", retrieval), ("depth", depth), ("memorization", bits)):
-        ylabel = "bits per parameter" if name == "memorization" else "test accuracy"
-        line_plot(
-            out / f"{name}.png", widths, series, f"{name} against width ({scale})", "width", ylabel
-        )
     results = {
-        "widths": list(widths),
-        "retrieval_accuracy": retrieval,
-        "depth_accuracy": depth,
+        "retrieval_accuracy": accuracy,
         "retrieval_chance": mean([summaries[run]["chance"] for run in retrieval_runs]),
-        "bits_per_param": bits,
-        "memorization_accuracy": stored,
         "frozen_attention_at_init": at_init,
         "frozen_attention_trained": trained,
     }
-    markdown = _markdown(widths, seeds, metrics, at_init, trained, reading(results))
-    return Report(markdown, results, judge(results))
+    return markdown, results
 
 
-EXPERIMENT = Experiment(
-    "width",
-    "Width: the claims that fail at laptop width, at larger widths",
-    plan,
-    report,
-    judge,
-    measures,
+def _depth_section(
+    scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
+) -> Section:
+    widths = WIDTHS[scale]
+    accuracy = {
+        s: [metric_values(summaries, _depth(scale, s, w, seeds), "test_accuracy") for w in widths]
+        for s in DEPTH_SERIES
+    }
+    line_plot(
+        out / "depth.png",
+        widths,
+        accuracy,
+        f"depth {DEPTH} against width ({scale})",
+        "width",
+        "test accuracy",
+    )
+    markdown = [
+        f"Addition at depth {DEPTH}, test accuracy (C8):",
+        _width_table("model", accuracy, widths),
+    ]
+    return markdown, {"depth_accuracy": accuracy}
+
+
+def _memorization_section(
+    scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
+) -> Section:
+    """Memorization's bits per parameter and the share of its pairs stored."""
+    widths = WIDTHS[scale]
+    bits, stored = (
+        {
+            m: [by_model(summaries, _memorization(scale, w, seeds), metric)[m] for w in widths]
+            for m in table4.MODELS
+        }
+        for metric in ("bits_per_param", "train_accuracy")
+    )
+    line_plot(
+        out / "memorization.png",
+        widths,
+        bits,
+        f"memorization against width ({scale})",
+        "width",
+        "bits per parameter",
+    )
+    markdown = [
+        "Memorization, bits per parameter (C6):",
+        _width_table("model", bits, widths),
+        "Memorization, the share of its pairs stored (at 1, bits per parameter is the "
+        "dataset's bits over the trainable parameters):",
+        _width_table("model", stored, widths),
+    ]
+    return markdown, {"bits_per_param": bits, "memorization_accuracy": stored}
+
+
+SECTIONS = {
+    "retrieval": _retrieval_section,
+    "depth": _depth_section,
+    "memorization": _memorization_section,
+}
+
+
+def reporter(
+    questions: tuple[str, ...],
+) -> Callable[[str, range, Summaries, Path, Overrides], Report]:
+    """The report of an experiment asking ``questions``: each question's section, then the
+    reading against width of the claims they turn on."""
+
+    def report(
+        scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
+    ) -> Report:
+        paragraphs = [
+            "Each question's runs at every width, nothing else changed (the budget rule of "
+            "docs/width.md). " + seeds_note(seeds)
+        ]
+        results: dict[str, Any] = {"widths": list(WIDTHS[scale])}
+        for question in questions:
+            markdown, entries = SECTIONS[question](scale, seeds, summaries, out, overrides)
+            paragraphs += markdown
+            results |= entries
+        paragraphs += [
+            "Against width, from the smallest to the largest (the reading rule of "
+            "docs/width.md, written before any width was trained):",
+            reading(results),
+            " ".join(f"![{q}]({q}.png)" for q in questions),
+        ]
+        return Report("\n\n".join(paragraphs), results, judge(results))
+
+    return report
+
+
+def experiment(
+    name: str, title: str, questions: tuple[str, ...], tune_inits: tuple[str, ...] = ()
+) -> Experiment:
+    """A width experiment asking ``questions`` (of ``QUESTIONS``)."""
+    return Experiment(
+        name,
+        title,
+        planner(questions),
+        reporter(questions),
+        judge,
+        measures if "retrieval" in questions else measures_nothing,
+        tune_inits=tune_inits,
+    )
+
+
+EXPERIMENT = experiment(
+    "width", "Width: the claims that fail at laptop width, at larger widths", QUESTIONS
+)
+# C8 alone, tuned as table 6 is: each series also chooses its initialisation (docs/width.md,
+# "The tuned depth pass").
+DEPTH_EXPERIMENT = experiment(
+    "width-depth",
+    f"Width, depth {DEPTH} alone (C8): MixiT against the random transformer",
+    ("depth",),
+    tune_inits=table6.EXPERIMENT.tune_inits,
 )
