@@ -142,6 +142,14 @@ def test_compare_estimate_for_a_target_prints_memory_and_trains_nothing(tmp_path
     assert not (out / "runs").exists()
 
 
+def test_a_target_estimate_over_several_jobs_gives_each_its_own_device(capsys):
+    argv = ["reproduce", "table5", "--seeds", "1", "--estimate", "--target", "h100"]
+    assert main([*argv, "--jobs", "4"]) == 0
+    assert "each job on its own h100" in capsys.readouterr().out
+    assert main([*argv, "--jobs", "1"]) == 0
+    assert "its own" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [
