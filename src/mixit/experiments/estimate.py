@@ -174,10 +174,10 @@ def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
 
 
 def own_devices_note(estimate: Mapping[str, Any]) -> str:
-    """Where several jobs are predicted for a device: the wall time assumes a device per job.
+    """Where several jobs are predicted for a GPU: the wall time assumes a GPU per job.
     Jobs sharing one GPU train about one after another (results/width-h100: 8 jobs on one
     H100 took 0.83 of the one-job prediction)."""
-    if "target" not in estimate or estimate["jobs"] == 1:
+    if estimate.get("target", "cpu") == "cpu" or estimate["jobs"] == 1:
         return ""
     return (
         f", each job on its own {estimate['target']} (jobs sharing one take about the one-job time)"
