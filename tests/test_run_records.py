@@ -1,0 +1,52 @@
+"""tools/run_records.py keeps a finished run's text files, from which a new output reuses it; and
+the in-process training (one job) that reuse depends on leaves the caller's config as it was."""
+
+import importlib.util
+from pathlib import Path
+
+from mixit.resolve import resolve_config
+from mixit.runs import train_missing
+
+TOOL = Path(__file__).parent.parent / "tools" / "run_records.py"
+spec = importlib.util.spec_from_file_location("run_records", TOOL)
+run_records = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(run_records)
+
+STEPS = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 32}
+
+
+def config(model: str):
+    return resolve_config("retrieval", model, "tiny", 0, STEPS)
+
+
+def test_a_new_output_reuses_the_kept_records_and_trains_only_the_rest(tmp_path):
+    first = tmp_path / "first" / "runs"
+    _, trained = train_missing({"finished": config("standard")}, first)
+    assert trained == 1
+    (first / "unfinished-run").mkdir()  # no summary: left out
+    assert run_records.main([str(tmp_path / "first"), str(tmp_path / "kept")]) == 0
+    kept = tmp_path / "kept" / "runs"
+    assert sorted(p.name for p in kept.rglob("*") if p.is_file()) == sorted(run_records.RECORDS)
+    assert not list(kept.rglob("*.safetensors"))
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "runs").symlink_to(kept)  # as `cp -r`, without copying
+    configs = {"finished": config("standard"), "unfinished": config("mixit")}
+    summaries, to_train = train_missing(configs, again / "runs", train=False)
+    assert list(summaries) == ["finished"] and to_train == 0
+
+
+def test_training_here_leaves_the_callers_config_and_its_run_name_as_they_were(tmp_path):
+    """One job trains in this process; the config it is given stays the one asked for, so a
+    second call with it finds the run (as after a worker, which trains a copy)."""
+    standard = config("standard")
+    assert train_missing({"run": standard}, tmp_path / "runs")[1] == 1
+    assert list(train_missing({"run": standard}, tmp_path / "runs", train=False)[0]) == ["run"]
+
+
+def test_bad_input_exits_2(tmp_path, capsys):
+    assert run_records.main([str(tmp_path / "nothing"), str(tmp_path / "kept")]) == 2
+    (tmp_path / "out" / "runs").mkdir(parents=True)
+    (tmp_path / "kept" / "runs").mkdir(parents=True)
+    assert run_records.main([str(tmp_path / "out"), str(tmp_path / "kept")]) == 2
+    assert capsys.readouterr().err.count("\n") == 2
