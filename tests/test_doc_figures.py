@@ -77,3 +77,28 @@ def test_an_output_that_judged_no_claim_is_not_a_reproduction(tmp_path, monkeypa
         (tmp_path / name / "claims.json").write_text(json.dumps(claims))
     monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
     assert doc_figures._outputs() == [tmp_path / "judged"]
+
+
+def test_a_width_tuning_shows_the_choice_and_only_the_kept_verdict_runs(tmp_path, monkeypatch):
+    out = tmp_path / "width-depth-tuned"
+    for name, seed, split, accuracy in (("v0", 0, "test", 0.9), ("t", 1000, "validation", 0.5)):
+        run = out / "runs" / name
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps({"model": {"n_embd": 64}}))
+        summary = {"model": "mixit", "seed": seed, "evaluated_on": split}
+        summary["metrics"] = {"test_accuracy": accuracy}
+        (run / "summary.json").write_text(json.dumps(summary))
+    group = {
+        "model": "mixit",
+        "experiments": ["width-depth"],
+        "run_overrides": {"model.n_embd": 64},
+        "train.lr": 2e-4,
+        "init": "fan-in",
+        "edge": "bound",
+        "steps": 1200,
+        "budgets": [{"score": 0.7}, {"score": 0.95}],
+    }
+    (out / "tuning.json").write_text(json.dumps([group, {**group, "experiments": ["table6"]}]))
+    monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
+    rows = [line for line in doc_figures.width_tuning().splitlines() if line.startswith("| 64")]
+    assert rows == ["| 64 | mixit | 0.0002 | fan-in | bound | 1,200 | 0.950 | 0.900 |"]

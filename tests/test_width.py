@@ -113,6 +113,18 @@ def test_the_device_script_runs_at_toy_size_on_the_cpu(tmp_path, monkeypatch):
     assert report.count("n = 16") >= 4 and "| C6 | verdict;" in report
 
 
+def test_the_device_script_passes_tune_on_to_the_reproduction(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("width_device", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    monkeypatch.setitem(width.WIDTHS, "tiny", width.WIDTHS["tiny"])
+    asked = []
+    monkeypatch.setattr(tool, "reproduce", lambda experiments, how: asked.append(how.tune))
+    for flags in ([], ["--tune"]):
+        assert tool.main(["--toy", "--out", str(tmp_path), *flags]) == 0
+    assert asked == [False, True]
+
+
 def test_a_change_inside_twice_the_seed_spread_is_flat():
     assert width_reading.direction([0.30, 0.32, 0.31], [0.90, 0.92, 0.91], floor=0.05) == "rises"
     assert width_reading.direction([0.30, 0.32, 0.31], [0.34, 0.36, 0.35], floor=0.05) == "flat"

@@ -12,6 +12,7 @@ and 115 s divided over 8 jobs, took about 593 s of wall time at ``--jobs 8``
 
     python tools/width_device.py --out results/width-h100           # on the device
     python tools/width_device.py --experiment width-depth --seeds 3 --out OUT  # C8 alone
+    python tools/width_device.py --experiment width-depth --tune --widths 512 --out OUT  # tuned
     python tools/width_device.py --toy --out /tmp/width-toy         # widths 16, 32, two steps
                                                                      # a run, on the CPU (CI)
 """
@@ -50,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         default=480.0,
         help="refuse when the training predicted on one GPU exceeds this (default 480: 8 minutes)",
     )
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="tune each group first, as `reproduce --tune lr` (docs/tuning.md); default: untuned",
+    )
     parser.add_argument("--toy", action="store_true", help="widths 16, 32, two steps a run")
     args = parser.parse_args(argv)
     widths = TOY["widths"] if args.toy else tuple(int(w) for w in args.widths.split(","))
@@ -60,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         out=Path(args.out),
         overrides=TOY["overrides"] if args.toy else {},
         presets=False,  # no width has a tuned preset: every run at the task preset's rate
+        tune=args.tune,
         launch=Launch(jobs=1 if args.toy else args.jobs),
     )
     if not args.toy:
