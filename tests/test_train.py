@@ -15,6 +15,7 @@ from mixit.errors import TrainingDiverged, UsageError
 from mixit.resolve import resolve_config
 from mixit.runs import run_dir_name
 from mixit.step import lr_factor
+from mixit.train import run
 from mixit.variants import VARIANTS
 
 # A retrieval problem small enough to train in about a second.
@@ -74,6 +75,13 @@ def test_load_run_restores_identical_logits_and_mixing_buffers(tmp_path):
     tokens = torch.randint(0, config.model.vocab_size, (3, 7))
     with torch.no_grad():
         assert torch.equal(model(tokens), again(tokens))
+
+
+def test_a_run_leaves_its_callers_config_and_run_name_as_they_were():
+    config = resolve_config("retrieval", "mixit", "tiny", 0, MICRO | {"train.steps": 2})
+    before = (config.to_dict(), run_dir_name(config))
+    run(config, progress=False)
+    assert (config.to_dict(), run_dir_name(config)) == before
 
 
 def test_same_seed_gives_the_same_numbers():

@@ -9,7 +9,6 @@ summary (interrupted, or halted at ``train.halt_at``) resumes from its checkpoin
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import heapq
@@ -126,10 +125,9 @@ def _train_locally(
     if jobs == ranks == 1:
         for name, (config, _) in todo.items():
             shows = each and progress
-            # A copy, as a worker gets: training fills in the data's sizes, which would change
-            # the caller's config and so its run directory's name.
-            own = copy.deepcopy(config)
-            finished(name, functools.partial(train_run, own, runs_dir / name, shows, resume=True))
+            finished(
+                name, functools.partial(train_run, config, runs_dir / name, shows, resume=True)
+            )
     else:
         for config, _ in todo.values():
             Ranks(world=ranks).check_batch(config.train.batch_size)

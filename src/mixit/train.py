@@ -7,6 +7,7 @@ evaluation), ``model.safetensors`` (weights and MixiT's fixed matrices) and, las
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 import time
@@ -163,8 +164,11 @@ def run(
     """Train a resolved config, write the run directory ``out`` if given, return the summary.
 
     With ``resume``, continue from the last checkpoint in ``out`` (a finished run is returned
-    as it is); the result is the same as that of an uninterrupted run.
+    as it is); the result is the same as that of an uninterrupted run. ``config`` is left as
+    it is: the run trains a copy, which ``setup`` fits to the data.
     """
+    # The caller's config names its run directory; the sizes the data fills in would rename it.
+    config = copy.deepcopy(config)
     spec = get_task(config.task_name)
     if resume:
         finished = check_resumable(out, config)
