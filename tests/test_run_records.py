@@ -1,5 +1,6 @@
-"""tools/run_records.py keeps a finished run's text files, from which a new output reuses it; and
-the in-process training (one job) that reuse depends on leaves the caller's config as it was."""
+"""tools/run_records.py keeps a run's text files, from which a new output reuses it when finished
+or halted at a rung; and the in-process training (one job) that reuse depends on leaves the
+caller's config as it was."""
 
 import importlib.util
 from pathlib import Path
@@ -34,6 +35,23 @@ def test_a_new_output_reuses_the_kept_records_and_trains_only_the_rest(tmp_path)
     configs = {"finished": config("standard"), "unfinished": config("mixit")}
     summaries, to_train = train_missing(configs, again / "runs", train=False)
     assert list(summaries) == ["finished"] and to_train == 0
+
+
+def test_a_trial_halted_at_its_rung_is_reused_from_its_records_without_training(tmp_path):
+    """The tuning's halving halts trials at rungs; their checkpoints are not kept, but their
+    evaluation at the rung is, and it is all the halving reads of a trial it drops."""
+    trial = resolve_config("retrieval", "standard", "tiny", 0, STEPS | {"train.steps": 4})
+    trial.train.halt_at = 2
+    first, _ = train_missing({"trial": trial}, tmp_path / "first" / "runs")
+    assert run_records.main([str(tmp_path / "first"), str(tmp_path / "kept")]) == 0
+    kept = tmp_path / "kept" / "runs"
+    files = sorted(p.name for p in kept.rglob("*") if p.is_file())
+    assert files == ["config.json", "metrics.jsonl"]
+    assert not list(kept.rglob("checkpoint*"))
+    again, trained = train_missing({"trial": trial}, kept)
+    assert trained == 0
+    assert (again["trial"]["steps_run"], again["trial"]["stopped"]) == (2, "halted")
+    assert again["trial"]["metrics"] == first["trial"]["metrics"]
 
 
 def test_training_here_leaves_the_callers_config_and_its_run_name_as_they_were(tmp_path):

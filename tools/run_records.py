@@ -1,16 +1,17 @@
-"""Keep the finished runs of an output folder as text, so a later checkout can go on from them.
+"""Keep the runs of an output folder as text, so a later checkout can go on from them.
 
 A run directory holds weights and checkpoints (tens to hundreds of MB), which are not
-committed, and three small text files: ``config.json``, ``metrics.jsonl`` and
-``summary.json``. A run whose ``summary.json`` exists is finished, and ``reproduce``,
-``compare`` and the tuning protocol reuse a finished run from those files alone (its summary
-and its metrics), except where a report reads the trained weights (the width report's
-retrieval question, the analyses). This copies the three files of every finished run of
-OUT into DEST/runs/; copying DEST/runs/ back into a new OUT lets the same command train only
-what was not finished. Unfinished runs are left out: they start again from step 0.
+committed, and three small text files: ``config.json``, ``metrics.jsonl`` and, once it is
+finished, ``summary.json``. ``reproduce``, ``compare`` and the tuning protocol reuse a
+finished run from those files alone (its summary and its metrics), except where a report
+reads the trained weights (the width report's retrieval question, the analyses); and a
+tuning trial halted at a rung from its evaluation there in ``metrics.jsonl``. This copies
+the text files of every run of OUT into DEST/runs/; copying DEST/runs/ back into a new OUT
+lets the same command train only what was not finished. What has to train on (a trial the
+halving keeps, a run cut off) starts again from step 0, without its checkpoint: the same run.
 
-    python tools/run_records.py runs/width-depth-tuned results/width-depth-tuned-partial
-    cp -r results/width-depth-tuned-partial/runs runs/width-depth-tuned/   # in a new checkout
+    python tools/run_records.py runs/width-depth-tuned results/width-depth-tuned
+    cp -r results/width-depth-tuned/runs runs/width-depth-tuned/   # in a new checkout
 
 Exit status 2, with one line, when OUT has no runs/ folder or DEST/runs/ exists.
 """
@@ -26,24 +27,27 @@ RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
 
 
-def save(out: Path, destination: Path) -> int:
-    """Copy the records of OUT's finished runs into DESTINATION/runs/ (made under a temporary
-    name, then renamed); the number of runs copied."""
-    finished = sorted(path.parent for path in (out / RUNS).glob("*/summary.json"))
+def save(out: Path, destination: Path) -> tuple[int, int]:
+    """Copy the records of OUT's runs (those with a config and metrics) into
+    DESTINATION/runs/ (made under a temporary name, then renamed); the number of runs
+    copied, and of them the finished ones."""
+    runs = sorted(path.parent for path in (out / RUNS).glob("*/metrics.jsonl"))
+    runs = [run for run in runs if (run / "config.json").is_file()]
     target = destination / RUNS
     staging = destination / f".{RUNS}.partial"
     shutil.rmtree(staging, ignore_errors=True)  # left by a copy that was killed
     try:
-        for run in finished:
+        for run in runs:
             (staging / run.name).mkdir(parents=True)
             for name in RECORDS:
-                shutil.copy2(run / name, staging / run.name / name)
+                if (run / name).is_file():
+                    shutil.copy2(run / name, staging / run.name / name)
         staging.mkdir(parents=True, exist_ok=True)
         staging.rename(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return len(finished)
+    return len(runs), sum((run / "summary.json").is_file() for run in runs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     if (args.destination / RUNS).exists():
         print(f"run_records: {args.destination / RUNS} exists; name a new folder", file=sys.stderr)
         return 2
-    count = save(args.out, args.destination)
-    print(f"kept the records of {count} finished runs in {args.destination / RUNS}")
+    count, finished = save(args.out, args.destination)
+    print(f"kept the records of {count} runs ({finished} finished) in {args.destination / RUNS}")
     return 0
 
 

@@ -24,7 +24,6 @@ import torch
 from mixit.checkpoint import (
     check_own_files,
     finished_summary,
-    latest_checkpoint,
     stored_config_matches,
 )
 from mixit.config import RunConfig
@@ -34,7 +33,7 @@ from mixit.errors import RunsFailed, TrainingDiverged
 from mixit.launchers import LOCAL, JobArray, Launch
 from mixit.resolve import check_runnable_here
 from mixit.rundir import read_records
-from mixit.train import halted_summary, time_training
+from mixit.train import evaluation_in, halted_summary, time_training
 from mixit.train import run as train_run
 from mixit.workers import stop_workers, train_in_worker, worker_pool, worker_threads
 
@@ -59,20 +58,23 @@ def train_missing(
     diverged: list[Key] | None = None,
 ) -> tuple[dict[Key, dict[str, Any]], int]:
     """Summaries of every run (with its ``run_dir``), training those not finished yet (with
-    ``train=False``, of the finished runs only), and how many distinct runs it trained (or
-    submitted). Keys whose configs are equal share one run. ``each`` also shows each run's
-    own progress bar (one job only). ``launch`` says where the missing runs train: here, in a
-    pool of ``launch.jobs`` workers, or submitted as a job array (``mixit.launchers``; without
-    waiting, the summaries are those of the finished runs). A run that diverges stops the
-    whole plan, unless a ``diverged`` list is given: its keys then go there (runs trained
-    here; a submitted one that diverged ends without a summary, which stops the plan)."""
+    ``train=False``, of the finished runs only; a run halted at its ``train.halt_at`` counts as
+    finished there), and how many distinct runs it trained (or submitted). Keys whose configs
+    are equal share one run. ``each`` also shows each run's own progress bar (one job only).
+    ``launch`` says where the missing runs train: here, in a pool of ``launch.jobs`` workers,
+    or submitted as a job array (``mixit.launchers``; without waiting, the summaries are those
+    of the finished runs). A run that diverges stops the whole plan, unless a ``diverged``
+    list is given: its keys then go there (runs trained here; a submitted one that diverged
+    ends without a summary, which stops the plan)."""
     summaries: dict[Key, dict[str, Any]] = {}
     todo: dict[str, tuple[RunConfig, list[Key]]] = {}
     for run, config in configs.items():
         name = run_dir_name(config)
-        summary = finished_summary(runs_dir / name, config)
+        run_dir = runs_dir / name
+        # A run halted at its train.halt_at (the tuning's rungs) is as good as finished there.
+        summary = finished_summary(run_dir, config) or halted_on_disk(run_dir, config)
         if summary is not None:
-            summaries[run] = {**summary, "run_dir": str(runs_dir / name)}
+            summaries[run] = {**summary, "run_dir": str(run_dir)}
         else:
             todo.setdefault(name, (config, []))[1].append(run)
     if not todo or not train:
@@ -80,10 +82,6 @@ def train_missing(
     if launch.submits:
         _submit_missing(todo, runs_dir, launch)
         collected, _ = train_missing(configs, runs_dir, train=False)
-        for name, (config, keys) in todo.items():
-            halted = halted_on_disk(runs_dir / name, config)
-            if halted is not None:
-                collected |= {key: {**halted, "run_dir": str(runs_dir / name)} for key in keys}
         return collected, len(todo)
     workers = (launch.jobs, launch.gpus_per_run)
     _train_locally(todo, summaries, runs_dir, workers, (progress, each), diverged)
@@ -192,9 +190,12 @@ def _submit_missing(
 
 def halted_on_disk(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
     """What a run of ``config`` halted at its ``train.halt_at`` returned, read back from its
-    checkpoint's evaluation (a submitted job returns nothing here), else None."""
+    evaluation at that step in ``metrics.jsonl`` (a submitted job returns nothing here), else
+    None. The evaluation alone suffices: a run kept without its checkpoint
+    (``tools/run_records.py``) that must go on past the step trains again from step 0, which
+    gives the same run."""
     halt_at = config.train.halt_at
-    if not halt_at or latest_checkpoint(run_dir) is None:
+    if not halt_at or not run_dir.is_dir():
         return None
     check_own_files(run_dir)
     if not stored_config_matches(run_dir, config) or not (run_dir / "metrics.jsonl").is_file():
@@ -204,7 +205,7 @@ def halted_on_disk(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
         return None
     record = at_halt[-1]
     progress = {"step": halt_at, "train_seconds": record.get("train_seconds", 0.0)}
-    return halted_summary(config, progress | {"metrics": record})
+    return halted_summary(config, progress | {"metrics": evaluation_in(record)})
 
 
 def unfinished(configs: Mapping[Key, RunConfig], runs_dir: Path | None) -> dict[str, RunConfig]:
