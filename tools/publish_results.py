@@ -22,6 +22,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mixit.io import write_folder_atomic
+
 RUNS = "runs"
 MARKERS = ("results.csv", "claims.json", "timing.json")
 
@@ -63,14 +65,9 @@ def publish(source: Path, destination: Path, exclude: tuple[str, ...] = ()) -> d
     def top_level_skips(folder: str, names: list[str]) -> set[str]:
         return skipped.intersection(names) if Path(folder) == source else set()
 
-    staging = destination.with_name(f".{destination.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)  # left by a copy that was killed
-    try:
-        shutil.copytree(source, staging, ignore=top_level_skips)
-        staging.rename(destination)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    write_folder_atomic(
+        destination, lambda staging: shutil.copytree(source, staging, ignore=top_level_skips)
+    )
     return run_costs(source)
 
 

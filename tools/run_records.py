@@ -23,6 +23,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from mixit.io import write_folder_atomic
+
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
 
@@ -33,20 +35,16 @@ def save(out: Path, destination: Path) -> tuple[int, int]:
     copied, and of them the finished ones."""
     runs = sorted(path.parent for path in (out / RUNS).glob("*/metrics.jsonl"))
     runs = [run for run in runs if (run / "config.json").is_file()]
-    target = destination / RUNS
-    staging = destination / f".{RUNS}.partial"
-    shutil.rmtree(staging, ignore_errors=True)  # left by a copy that was killed
-    try:
+
+    def copy(staging: Path) -> None:
         for run in runs:
             (staging / run.name).mkdir(parents=True)
             for name in RECORDS:
                 if (run / name).is_file():
                     shutil.copy2(run / name, staging / run.name / name)
-        staging.mkdir(parents=True, exist_ok=True)
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+    destination.mkdir(parents=True, exist_ok=True)
+    write_folder_atomic(destination / RUNS, copy)
     return len(runs), sum((run / "summary.json").is_file() for run in runs)
 
 

@@ -1,10 +1,11 @@
-"""Output folders and atomic file writes: a reader sees the old file or the complete new one,
-never half of it; a folder that cannot be made is the user's error, not a traceback."""
+"""Output folders and atomic writes: a reader sees the old file (or no folder) or the complete
+new one, never half of it; a folder that cannot be made is the user's error, not a traceback."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,22 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
             tmp.unlink(missing_ok=True)
     except OSError as error:
         raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def write_folder_atomic(path: Path, fill: Callable[[Path], None]) -> None:
+    """Call ``fill(staging)`` to make the folder ``staging`` beside ``path`` (it does not
+    exist yet), then rename it to ``path``; a fill that fails or is interrupted leaves
+    nothing behind, and one killed outright leaves only the staging folder, which the next
+    call removes."""
+    staging = path.with_name(f".{path.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        fill(staging)
+        staging.mkdir(parents=True, exist_ok=True)  # a fill with nothing to write
+        staging.rename(path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def check_writable(path: Path) -> None:
