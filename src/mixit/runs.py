@@ -3,8 +3,9 @@ ones into one folder, collects the summaries, and times what is left to train.
 
 Every command keeps its runs in a folder (``OUT/runs``) under a name that hashes the resolved
 config (``run_dir_name``), so a run that `compare`, `reproduce`, the ablation or a sweep
-planned once is trained once and found again by all of them. A run with a checkpoint and no
-summary (interrupted, or halted at ``train.halt_at``) resumes from its checkpoint.
+planned once is trained once and found again by all of them. A run halted at its
+``train.halt_at`` is found again from its evaluation there; one with a checkpoint and no
+summary (interrupted, or halted and now asked to go further) resumes from its checkpoint.
 """
 
 from __future__ import annotations
