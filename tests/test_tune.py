@@ -279,6 +279,14 @@ def test_a_reference_that_learns_at_no_rate_gives_no_verdict_and_says_what_was_t
     assert result["litmus"]["rows"] == []
 
 
+def test_a_model_that_learns_only_with_a_doubled_budget_learned():
+    base = resolve_config("addition", "mixit", "tiny", 0, {})
+    grid_only = {"validation": [[0.002, None, 0.01, 900]], "budgets": [{"score": 0.01}]}
+    doubled = grid_only | {"budgets": [{"score": 0.01}, {"score": 0.6}, {"score": 1.0}]}
+    assert not tuning_rules.learned(grid_only, base, 1000)
+    assert tuning_rules.learned(doubled, base, 1000)
+
+
 def test_a_lead_within_the_tolerance_does_not_grow_the_grid(tmp_path, monkeypatch):
     planted(monkeypatch, lambda k, step: 0.9 + 0.005 * k)  # the highest rate, by 0.005
     record = halve(tmp_path)["standard"]

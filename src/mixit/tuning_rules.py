@@ -171,13 +171,16 @@ def still_rising(trial: Trial) -> bool:
 
 
 def learned(record: Mapping[str, Any], base: RunConfig, seed: int) -> bool:
-    """Whether any rate tried took the model clearly beyond chance (``LEARNED_MARGIN``)."""
+    """Whether any rate tried took the model clearly beyond chance (``LEARNED_MARGIN``): at a
+    rung of the halving, or at the chosen rate with a budget the budget rule doubled."""
     spec = get_task(base.task_name)
     chance = spec.chance(spec.make_data(base.task, seed), base.task)
     if chance is None:
         return True
     better = direction(base)
-    best = max((score for _, _, score, _ in record["validation"]), key=lambda s: better * s)
+    scores = [score for _, _, score, _ in record["validation"]]
+    scores += [budget["score"] for budget in record.get("budgets", [])]
+    best = max(scores, key=lambda s: better * s)
     return not short_of_chance({seed: best}, chance, tolerance(base), better > 0)
 
 
