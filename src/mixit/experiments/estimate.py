@@ -175,12 +175,13 @@ def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
 
 def own_devices_note(estimate: Mapping[str, Any]) -> str:
     """Where several jobs are predicted for a GPU: the wall time assumes a GPU per job.
-    Jobs sharing one GPU train about one after another (results/width-h100: 8 jobs on one
-    H100 took 0.83 of the one-job prediction)."""
+    Jobs sharing one GPU gain little from it (on one H100, 8 jobs took 0.83 of the one-job
+    prediction in results/width-h100, 6 jobs 0.55 in results/width-depth-h100)."""
     if estimate.get("target", "cpu") == "cpu" or estimate["jobs"] == 1:
         return ""
     return (
-        f", each job on its own {estimate['target']} (jobs sharing one take about the one-job time)"
+        f", each job on its own {estimate['target']} (jobs sharing one took a half to the whole "
+        "of the one-job time)"
     )
 
 
