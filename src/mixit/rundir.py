@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,16 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         if isinstance(record, dict) and isinstance(record.get("step"), int):
             records.append(record)
     return records
+
+
+# What each metrics.jsonl record holds beside the evaluation (``Training.evaluate``), as
+# ``train._train`` logs it.
+LOGGED_PROGRESS = ("step", "lr", "train_loss", "train_seconds", "grad_norm", "tokens_per_second")
+
+
+def evaluation_in(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The evaluation a metrics.jsonl ``record`` logged, without the progress beside it."""
+    return {key: value for key, value in record.items() if key not in LOGGED_PROGRESS}
 
 
 class RunWriter:

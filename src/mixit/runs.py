@@ -33,8 +33,8 @@ from mixit.distributed import Ranks
 from mixit.errors import RunsFailed, TrainingDiverged
 from mixit.launchers import LOCAL, JobArray, Launch
 from mixit.resolve import check_runnable_here
-from mixit.rundir import read_records
-from mixit.train import evaluation_in, halted_summary, time_training
+from mixit.rundir import evaluation_in, read_records
+from mixit.train import halted_summary, time_training
 from mixit.train import run as train_run
 from mixit.workers import stop_workers, train_in_worker, worker_pool, worker_threads
 

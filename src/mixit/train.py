@@ -281,16 +281,6 @@ def _restore(training: Training, out: Path | None) -> tuple[Any, dict[str, Any]]
     return schedule, progress
 
 
-# What each metrics.jsonl record holds beside the evaluation (``Training.evaluate``), as
-# ``_train`` logs it.
-LOGGED_PROGRESS = ("step", "lr", "train_loss", "train_seconds", "grad_norm", "tokens_per_second")
-
-
-def evaluation_in(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The evaluation a metrics.jsonl ``record`` logged, without the progress beside it."""
-    return {key: value for key, value in record.items() if key not in LOGGED_PROGRESS}
-
-
 def halted_summary(config: RunConfig, progress: Mapping[str, Any]) -> dict[str, Any]:
     """What a run halted at ``train.halt_at`` returns (no summary.json is written): how far
     it trained and its last evaluation."""
