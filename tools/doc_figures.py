@@ -534,7 +534,12 @@ def width_tuning() -> str:
     protocol's choice, the validation score it rests on, and the verdict runs kept."""
     lines = []
     for path in sorted(RESULTS.glob("*/tuning.json")):
-        groups = [g for g in _json(path) if any(e.startswith("width") for e in g["experiments"])]
+        records = _json(path)  # reproduce's: a list of groups; compare's: a dict by model
+        groups = [
+            g
+            for g in (records if isinstance(records, list) else [])
+            if any(e.startswith("width") for e in g["experiments"])
+        ]
         if not groups:
             continue
         verdicts = _verdict_accuracies(path.parent)
