@@ -1,5 +1,7 @@
 """``mixit suite``: the spectrum over tasks, its results.csv, heatmap and summary."""
 
+import json
+
 import pytest
 
 from mixit.cli import main
@@ -68,3 +70,26 @@ def test_suite_estimate_prices_every_task_and_trains_nothing(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.count("plus tuning (docs/tuning.md)") == 2
     assert "of tuning one run after another" in printed.strip().splitlines()[-1]
+
+
+def test_report_writes_the_finished_tasks_and_trains_nothing(tmp_path, capsys):
+    out = tmp_path / "s"
+    argv = ["suite", "--out", str(out), "--models", "standard,mixit", *QUICK]
+    assert main([*argv, "--tasks", "selective-copying"]) == 0
+    trained = sorted(out.glob("*/runs/*/"))
+    capsys.readouterr()
+    assert main([*argv, "--tasks", "selective-copying,noisy-recall", "--report"]) == 0
+    assert sorted(out.glob("*/runs/*/")) == trained  # nothing trained, noisy-recall untouched
+    assert not (out / "noisy-recall").exists()
+    assert {r["task"] for r in read_results_csv(out / "results.csv")} == {"selective-copying"}
+    summary = (out / "summary.md").read_text()
+    assert "Not finished (no compare.json yet): noisy-recall." in summary
+    cost = next(line for line in summary.splitlines() if line.startswith("| selective-copying | 2"))
+    logged = sum(json.loads((run / "summary.json").read_text())["train_seconds"] for run in trained)
+    assert cost.endswith(f"| {logged:,.0f} |")
+
+
+def test_report_without_a_finished_task_exits_2(tmp_path, capsys):
+    argv = ["suite", "--tasks", "dyck", "--out", str(tmp_path / "s"), "--report"]
+    assert main(argv) == 2
+    assert "no finished task in" in capsys.readouterr().err

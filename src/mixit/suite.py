@@ -3,7 +3,9 @@
 Each task is a ``compare`` into ``OUT/TASK`` (its runs, its table and litmus reading); the
 suite then writes ``OUT/results.csv`` (every run, one row each), ``OUT/heatmap.png`` (each
 variant's score on each task, from chance at 0 to the standard model at 1) and
-``OUT/summary.md`` (the same numbers and each task's litmus verdicts).
+``OUT/summary.md`` (the same numbers, each task's litmus verdicts, the tuning's choices and
+what the runs cost). ``report_only`` writes those files from the tasks already finished, so a
+suite that takes hours can be read while it runs or after it was stopped.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from mixit.compare import compare
 from mixit.errors import UsageError
 from mixit.experiments.base import markdown_table
 from mixit.experiments.plots import pyplot
-from mixit.io import make_dir, write_json, write_text
+from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.launchers import LOCAL, Launch
 from mixit.results import read_results_csv, write_rows
+from mixit.rundir import read_records
 from mixit.tasks import TASKS
 
 # Every task that needs no corpus or user file (TaskSpec.synthetic): the suite's default.
@@ -55,34 +58,65 @@ def suite(
     progress: bool | None = None,
     launch: Launch | None = None,
     tune: Sequence[str] | None = None,
+    report_only: bool = False,
 ) -> dict[str, Any]:
     """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
     returns ``{task: compare.json}``. ``tune``: as ``compare``'s (None: tune ``model.arch``
-    models only)."""
+    models only). ``report_only``: train nothing, and write the files from the tasks whose
+    ``OUT/TASK/compare.json`` exists (the others are named as unfinished)."""
     tasks = suite_tasks(tasks)
     out = make_dir(Path(out))
-    results = {
-        task: compare(
-            task,
-            models,
-            preset,
-            seed,
-            seeds,
-            out / task,
-            overrides,
-            progress,
-            tune=tune,
-            launch=launch or LOCAL,
-        )
-        for task in tasks
-    }
-    rows = [row for task in tasks for row in read_results_csv(out / task / "results.csv")]
+    if report_only:
+        results = finished_tasks(out, tasks)
+    else:
+        results = {
+            task: compare(
+                task,
+                models,
+                preset,
+                seed,
+                seeds,
+                out / task,
+                overrides,
+                progress,
+                tune=tune,
+                launch=launch or LOCAL,
+            )
+            for task in tasks
+        }
+    unfinished = [task for task in tasks if task not in results]
+    rows = [row for task in results for row in read_results_csv(out / task / "results.csv")]
     write_rows(out / "results.csv", rows)
     scores = {task: relative_scores(result) for task, result in results.items()}
     heatmap(out / "heatmap.png", scores, results)
-    write_text(out / "summary.md", summary_markdown(scores, results, preset, seeds))
-    write_json(out / "suite.json", {"tasks": tasks, "scores": scores})
+    costs = {task: training_cost(out / task / "runs") for task in results}
+    summary = summary_markdown(scores, results, preset, seeds, costs, unfinished)
+    write_text(out / "summary.md", summary)
+    write_json(out / "suite.json", {"tasks": tasks, "scores": scores, "unfinished": unfinished})
     return results
+
+
+def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
+    """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished."""
+    finished = {
+        task: read_json(out / task / "compare.json", f"{out / task / 'compare.json'}")
+        for task in tasks
+        if (out / task / "compare.json").is_file()
+    }
+    if not finished:
+        raise UsageError(
+            f"no finished task in {out} (none of {', '.join(tasks)} has a compare.json): "
+            "run the suite without --report first"
+        )
+    return finished
+
+
+def training_cost(runs: Path) -> dict[str, float]:
+    """How many runs ``runs`` holds and the training seconds their metrics.jsonl logged: each
+    run's last record, so a tuning trial halted at its rung counts what it trained."""
+    logs = [read_records(run / "metrics.jsonl") for run in sorted(runs.glob("*/"))]
+    seconds = [records[-1].get("train_seconds", 0.0) for records in logs if records]
+    return {"runs": len(seconds), "train_seconds": float(sum(seconds))}
 
 
 def relative_scores(result: Mapping[str, Any]) -> dict[str, float]:
@@ -134,8 +168,11 @@ def summary_markdown(
     results: Mapping[str, Any],
     preset: str,
     seeds: int,
+    costs: Mapping[str, Mapping[str, float]] | None = None,
+    unfinished: Sequence[str] = (),
 ) -> str:
-    """The scores as a table and each task's litmus verdicts (or why there are none)."""
+    """The scores as a table, each task's litmus verdicts (or why there are none), the tuning's
+    choices where it ran, and each task's runs and training seconds (``training_cost``)."""
     models = list(dict.fromkeys(m for task in scores for m in scores[task]))
     rows = [[task, *(_cell(scores[task].get(m, math.nan)) for m in models)] for task in scores]
     lines = [
@@ -143,8 +180,10 @@ def summary_markdown(
         "Score per task: 0 is the task's chance level, 1 the standard model "
         "(heatmap.png; every run in results.csv).",
         markdown_table(["task", *models], rows),
-        "## Litmus verdicts",
     ]
+    if unfinished:
+        lines.append(f"Not finished (no compare.json yet): {', '.join(unfinished)}.")
+    lines.append("## Litmus verdicts")
     for task, result in results.items():
         reading = result.get("litmus", {})
         if reading.get("no_reference"):
@@ -160,7 +199,48 @@ def summary_markdown(
     spread = [v for task in scores for v in scores[task].values() if not math.isnan(v)]
     if spread:
         lines.append(f"\nScores range from {min(spread):.2f} to {max(spread):.2f}.")
+    lines += _tuning_section(results, models)
+    if costs:
+        lines += _cost_section(costs)
     return "\n\n".join(lines) + "\n"
+
+
+def _tuning_section(results: Mapping[str, Any], models: Sequence[str]) -> list[str]:
+    """Each tuned task's choice per model: rate, steps, and whether it learned on validation."""
+    tuned = {task: result["tuned"] for task, result in results.items() if result.get("tuned")}
+    if not tuned:
+        return []
+    rows = []
+    for task, choices in tuned.items():
+        inits = {choice.get("init") for choice in choices.values()} - {None}
+        cells = [_choice(choices[m]) if m in choices else "-" for m in models]
+        rows.append([task, ", ".join(sorted(inits)) or "-", *cells])
+    return [
+        "## Tuning",
+        "Chosen on the tuning seed's validation split (compare.json's `tuned` holds every "
+        "rate tried): learning rate, steps; *did not learn*: at chance at every rate.",
+        markdown_table(["task", "initialisation", *models], rows),
+    ]
+
+
+def _choice(choice: Mapping[str, Any]) -> str:
+    text = f"{choice['train.lr']:.2g}, {choice['steps']:,}"
+    return text if choice.get("learned", True) else f"{text} *did not learn*"
+
+
+def _cost_section(costs: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Each task's runs (tuning trials and verdict runs) and their summed training seconds."""
+    rows = [
+        [task, int(cost["runs"]), f"{cost['train_seconds']:,.0f}"] for task, cost in costs.items()
+    ]
+    total = sum(cost["train_seconds"] for cost in costs.values())
+    rows.append(["all", sum(int(cost["runs"]) for cost in costs.values()), f"{total:,.0f}"])
+    return [
+        "## Cost",
+        "Training seconds logged by each run (tuning trials included), summed; runs that "
+        "trained side by side overlap in wall time.",
+        markdown_table(["task", "runs", "training seconds"], rows),
+    ]
 
 
 def _cell(score: float) -> str:

@@ -43,6 +43,12 @@ def add(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--seeds", type=count, default=1, help="seeds per model (default 1)")
     parser.add_argument("--out", default="runs/suite", help="output directory")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="train nothing: write results.csv, heatmap.png and summary.md from the tasks "
+        "already finished in OUT (to read a long suite while it runs, or after it stopped)",
+    )
     add_progress_option(parser)
     add_arch_option(parser)
     add_tune_options(parser)
@@ -86,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         args.progress,
         launch_options(args),
         tune_choice(args),
+        report_only=args.report,
     )
     print((Path(args.out) / "summary.md").read_text())
     print(f"results: {args.out}/results.csv, {args.out}/heatmap.png", file=sys.stderr)
