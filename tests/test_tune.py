@@ -309,3 +309,22 @@ def test_a_tuning_resumed_over_its_finished_runs_chooses_as_it_did(tmp_path, mon
     # rung as the first halving scored it there, not at its end.
     again = tuning.tune({"standard": base}, [0], tmp_path)
     assert again == first
+
+
+def test_no_variant_trains_a_shorter_budget_than_the_reference(tmp_path, monkeypatch):
+    # The reference's budget rule doubles twice; the variant's ends at the preset's budget.
+    def planted_budgets(tuner, winners):
+        ends = {"standard": 32, "mixit": 8}
+        return {
+            key: (ends[key], [{"steps": ends[key], "score": 1.0, "stopped": "budget"}])
+            for key in winners
+        }
+
+    monkeypatch.setattr(tuning, "budgets", planted_budgets)
+    result = compare(
+        "retrieval", ["standard", "mixit"], seeds=1, out=tmp_path, overrides=QUICK, tune=["lr"]
+    )
+    tuned = result["tuned"]
+    assert tuned["mixit"]["steps"] == 32 and tuned["mixit"]["reference_steps"] == 32
+    assert "reference_steps" not in tuned["standard"]
+    assert [row["steps_run"] for row in result["rows"]] == [[32], [32]]

@@ -237,8 +237,9 @@ def tuning_lines(tuned: Mapping[str, Mapping[str, Any]]) -> list[str]:
         init = f", init {t['init']}" if t.get("init") else ""
         edge = "" if t["edge"] == "interior" else f", grid {t['edge']}"
         learned = "" if t["learned"] else ", did not learn at any rate of the grid"
+        floor = " (the reference's budget)" if "reference_steps" in t else ""
         lines.append(
-            f"  {model:<11} lr {t['train.lr']:.3g}, {t['steps']} steps{init}{edge}{learned}"
+            f"  {model:<11} lr {t['train.lr']:.3g}, {t['steps']} steps{floor}{init}{edge}{learned}"
         )
     return lines
 

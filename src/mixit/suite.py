@@ -218,13 +218,16 @@ def _tuning_section(results: Mapping[str, Any], models: Sequence[str]) -> list[s
     return [
         "## Tuning",
         "Chosen on the tuning seed's validation split (compare.json's `tuned` holds every "
-        "rate tried): learning rate, steps; *did not learn*: at chance at every rate.",
+        "rate tried): learning rate, steps (reference's: raised to the standard model's "
+        "budget, docs/tuning.md rule 5); *did not learn*: not clearly beyond chance at any "
+        "rate (rule 7).",
         markdown_table(["task", "initialisation", *models], rows),
     ]
 
 
 def _choice(choice: Mapping[str, Any]) -> str:
     text = f"{choice['train.lr']:.2g}, {choice['steps']:,}"
+    text += " (reference's)" if "reference_steps" in choice else ""
     return text if choice.get("learned", True) else f"{text} *did not learn*"
 
 

@@ -258,7 +258,8 @@ def tune(
 
     ``inits``: the initialisations to choose among as well. With a ``reference`` key, it alone
     tunes over them and its winner's applies to every other key (an ``--arch`` model's five
-    variants); without one, each key chooses its own."""
+    variants); without one, each key chooses its own. A key whose budget rule ended below the
+    ``reference``'s budget trains its verdict runs at the reference's (``reference_steps``)."""
     launch = launch or Launch()
     if launch.submits and not launch.wait:
         raise UsageError(
@@ -279,9 +280,13 @@ def tune(
         )
     winners: dict[Hashable, Trial] = {key: records[key].pop("winner") for key in bases}
     reached = budgets(tuner, {key: (bases[key], winners[key]) for key in bases})
+    floor = reached[reference][0] if reference in reached else 0
     for key, base in bases.items():
         record, winner = records[key], winners[key]
         steps, tried = reached[key]
+        if steps < floor:  # rule 5: no variant trains a shorter budget than the reference
+            record["reference_steps"] = floor
+            steps = floor
         chosen: dict[str, Any] = {"train.lr": winner.rate, "train.steps": steps}
         if winner.candidate.init is not None:
             init_key = "model.init" if base.model.arch == "mixit" else "model.arch_init"
