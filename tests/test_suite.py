@@ -76,6 +76,7 @@ def test_report_writes_the_finished_tasks_and_trains_nothing(tmp_path, capsys):
     out = tmp_path / "s"
     argv = ["suite", "--out", str(out), "--models", "standard,mixit", *QUICK]
     assert main([*argv, "--tasks", "selective-copying"]) == 0
+    (out / "selective-copying" / "runs" / "just-started").mkdir()  # no metrics.jsonl yet
     trained = sorted(out.glob("*/runs/*/"))
     capsys.readouterr()
     assert main([*argv, "--tasks", "selective-copying,noisy-recall", "--report"]) == 0
@@ -85,7 +86,8 @@ def test_report_writes_the_finished_tasks_and_trains_nothing(tmp_path, capsys):
     summary = (out / "summary.md").read_text()
     assert "Not finished (no compare.json yet): noisy-recall." in summary
     cost = next(line for line in summary.splitlines() if line.startswith("| selective-copying | 2"))
-    logged = sum(json.loads((run / "summary.json").read_text())["train_seconds"] for run in trained)
+    summaries = [run / "summary.json" for run in trained if (run / "summary.json").is_file()]
+    logged = sum(json.loads(path.read_text())["train_seconds"] for path in summaries)
     assert cost.endswith(f"| {logged:,.0f} |")
 
 

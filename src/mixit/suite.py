@@ -99,7 +99,7 @@ def suite(
 def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
     """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished."""
     finished = {
-        task: read_json(out / task / "compare.json", f"{out / task / 'compare.json'}")
+        task: read_json(out / task / "compare.json", str(out / task / "compare.json"))
         for task in tasks
         if (out / task / "compare.json").is_file()
     }
@@ -113,8 +113,9 @@ def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
 
 def training_cost(runs: Path) -> dict[str, float]:
     """How many runs ``runs`` holds and the training seconds their metrics.jsonl logged: each
-    run's last record, so a tuning trial halted at its rung counts what it trained."""
-    logs = [read_records(run / "metrics.jsonl") for run in sorted(runs.glob("*/"))]
+    run's last record, so a tuning trial halted at its rung counts what it trained. A run
+    that has not logged yet (the suite still training) counts nothing."""
+    logs = [read_records(path) for path in sorted(runs.glob("*/metrics.jsonl"))]
     seconds = [records[-1].get("train_seconds", 0.0) for records in logs if records]
     return {"runs": len(seconds), "train_seconds": float(sum(seconds))}
 
