@@ -328,3 +328,33 @@ def test_no_variant_trains_a_shorter_budget_than_the_reference(tmp_path, monkeyp
     assert tuned["mixit"]["steps"] == 32 and tuned["mixit"]["reference_steps"] == 32
     assert "reference_steps" not in tuned["standard"]
     assert [row["steps_run"] for row in result["rows"]] == [[32], [32]]
+
+
+def test_reproduce_pairs_each_variants_group_with_its_standard_models_for_the_budget():
+    from mixit.experiments.base import Reproduction
+    from mixit.experiments.runner import plan_reproduction, reference_groups, tuning_groups
+
+    how = Reproduction("tiny", seeds=1, tune=True)
+    experiments, configs = plan_reproduction(["table1"], how)
+    groups, _ = tuning_groups(experiments, configs, how)
+    pairs = reference_groups(groups)
+    first = {key: runs[0] for key, runs in groups.items()}
+    assert {(first[k].task, first[k].model) for k in pairs} == {
+        (task, model)
+        for task in ("retrieval", "khop")
+        for model in ("frozen-qk", "frozen-mlp", "mixit")
+    }
+    for variant, reference in pairs.items():
+        assert first[reference].model == "standard"
+        assert (first[reference].task, first[reference].overrides) == (
+            first[variant].task,
+            first[variant].overrides,
+        )
+    records = {key: {"steps": 1000, "overrides": {"train.steps": 1000}} for key in groups}
+    khop = next(k for k, r in first.items() if r.task == "khop" and r.model == "standard")
+    records[khop] = {"steps": 2000, "overrides": {"train.steps": 2000}}
+    for variant, reference in pairs.items():
+        tuning.raise_to_reference(records[variant], records[reference])
+    raised = {first[k].model for k, r in records.items() if r.get("reference_steps") == 2000}
+    assert raised == {"frozen-qk", "frozen-mlp", "mixit"}
+    assert all(r["overrides"]["train.steps"] == r["steps"] for r in records.values())

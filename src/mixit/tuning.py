@@ -280,13 +280,9 @@ def tune(
         )
     winners: dict[Hashable, Trial] = {key: records[key].pop("winner") for key in bases}
     reached = budgets(tuner, {key: (bases[key], winners[key]) for key in bases})
-    floor = reached[reference][0] if reference in reached else 0
     for key, base in bases.items():
         record, winner = records[key], winners[key]
         steps, tried = reached[key]
-        if steps < floor:  # rule 5: no variant trains a shorter budget than the reference
-            record["reference_steps"] = floor
-            steps = floor
         chosen: dict[str, Any] = {"train.lr": winner.rate, "train.steps": steps}
         if winner.candidate.init is not None:
             init_key = "model.init" if base.model.arch == "mixit" else "model.arch_init"
@@ -294,4 +290,16 @@ def tune(
         record |= {"steps": steps, "budgets": tried, "seed": tuner.seed, "overrides": chosen}
         record["init_tuned"] = bool(inits)
         record["learned"] = learned(record, base, tuner.seed)
+    if reference in records:
+        for key in bases:
+            raise_to_reference(records[key], records[reference])
     return {key: records[key] for key in bases}
+
+
+def raise_to_reference(record: dict[str, Any], reference: Mapping[str, Any]) -> None:
+    """docs/tuning.md rule 5: no variant's verdict runs train a shorter budget than the
+    reference's. A ``record`` whose budget rule ended below it takes the reference's steps,
+    and keeps them as ``reference_steps``."""
+    if record["steps"] < reference["steps"]:
+        record["reference_steps"] = record["steps"] = reference["steps"]
+        record["overrides"]["train.steps"] = reference["steps"]

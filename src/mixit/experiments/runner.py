@@ -151,6 +151,21 @@ def tuning_groups(
     return groups, experiments_of
 
 
+def reference_groups(groups: Mapping[TuningGroup, list[Run]]) -> dict[TuningGroup, TuningGroup]:
+    """Each variant's group -> the standard model's group of the same task and overrides
+    (where the plan has one): the reference whose budget the variant's may not fall below."""
+    standard = {
+        (runs[0].task, runs[0].overrides): key
+        for key, runs in groups.items()
+        if runs[0].model == "standard"
+    }
+    return {
+        key: standard[runs[0].task, runs[0].overrides]
+        for key, runs in groups.items()
+        if runs[0].model != "standard" and (runs[0].task, runs[0].overrides) in standard
+    }
+
+
 def tune_plan(
     experiments: Sequence[Experiment], configs: Mapping[Run, RunConfig], how: Reproduction
 ) -> dict[Run, RunConfig]:
@@ -165,6 +180,8 @@ def tune_plan(
         records |= tuning.tune(
             bases, how.seed_range, Path(how.out) / "runs", inits, None, how.launch, how.progress
         )
+    for key, reference in reference_groups(groups).items():
+        tuning.raise_to_reference(records[key], records[reference])
     tuned = {}
     for key, runs in groups.items():
         for run in runs:
