@@ -89,7 +89,7 @@ def suite(
     write_rows(out / "results.csv", rows)
     scores = {task: relative_scores(result) for task, result in results.items()}
     heatmap(out / "heatmap.png", scores, results)
-    costs = {task: training_cost(out / task / "runs") for task in results}
+    costs = {task: logged_cost(out / task / "runs") for task in results}
     summary = summary_markdown(scores, results, preset, seeds, costs, unfinished)
     write_text(out / "summary.md", summary)
     write_json(out / "suite.json", {"tasks": tasks, "scores": scores, "unfinished": unfinished})
@@ -111,7 +111,7 @@ def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
     return finished
 
 
-def training_cost(runs: Path) -> dict[str, float]:
+def logged_cost(runs: Path) -> dict[str, float]:
     """How many runs ``runs`` holds and the training seconds their metrics.jsonl logged: each
     run's last record, so a tuning trial halted at its rung counts what it trained. A run
     that has not logged yet (the suite still training) counts nothing."""
@@ -169,11 +169,11 @@ def summary_markdown(
     results: Mapping[str, Any],
     preset: str,
     seeds: int,
-    costs: Mapping[str, Mapping[str, float]] | None = None,
+    costs: Mapping[str, Mapping[str, float]],
     unfinished: Sequence[str] = (),
 ) -> str:
     """The scores as a table, each task's litmus verdicts (or why there are none), the tuning's
-    choices where it ran, and each task's runs and training seconds (``training_cost``)."""
+    choices where it ran, and each task's runs and training seconds (``logged_cost``)."""
     models = list(dict.fromkeys(m for task in scores for m in scores[task]))
     rows = [[task, *(_cell(scores[task].get(m, math.nan)) for m in models)] for task in scores]
     lines = [
@@ -200,9 +200,7 @@ def summary_markdown(
     spread = [v for task in scores for v in scores[task].values() if not math.isnan(v)]
     if spread:
         lines.append(f"\nScores range from {min(spread):.2f} to {max(spread):.2f}.")
-    lines += _tuning_section(results, models)
-    if costs:
-        lines += _cost_section(costs)
+    lines += _tuning_section(results, models) + _cost_section(costs)
     return "\n\n".join(lines) + "\n"
 
 
