@@ -88,7 +88,21 @@ def test_report_writes_the_finished_tasks_and_trains_nothing(tmp_path, capsys):
     cost = next(line for line in summary.splitlines() if line.startswith("| selective-copying | 2"))
     summaries = [run / "summary.json" for run in trained if (run / "summary.json").is_file()]
     logged = sum(json.loads(path.read_text())["train_seconds"] for path in summaries)
-    assert cost.endswith(f"| {logged:,.0f} |")
+    assert cost.endswith(f"| {logged:,.0f} | cpu |")
+
+
+def test_report_names_each_device_its_runs_trained_on(tmp_path):
+    out = tmp_path / "s"
+    argv = ["suite", "--out", str(out), "--models", "standard,mixit", *QUICK]
+    assert main([*argv, "--tasks", "selective-copying"]) == 0
+    moved = next((out / "selective-copying" / "runs").glob("*/summary.json"))
+    moved.write_text(json.dumps(json.loads(moved.read_text()) | {"device": "cuda:0"}))
+    assert main([*argv, "--tasks", "selective-copying", "--report"]) == 0
+    summary = (out / "summary.md").read_text()
+    assert "| training seconds | devices |" in summary
+    assert next(line for line in summary.splitlines() if line.startswith("| all |")).endswith(
+        "| cpu, cuda:0 |"
+    )
 
 
 def test_report_without_a_finished_task_exits_2(tmp_path, capsys):

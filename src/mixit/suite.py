@@ -111,13 +111,17 @@ def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
     return finished
 
 
-def logged_cost(runs: Path) -> dict[str, float]:
-    """How many runs ``runs`` holds and the training seconds their metrics.jsonl logged: each
-    run's last record, so a tuning trial halted at its rung counts what it trained. A run
-    that has not logged yet (the suite still training) counts nothing."""
+def logged_cost(runs: Path) -> dict[str, Any]:
+    """How many runs ``runs`` holds, the training seconds their metrics.jsonl logged and the
+    devices their summaries name: each run's last record, so a tuning trial halted at its
+    rung counts what it trained. A run that has not logged yet (the suite still training)
+    counts nothing. The devices say which seconds are comparable: a suite resumed on another
+    machine mixes them."""
     logs = [read_records(path) for path in sorted(runs.glob("*/metrics.jsonl"))]
     seconds = [records[-1].get("train_seconds", 0.0) for records in logs if records]
-    return {"runs": len(seconds), "train_seconds": float(sum(seconds))}
+    summaries = sorted(runs.glob("*/summary.json"))
+    devices = {read_json(path, "run summary").get("device", "unknown") for path in summaries}
+    return {"runs": len(seconds), "train_seconds": float(sum(seconds)), "devices": devices}
 
 
 def relative_scores(result: Mapping[str, Any]) -> dict[str, float]:
@@ -169,7 +173,7 @@ def summary_markdown(
     results: Mapping[str, Any],
     preset: str,
     seeds: int,
-    costs: Mapping[str, Mapping[str, float]],
+    costs: Mapping[str, Mapping[str, Any]],
     unfinished: Sequence[str] = (),
 ) -> str:
     """The scores as a table, each task's litmus verdicts (or why there are none), the tuning's
@@ -230,18 +234,23 @@ def _choice(choice: Mapping[str, Any]) -> str:
     return text if choice.get("learned", True) else f"{text} *did not learn*"
 
 
-def _cost_section(costs: Mapping[str, Mapping[str, float]]) -> list[str]:
-    """Each task's runs (tuning trials and verdict runs) and their summed training seconds."""
+def _cost_section(costs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Each task's runs (tuning trials and verdict runs), their summed training seconds and
+    the devices they trained on."""
+    every = {
+        "runs": sum(cost["runs"] for cost in costs.values()),
+        "train_seconds": sum(cost["train_seconds"] for cost in costs.values()),
+        "devices": set().union(*(cost["devices"] for cost in costs.values())),
+    }
     rows = [
-        [task, int(cost["runs"]), f"{cost['train_seconds']:,.0f}"] for task, cost in costs.items()
+        [task, cost["runs"], f"{cost['train_seconds']:,.0f}", ", ".join(sorted(cost["devices"]))]
+        for task, cost in {**costs, "all": every}.items()
     ]
-    total = sum(cost["train_seconds"] for cost in costs.values())
-    rows.append(["all", sum(int(cost["runs"]) for cost in costs.values()), f"{total:,.0f}"])
     return [
         "## Cost",
         "Training seconds logged by each run (tuning trials included), summed; runs that "
         "trained side by side overlap in wall time.",
-        markdown_table(["task", "runs", "training seconds"], rows),
+        markdown_table(["task", "runs", "training seconds", "devices"], rows),
     ]
 
 
