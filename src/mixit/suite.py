@@ -119,7 +119,7 @@ def logged_cost(runs: Path) -> dict[str, Any]:
     machine mixes them."""
     logs = [read_records(path) for path in sorted(runs.glob("*/metrics.jsonl"))]
     seconds = [records[-1].get("train_seconds", 0.0) for records in logs if records]
-    summaries = sorted(runs.glob("*/summary.json"))
+    summaries = runs.glob("*/summary.json")
     devices = {read_json(path, "run summary").get("device", "unknown") for path in summaries}
     return {"runs": len(seconds), "train_seconds": float(sum(seconds)), "devices": devices}
 
@@ -177,7 +177,7 @@ def summary_markdown(
     unfinished: Sequence[str] = (),
 ) -> str:
     """The scores as a table, each task's litmus verdicts (or why there are none), the tuning's
-    choices where it ran, and each task's runs and training seconds (``logged_cost``)."""
+    choices where it ran, and each task's runs, training seconds and devices (``logged_cost``)."""
     models = list(dict.fromkeys(m for task in scores for m in scores[task]))
     rows = [[task, *(_cell(scores[task].get(m, math.nan)) for m in models)] for task in scores]
     lines = [
