@@ -87,3 +87,23 @@ def test_the_estimate_counts_each_groups_halving_once():
         halving_budgets(2 * len(GRID)),
     }
     assert all(config.seed == 1000 for config, _ in costs.values())
+
+
+@pytest.mark.parametrize("path", sorted(tuned_presets.TUNED.glob("*.json")), ids=lambda p: p.name)
+def test_no_committed_variant_trains_below_its_reference(path):
+    """docs/tuning.md rule 5 holds in every committed presets file: no variant's group trains
+    fewer steps than the standard model's group of the same task and setting."""
+    groups = json.loads(path.read_text())["groups"]
+
+    def setting(group: dict) -> tuple[str, str]:
+        return group["task"], json.dumps(group["run_overrides"], sort_keys=True)
+
+    reference = {
+        setting(g): g["overrides"]["train.steps"] for g in groups if g["model"] == "standard"
+    }
+    below = [
+        (g["task"], g["model"], g["overrides"]["train.steps"])
+        for g in groups
+        if g["overrides"]["train.steps"] < reference.get(setting(g), 0)
+    ]
+    assert below == []

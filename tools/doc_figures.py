@@ -368,7 +368,12 @@ def tuned_presets() -> str:
         longer = [g for g in groups if g["steps"] > g["preset"]["train.steps"]]
         unlearned = [f"{g['task']} {g['model']}" for g in groups if not g["learned"]]
         at_edge = [g for g in groups if g["edge"] in ("edge", "bound")]
-        below = _below_reference(groups)
+        raised = [
+            f"{g['task']} {g['model']} ({', '.join(g['experiments'])}: "
+            f"{g['budgets'][-1]['steps']:,} raised to {g['steps']:,})"
+            for g in groups
+            if "reference_steps" in g
+        ]
         parts += [
             f"**{r['scale']}** (`{path.relative_to(ROOT)}`, tuned at commit "
             f"{r['tuned_at_commit']} in {_wall(r['tuning_wall_seconds'])} with {r['jobs']} "
@@ -377,9 +382,9 @@ def tuned_presets() -> str:
             f"{sum(abs(x - 1) <= 0.001 for x in ratios)} and below it for "
             f"{sum(x < 0.999 for x in ratios)}; {len(at_edge)} stopped at a grid edge or its "
             f"bound; {len(longer)} train longer than the preset (the budget rule). Did not "
-            f"learn at any rate of the grid: {', '.join(unlearned) or 'none'}. Below the "
+            f"learn at any rate of the grid: {', '.join(unlearned) or 'none'}. Raised to the "
             f"standard model's budget for the same task and setting (rule 5's floor): "
-            f"{', '.join(below) or 'none'}.",
+            f"{', '.join(raised) or 'none'}.",
             "",
             "| experiments | task | model | setting | preset lr | chosen lr | steps | init | "
             "edge | validation at the last rung (lr: score) |",
@@ -390,27 +395,27 @@ def tuned_presets() -> str:
             setting = ", ".join(f"{k}={v}" for k, v in g["run_overrides"].items()) or "-"
             last = g["rungs"][-1]["scores"]
             scores = ", ".join(f"{lr:.3g}: {score:.3f}" for lr, score in sorted(last))
-            steps = f"{g['steps']:,}" + ("" if g["steps"] == g["preset"]["train.steps"] else "*")
+            steps = f"{g['steps']:,}" + _steps_mark(g)
             parts.append(
                 f"| {', '.join(g['experiments'])} | {g['task']} | {g['model']} | {setting} | "
                 f"{g['preset']['train.lr']:.3g} | {g['train.lr']:.3g} | {steps} | "
                 f"{g['init'] or '-'} | {g['edge']} | {scores} |"
             )
-        parts += ["", "\\* the budget rule doubled the preset's steps.", ""]
+        parts += [
+            "",
+            "\\* the budget rule doubled the preset's steps; † rule 5 raised them to the "
+            "standard model's.",
+            "",
+        ]
     return "\n".join(parts).strip() or "(no scale tuned yet)"
 
 
-def _below_reference(groups: list[dict[str, Any]]) -> list[str]:
-    """Tuned-presets groups whose steps fall below the standard model's of the same task and
-    setting: presets tuned before rule 5 raised a variant's budget to the reference's."""
-    setting = lambda g: (g["task"], json.dumps(g["run_overrides"], sort_keys=True))  # noqa: E731
-    reference = {setting(g): g["steps"] for g in groups if g["model"] == "standard"}
-    return [
-        f"{g['task']} {g['model']} ({', '.join(g['experiments'])}: {g['steps']:,} against "
-        f"{reference[setting(g)]:,})"
-        for g in groups
-        if g["steps"] < reference.get(setting(g), 0)
-    ]
+def _steps_mark(group: dict[str, Any]) -> str:
+    """How a tuned-presets group's budget came to differ from its preset's: doubled by the
+    budget rule (*) or raised to the standard model's by rule 5 (†)."""
+    if "reference_steps" in group:
+        return "†"
+    return "" if group["steps"] == group["preset"]["train.steps"] else "*"
 
 
 def _beside(
