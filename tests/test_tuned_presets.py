@@ -94,16 +94,16 @@ def test_no_committed_variant_trains_below_its_reference(path):
     """docs/tuning.md rule 5 holds in every committed presets file: no variant's group trains
     fewer steps than the standard model's group of the same task and setting."""
     groups = json.loads(path.read_text())["groups"]
-
-    def setting(group: dict) -> tuple[str, str]:
-        return group["task"], json.dumps(group["run_overrides"], sort_keys=True)
-
-    reference = {
-        setting(g): g["overrides"]["train.steps"] for g in groups if g["model"] == "standard"
+    steps = {
+        tuned_presets.group_key(g["task"], g["model"], g["run_overrides"]): g["overrides"][
+            "train.steps"
+        ]
+        for g in groups
     }
     below = [
         (g["task"], g["model"], g["overrides"]["train.steps"])
         for g in groups
-        if g["overrides"]["train.steps"] < reference.get(setting(g), 0)
+        if g["overrides"]["train.steps"]
+        < steps.get(tuned_presets.group_key(g["task"], "standard", g["run_overrides"]), 0)
     ]
     assert below == []
