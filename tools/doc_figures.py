@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib.util
 import json
 import math
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mixit import litmus
+from mixit import litmus, suite
 from mixit.experiments.base import NOT_RUN, mean_std
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
@@ -715,6 +716,46 @@ def peer_tasks() -> str:
     return "\n".join(lines)
 
 
+SUITE_VARIANTS = ("frozen-qk", "frozen-mlp", "mixit", "random")
+TUNED_SUITES = {"suite-llama-tuned": RESULTS / "suite-llama-tuned"}
+
+
+def _tuned_suite(folder: Path) -> str:
+    """A tuned suite's litmus verdicts per task, from its committed compare.json files: each
+    variant's verdict and mean difference, or the measured cause where the standard model is
+    no reference."""
+    verdicts = {True: "matches", False: "falls short", None: "unsure"}
+    lines = [
+        "| task | initialisation | " + " | ".join(SUITE_VARIANTS) + " |",
+        "|---|---|" + "---|" * len(SUITE_VARIANTS),
+    ]
+    references = 0
+    tasks = sorted(folder.glob("*/compare.json"))
+    for path in tasks:
+        compare = _json(path)
+        judged = compare["litmus"]
+        init = compare["tuned"]["standard"]["init"]
+        if judged.get("no_reference"):
+            cause = "no reference: " + "; ".join(judged["no_reference"])
+            lines.append(f"| {compare['task']} | {init} | {cause} |" + " |" * 3)
+            continue
+        references += 1
+        rows = {row["model"]: row for row in judged["rows"]}
+        cells = [
+            f"{verdicts[rows[m]['matches']]} ({rows[m]['difference']:+.3f})" for m in SUITE_VARIANTS
+        ]
+        lines.append(f"| {compare['task']} | {init} | " + " | ".join(cells) + " |")
+    costs = [suite.logged_cost(path.parent / "runs") for path in tasks]
+    devices = sorted(set().union(*(cost["devices"] for cost in costs)))
+    lines += [
+        "",
+        f"The standard model is a reference on {references} of {len(tasks)} tasks. Training "
+        f"seconds logged, tuning trials included: {sum(c['train_seconds'] for c in costs):,.0f} "
+        f"over {sum(c['runs'] for c in costs)} runs ({', '.join(devices)}).",
+    ]
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "reproductions": reproductions,
     "rejudged": rejudged,
@@ -732,6 +773,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "width-timing": width_timing,
     "source-sizes": source_sizes,
     "peer-tasks": peer_tasks,
+    **{name: functools.partial(_tuned_suite, folder) for name, folder in TUNED_SUITES.items()},
 }
 DOCUMENTS = (
     ROOT / "README.md",
