@@ -119,20 +119,22 @@ def _rules(claims: dict[str, Any]) -> str:
 
 
 def _training(out: Path) -> tuple[str, str]:
-    """The runs and wall time of the call that trained most of an output's runs (a later call
-    may train a few more, or judge again and train nothing). When that call trained fewer runs
-    than the output holds, the others were trained by calls interrupted before they recorded
-    their time, and the cell says so."""
+    """The runs and wall time of each call that trained some of an output's runs and recorded
+    its time (a later call may train a few again, or judge again and train nothing). When
+    those calls trained fewer runs than the output holds, the others were trained by calls
+    interrupted before they recorded their time, and the cell says so."""
     timing = _json(out / "timing.json") if (out / "timing.json").is_file() else {}
     calls = [call for call in timing.get("calls", []) if call.get("runs_trained", 0) > 0]
     if not calls:
         return "-", "-"
-    main = max(calls, key=lambda call: call["runs_trained"])
-    seconds = main["train_wall_seconds"]
-    wall = f"{_wall(seconds)} ({seconds:,.0f} s), `--jobs {main.get('jobs', 1)}`"
-    runs = f"{main['runs_trained']:,}"
+    runs = " + ".join(f"{call['runs_trained']:,}" for call in calls)
+    wall = " + ".join(
+        f"{_wall(call['train_wall_seconds'])} ({call['train_wall_seconds']:,.0f} s), "
+        f"`--jobs {call.get('jobs', 1)}`"
+        for call in calls
+    )
     total = _run_count(out)
-    if total > main["runs_trained"]:  # the calls that trained the rest were cut off untimed
+    if total > sum(call["runs_trained"] for call in calls):  # the rest were cut off untimed
         runs, wall = f"{runs} of {total:,}", f"{wall}, for those {runs} only"
     return runs, wall
 
