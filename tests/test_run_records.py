@@ -68,3 +68,21 @@ def test_bad_input_exits_2(tmp_path, capsys):
     (tmp_path / "kept" / "runs").mkdir(parents=True)
     assert run_records.main([str(tmp_path / "out"), str(tmp_path / "kept")]) == 2
     assert capsys.readouterr().err.count("\n") == 2
+
+
+def test_a_suite_keeps_each_tasks_records_and_files_and_the_suites_reports(tmp_path):
+    out = tmp_path / "suite"
+    train_missing({"finished": config("standard")}, out / "retrieval" / "runs")
+    (out / "retrieval" / "compare.json").write_text("{}")
+    (out / "summary.md").write_text("# Suite")
+    (out / "retrieval" / "runs" / "unfinished-run").mkdir()  # no metrics: left out
+    kept = tmp_path / "kept"
+    assert run_records.main(["--suite", str(out), str(kept)]) == 0
+    files = sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file())
+    run = next((kept / "retrieval" / "runs").iterdir()).name
+    records = [f"retrieval/runs/{run}/{name}" for name in run_records.RECORDS]
+    assert files == sorted(["summary.md", "retrieval/compare.json", *records])
+    assert run_records.main(["--suite", str(out), str(kept)]) == 2  # exists: refused
+    assert run_records.main(["--suite", str(tmp_path / "kept"), str(tmp_path / "k2")]) == 0
+    assert run_records.main(["--suite", str(tmp_path / "empty"), str(tmp_path / "k3")]) == 2
+    assert not (tmp_path / "k3").exists()

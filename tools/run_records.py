@@ -13,7 +13,15 @@ halving keeps, a run cut off) starts again from step 0, without its checkpoint: 
     python tools/run_records.py runs/width-depth-tuned results/width-depth-tuned
     cp -r results/width-depth-tuned/runs runs/width-depth-tuned/   # in a new checkout
 
-Exit status 2, with one line, when OUT has no runs/ folder or DEST/runs/ exists.
+A suite's output keeps one runs/ folder per task; ``--suite`` keeps each task's records in
+DEST/TASK/runs/ beside its comparison files, and the suite's own reports (write them first
+with ``mixit suite ... --report``), so DEST reads as the suite's output without weights:
+
+    mixit suite --arch hf:gpt2 --seeds 3 --out runs/suite-gpt2-tuned --report
+    python tools/run_records.py --suite runs/suite-gpt2-tuned results/suite-gpt2-tuned
+
+Exit status 2, with one line, when OUT has no runs/ folder (with ``--suite``: no task with
+one) or DEST/runs/ (DEST) exists.
 """
 
 from __future__ import annotations
@@ -27,6 +35,9 @@ from mixit.io import write_folder_atomic
 
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
+# What a suite writes beside its tasks' runs, per task and for the whole suite.
+TASK_FILES = ("compare.json", "results.csv", "tuning.json")
+SUITE_FILES = ("results.csv", "heatmap.png", "summary.md", "suite.json")
 
 
 def save(out: Path, destination: Path) -> tuple[int, int]:
@@ -48,19 +59,55 @@ def save(out: Path, destination: Path) -> tuple[int, int]:
     return len(runs), sum((run / "summary.json").is_file() for run in runs)
 
 
+def save_suite(out: Path, destination: Path) -> tuple[int, int]:
+    """``save`` for each task of a suite's OUT into DESTINATION/TASK/, with the task's and the
+    suite's files (``TASK_FILES``, ``SUITE_FILES``) where written; DESTINATION is made under a
+    temporary name, then renamed. The runs copied, and of them the finished ones."""
+    tasks = sorted(path.parent for path in out.glob(f"*/{RUNS}") if path.is_dir())
+    counts: list[tuple[int, int]] = []
+
+    def copy(staging: Path) -> None:
+        for task in tasks:
+            counts.append(save(task, staging / task.name))
+            for name in TASK_FILES:
+                if (task / name).is_file():
+                    shutil.copy2(task / name, staging / task.name / name)
+        for name in SUITE_FILES:
+            if (out / name).is_file():
+                shutil.copy2(out / name, staging / name)
+
+    write_folder_atomic(destination, copy)
+    return sum(c for c, _ in counts), sum(f for _, f in counts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="the output folder (OUT of the command)")
     parser.add_argument("destination", type=Path, help="the folder to keep the records in")
+    parser.add_argument(
+        "--suite", action="store_true", help="OUT is a suite's: keep every task's records"
+    )
     args = parser.parse_args(argv)
-    if not (args.out / RUNS).is_dir():
-        print(f"run_records: {args.out} has no {RUNS}/ folder", file=sys.stderr)
-        return 2
-    if (args.destination / RUNS).exists():
-        print(f"run_records: {args.destination / RUNS} exists; name a new folder", file=sys.stderr)
-        return 2
-    count, finished = save(args.out, args.destination)
-    print(f"kept the records of {count} runs ({finished} finished) in {args.destination / RUNS}")
+    if args.suite:
+        if not any(path.is_dir() for path in args.out.glob(f"*/{RUNS}")):
+            print(f"run_records: {args.out} has no task with a {RUNS}/ folder", file=sys.stderr)
+            return 2
+        if args.destination.exists():
+            print(f"run_records: {args.destination} exists; name a new folder", file=sys.stderr)
+            return 2
+        count, finished = save_suite(args.out, args.destination)
+    else:
+        if not (args.out / RUNS).is_dir():
+            print(f"run_records: {args.out} has no {RUNS}/ folder", file=sys.stderr)
+            return 2
+        if (args.destination / RUNS).exists():
+            print(
+                f"run_records: {args.destination / RUNS} exists; name a new folder",
+                file=sys.stderr,
+            )
+            return 2
+        count, finished = save(args.out, args.destination)
+    print(f"kept the records of {count} runs ({finished} finished) in {args.destination}")
     return 0
 
 
