@@ -719,7 +719,10 @@ def peer_tasks() -> str:
 
 
 SUITE_VARIANTS = ("frozen-qk", "frozen-mlp", "mixit", "random")
-TUNED_SUITES = {"suite-llama-tuned": RESULTS / "suite-llama-tuned"}
+TUNED_SUITES = {
+    "suite-llama-tuned": RESULTS / "suite-llama-tuned",
+    "suite-gpt2-tuned": RESULTS / "suite-gpt2-tuned-partial",
+}
 
 
 def _tuned_suite(folder: Path) -> str:
