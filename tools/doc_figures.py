@@ -31,6 +31,7 @@ from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
 from mixit.experiments.width import INIT_STD
 from mixit.experiments.width_reading import reading
+from mixit.litmus import VERDICTS
 from mixit.results import read_results_csv
 from mixit.tasks import TASKS
 
@@ -338,8 +339,7 @@ def tuning_cost() -> str:
 
 
 def _readings(litmus: dict[str, Any]) -> dict[str, str]:
-    verdicts = {True: "matches", False: "falls short", None: "unsure"}
-    return {row["model"]: verdicts[row["matches"]] for row in litmus["rows"]}
+    return {row["model"]: VERDICTS[row["matches"]] for row in litmus["rows"]}
 
 
 def init_finding() -> str:
@@ -729,7 +729,6 @@ def _tuned_suite(folder: Path) -> str:
     """A tuned suite's litmus verdicts per task, from its committed compare.json files: each
     variant's verdict and mean difference, or the measured cause where the standard model is
     no reference."""
-    verdicts = {True: "matches", False: "falls short", None: "unsure"}
     lines = [
         "| task | initialisation | " + " | ".join(SUITE_VARIANTS) + " |",
         "|---|---|" + "---|" * len(SUITE_VARIANTS),
@@ -748,7 +747,7 @@ def _tuned_suite(folder: Path) -> str:
         references += 1
         rows = {row["model"]: row for row in judged["rows"]}
         cells = [
-            f"{verdicts[rows[m]['matches']]} ({rows[m]['difference']:+.3f})" for m in SUITE_VARIANTS
+            f"{VERDICTS[rows[m]['matches']]} ({rows[m]['difference']:+.3f})" for m in SUITE_VARIANTS
         ]
         lines.append(f"| {compare['task']} | {init} | " + " | ".join(cells) + " |")
     costs = [suite.logged_cost(path.parent / "runs") for path in tasks]

@@ -89,24 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.suite:
-        if not any(path.is_dir() for path in args.out.glob(f"*/{RUNS}")):
-            print(f"run_records: {args.out} has no task with a {RUNS}/ folder", file=sys.stderr)
-            return 2
-        if args.destination.exists():
-            print(f"run_records: {args.destination} exists; name a new folder", file=sys.stderr)
-            return 2
-        count, finished = save_suite(args.out, args.destination)
+        found = any(path.is_dir() for path in args.out.glob(f"*/{RUNS}"))
+        lacking, target, keep = f"no task with a {RUNS}/ folder", args.destination, save_suite
     else:
-        if not (args.out / RUNS).is_dir():
-            print(f"run_records: {args.out} has no {RUNS}/ folder", file=sys.stderr)
-            return 2
-        if (args.destination / RUNS).exists():
-            print(
-                f"run_records: {args.destination / RUNS} exists; name a new folder",
-                file=sys.stderr,
-            )
-            return 2
-        count, finished = save(args.out, args.destination)
+        found = (args.out / RUNS).is_dir()
+        lacking, target, keep = f"no {RUNS}/ folder", args.destination / RUNS, save
+    if not found:
+        print(f"run_records: {args.out} has {lacking}", file=sys.stderr)
+        return 2
+    if target.exists():
+        print(f"run_records: {target} exists; name a new folder", file=sys.stderr)
+        return 2
+    count, finished = keep(args.out, args.destination)
     print(f"kept the records of {count} runs ({finished} finished) in {args.destination}")
     return 0
 

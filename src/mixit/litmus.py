@@ -27,6 +27,8 @@ T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 # leaves in the last bits.
 ROUNDING = 1e-9
 NO_VERDICT = "no verdict: its seeds fall on both sides of the tolerance"
+# A reading's ``matches`` in words, wherever a verdict is printed.
+VERDICTS = {True: "matches", False: "falls short", None: "unsure"}
 
 
 def interval_95(values: Sequence[float]) -> tuple[float, float] | None:
@@ -156,13 +158,12 @@ def litmus_lines(result: Mapping[str, Any]) -> list[str]:
         f"{reading['tolerance']:g} worse in {result['metric']}; per-seed difference, its "
         "spread and 95 % interval):",
     ]
-    verdicts = {True: "matches", False: "falls short", None: "unsure"}
     for row in reading["rows"]:
         interval = row.get("interval")
         shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "-"
         lines.append(
             f"  {row['model']:<11} {row['difference']:+.4f} ± {row.get('spread', 0.0):.4f}  "
-            f"{shown:>16}  {verdicts[row['matches']]:<11}  {row['reading']}"
+            f"{shown:>16}  {VERDICTS[row['matches']]:<11}  {row['reading']}"
         )
     if len(result.get("seeds", [])) == 1:
         lines.append("(one seed: nothing here is certain; use --seeds 3 or more)")

@@ -21,6 +21,7 @@ from mixit.experiments.base import markdown_table
 from mixit.experiments.plots import pyplot
 from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.launchers import LOCAL, Launch
+from mixit.litmus import VERDICTS
 from mixit.results import read_results_csv, write_rows
 from mixit.rundir import read_records
 from mixit.tasks import TASKS
@@ -259,4 +260,4 @@ def _cell(score: float) -> str:
 
 
 def _verdict(matches: bool | None) -> str:
-    return {True: "matches", False: "falls short", None: "unsure"}[matches]
+    return VERDICTS[matches]
