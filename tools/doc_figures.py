@@ -725,6 +725,19 @@ TUNED_SUITES = {
 }
 
 
+def _litmus_cells(compare: dict) -> list[str]:
+    """One cell per suite variant: its verdict and mean difference, or, where the standard
+    model is no reference, the measured cause in the first cell and the rest left empty."""
+    judged = compare["litmus"]
+    if judged.get("no_reference"):
+        cause = "no reference: " + "; ".join(judged["no_reference"])
+        return [cause] + [""] * (len(SUITE_VARIANTS) - 1)
+    rows = {row["model"]: row for row in judged["rows"]}
+    return [
+        f"{VERDICTS[rows[m]['matches']]} ({rows[m]['difference']:+.3f})" for m in SUITE_VARIANTS
+    ]
+
+
 def _tuned_suite(folder: Path) -> str:
     """A tuned suite's litmus verdicts per task, from its committed compare.json files: each
     variant's verdict and mean difference, or the measured cause where the standard model is
@@ -733,23 +746,12 @@ def _tuned_suite(folder: Path) -> str:
         "| task | initialisation | " + " | ".join(SUITE_VARIANTS) + " |",
         "|---|---|" + "---|" * len(SUITE_VARIANTS),
     ]
-    references = 0
     tasks = sorted(folder.glob("*/compare.json"))
-    for path in tasks:
-        compare = _json(path)
-        judged = compare["litmus"]
+    compares = [_json(path) for path in tasks]
+    for compare in compares:
         init = compare["tuned"]["standard"]["init"]
-        if judged.get("no_reference"):
-            cause = "no reference: " + "; ".join(judged["no_reference"])
-            empty = " |" * (len(SUITE_VARIANTS) - 1)  # the cause spans the variants' cells
-            lines.append(f"| {compare['task']} | {init} | {cause} |{empty}")
-            continue
-        references += 1
-        rows = {row["model"]: row for row in judged["rows"]}
-        cells = [
-            f"{VERDICTS[rows[m]['matches']]} ({rows[m]['difference']:+.3f})" for m in SUITE_VARIANTS
-        ]
-        lines.append(f"| {compare['task']} | {init} | " + " | ".join(cells) + " |")
+        lines.append(f"| {compare['task']} | {init} | " + " | ".join(_litmus_cells(compare)) + " |")
+    references = sum(not compare["litmus"].get("no_reference") for compare in compares)
     costs = [suite.logged_cost(path.parent / "runs") for path in tasks]
     devices = sorted(set().union(*(cost["devices"] for cost in costs)))
     lines += [
@@ -758,6 +760,40 @@ def _tuned_suite(folder: Path) -> str:
         f"seconds logged, tuning trials included: {sum(c['train_seconds'] for c in costs):,.0f} "
         f"over {sum(c['runs'] for c in costs)} runs ({', '.join(devices)}).",
     ]
+    return "\n".join(lines)
+
+
+# Modular addition in each tuned --arch suite at the preset's 1 layer and at the 2 layers the
+# issue names, measured apart (docs/tuning.md, "Pre-registered: modular addition at 2 layers").
+MODADD_DEPTH = {
+    "hf:llama": (TUNED_SUITES["suite-llama-tuned"], RESULTS / "suite-llama-tuned-modadd-2layer"),
+    "hf:gpt2": (TUNED_SUITES["suite-gpt2-tuned"], RESULTS / "suite-gpt2-tuned-modadd-2layer"),
+}
+
+
+def modadd_depth() -> str:
+    """Modular addition's tuned verdicts per architecture and depth: the standard model's
+    score over its seeds, its chosen initialisation and rate, and each variant's verdict; the
+    depth is read from the runs' own config.json."""
+    lines = [
+        "| architecture | layers | initialisation | standard (rate) | "
+        + " | ".join(SUITE_VARIANTS)
+        + " |",
+        "|---|---:|---|---|" + "---|" * len(SUITE_VARIANTS),
+    ]
+    for arch, folders in MODADD_DEPTH.items():
+        for folder in folders:
+            task = folder / "modular-addition"
+            compare = _json(task / "compare.json")
+            layers = _json(next((task / "runs").glob("*/config.json")))["model"]["n_layer"]
+            tuned = compare["tuned"]["standard"]
+            standard = next(row for row in compare["rows"] if row["model"] == "standard")
+            score = f"{standard['mean']:.3f} ± {standard['std']:.3f} ({tuned['train.lr']:.2g})"
+            lines.append(
+                f"| {arch} | {layers} | {tuned['init']} | {score} | "
+                + " | ".join(_litmus_cells(compare))
+                + " |"
+            )
     return "\n".join(lines)
 
 
@@ -778,6 +814,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "width-timing": width_timing,
     "source-sizes": source_sizes,
     "peer-tasks": peer_tasks,
+    "modadd-depth": modadd_depth,
     **{name: functools.partial(_tuned_suite, folder) for name, folder in TUNED_SUITES.items()},
 }
 DOCUMENTS = (
