@@ -196,7 +196,7 @@ def summary_markdown(
             lines.append(f"- **{task}**: no verdict, " + "; ".join(reading["no_reference"]))
             continue
         verdicts = [
-            f"{row['model']} {_verdict(row['matches'])} ({row['difference']:+.3f})"
+            f"{row['model']} {VERDICTS[row['matches']]} ({row['difference']:+.3f})"
             for row in reading.get("rows", [])
         ]
         lines.append(f"- **{task}**: " + ", ".join(verdicts))
@@ -257,7 +257,3 @@ def _cost_section(costs: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 def _cell(score: float) -> str:
     return "no reference" if math.isnan(score) else f"{score:.2f}"
-
-
-def _verdict(matches: bool | None) -> str:
-    return VERDICTS[matches]
