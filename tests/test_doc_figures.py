@@ -70,6 +70,34 @@ def test_fresh_seeds_sets_a_fresh_output_beside_its_seen_twin(tmp_path, monkeypa
     assert "Confirmed on the fresh seeds: none." in block
 
 
+def test_a_tuned_run_on_fresh_seeds_is_read_beside_the_untuned_seed_sets(tmp_path, monkeypatch):
+    def output(name, first_seed, presets, verdicts):
+        (tmp_path / name).mkdir()
+        claims = {
+            "scale": "small",
+            "seeds": 3,
+            "first_seed": first_seed,
+            "overrides": {},
+            "presets": presets,
+            "confirmed_on_seeds": [first_seed] if presets else [],
+            "claims": [
+                {"id": claim, "verdict": verdict, "measured": {"x": 1}, "rule": ""}
+                for claim, verdict in verdicts.items()
+            ],
+        }
+        (tmp_path / name / "claims.json").write_text(json.dumps(claims))
+
+    yes, no = "reproduced", "not reproduced"
+    output("seen", 0, None, {"C1": no, "C2": yes, "C3": yes})
+    output("other", 100, None, {"C1": no, "C2": no, "C3": yes})
+    output("tuned", 200, "tuned (small.json)", {"C1": yes, "C2": yes, "C3": yes})
+    monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
+    block = doc_figures.tuned_beside_untuned_seeds()
+    assert "| C1 | not reproduced | not reproduced | reproduced | moved with the tuning |" in block
+    assert "| C2 | not reproduced | reproduced | reproduced | the untuned seed sets" in block
+    assert "| C3 | reproduced | reproduced | reproduced | unchanged |" in block
+
+
 def test_an_output_that_judged_no_claim_is_not_a_reproduction(tmp_path, monkeypatch):
     for name, verdict in (("judged", "reproduced"), ("width", "not run")):
         (tmp_path / name).mkdir()

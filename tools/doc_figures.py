@@ -495,6 +495,60 @@ def fresh_seeds() -> str:
     return "\n".join(lines).strip() or "(no tuned reproduction on fresh seeds committed yet)"
 
 
+def _moved_with_tuning(untuned: list[str], tuned: str) -> str:
+    """The pre-registered reading of a tuned run on fresh seeds beside untuned runs on other
+    seeds (docs/tuning.md, `--scale small`): a verdict moved with the tuning only where every
+    untuned seed set that judged the claim agrees and the tuned run differs from them."""
+    judged = set(untuned) - {NOT_RUN}
+    if not judged or tuned == NOT_RUN:
+        return "-"
+    if len(judged) > 1:
+        return "the untuned seed sets disagree: no cause"
+    return "unchanged" if judged == {tuned} else "moved with the tuning"
+
+
+def tuned_beside_untuned_seeds(scale: str = "small") -> str:
+    """docs/tuning.md: each reproduction of ``scale`` under tuned presets on fresh seeds
+    beside the untuned ones of the same scale and construction on other seeds, claim by
+    claim, with the pre-registered reading of what moved."""
+    outputs = {out: _json(out / "claims.json") for out in _outputs()}
+    lines = []
+    for out, tuned in outputs.items():
+        if tuned["scale"] != scale or _rates(tuned) == "task presets":
+            continue
+        untuned = [
+            other
+            for other, claims in outputs.items()
+            if _rates(claims) == "task presets"
+            and claims["scale"] == scale
+            and _construction(claims) == _construction(tuned)
+            and _seeds(claims) != _seeds(tuned)
+        ]
+        if not tuned.get("confirmed_on_seeds") or not untuned:
+            continue
+        columns = [f"untuned, seeds {_seeds(outputs[other])}" for other in untuned]
+        columns.append(f"tuned, seeds {_seeds(tuned)}")
+        names = ", ".join(f"`results/{other.name}`" for other in untuned)
+        lines += [
+            f"`results/{out.name}` ({_rates(tuned)}) beside {names} (task presets), {scale}:",
+            "",
+            f"| claim | {' | '.join(columns)} | reading | measured, tuned |",
+            "|---|" + "---|" * (len(columns) + 2),
+        ]
+        before = [_verdicts(outputs[other]) for other in untuned]
+        for claim in tuned["claims"]:
+            was = [verdicts.get(claim["id"], NOT_RUN) for verdicts in before]
+            reading = _moved_with_tuning(was, claim["verdict"])
+            lines.append(
+                f"| {claim['id']} | {' | '.join(was)} | {claim['verdict']} | {reading} | "
+                f"{format_measurements(claim['measured'])} |"
+            )
+        lines += ["", f"Confirmed on the fresh seeds: {_confirmed(tuned)}.", ""]
+    return "\n".join(lines).strip() or (
+        f"(no tuned `{scale}` reproduction on fresh seeds committed yet)"
+    )
+
+
 def _frozen_attention_line(results: dict[str, Any]) -> str:
     """The authors' Frozen-QK at initialisation per width: its logit spread against n sigma^2
     and its uniformity, then and after training (the arithmetic of docs/width.md)."""
@@ -809,6 +863,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "tuned-presets": tuned_presets,
     "tuned-against-untuned": tuned_against_untuned,
     "fresh-seeds": fresh_seeds,
+    "small-tuned": tuned_beside_untuned_seeds,
     "width-reading": width_reading,
     "width-tuning": width_tuning,
     "width-timing": width_timing,
