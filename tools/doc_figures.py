@@ -514,7 +514,8 @@ def tuned_beside_untuned_seeds(scale: str = "small") -> str:
     outputs = {out: _json(out / "claims.json") for out in _outputs()}
     lines = []
     for out, tuned in outputs.items():
-        if tuned["scale"] != scale or _rates(tuned) == "task presets":
+        fresh = tuned.get("confirmed_on_seeds")
+        if tuned["scale"] != scale or _rates(tuned) == "task presets" or not fresh:
             continue
         untuned = [
             other
@@ -524,7 +525,7 @@ def tuned_beside_untuned_seeds(scale: str = "small") -> str:
             and _construction(claims) == _construction(tuned)
             and _seeds(claims) != _seeds(tuned)
         ]
-        if not tuned.get("confirmed_on_seeds") or not untuned:
+        if not untuned:
             continue
         columns = [f"untuned, seeds {_seeds(outputs[other])}" for other in untuned]
         columns.append(f"tuned, seeds {_seeds(tuned)}")
