@@ -776,7 +776,7 @@ def peer_tasks() -> str:
 SUITE_VARIANTS = ("frozen-qk", "frozen-mlp", "mixit", "random")
 TUNED_SUITES = {
     "suite-llama-tuned": RESULTS / "suite-llama-tuned",
-    "suite-gpt2-tuned": RESULTS / "suite-gpt2-tuned-partial",
+    "suite-gpt2-tuned": RESULTS / "suite-gpt2-tuned",
 }
 
 
@@ -826,6 +826,33 @@ MODADD_DEPTH = {
 }
 
 
+def retrieval_init_tuned() -> str:
+    """docs/tuning.md: the standard model's tuning trials on retrieval in each tuned --arch
+    suite, per initialisation and rate (the validation score at the last rung the trial
+    reached), beside the reference's score on the verdict seeds: what the initialisation
+    finding's fixed-rate runs could not show."""
+    lines = [
+        "| architecture | initialisation | validation per rate (lr: score, step) | chosen | "
+        "verdict seeds |",
+        "|---|---|---|---|---|",
+    ]
+    for name, folder in TUNED_SUITES.items():
+        arch = "hf:" + name.split("-")[1]
+        compare = _json(folder / "retrieval" / "compare.json")
+        tuned = compare["tuned"]["standard"]
+        standard = next(row for row in compare["rows"] if row["model"] == "standard")
+        for init in ("own", "small-output"):
+            trials = sorted(
+                (lr, score, step) for lr, i, score, step in tuned["validation"] if i == init
+            )
+            cells = ", ".join(f"{lr:.2g}: {score:.3f} ({step:,})" for lr, score, step in trials)
+            chosen = init == tuned["init"]
+            verdict = f"{standard['mean']:.3f} ± {standard['std']:.3f}" if chosen else "-"
+            lr = f"{tuned['train.lr']:.2g}" if chosen else "-"
+            lines.append(f"| {arch} | {init} | {cells} | {lr} | {verdict} |")
+    return "\n".join(lines)
+
+
 def modadd_depth() -> str:
     """Modular addition's tuned verdicts per architecture and depth: the standard model's
     score over its seeds, its chosen initialisation and rate, and each variant's verdict; the
@@ -871,6 +898,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "source-sizes": source_sizes,
     "peer-tasks": peer_tasks,
     "modadd-depth": modadd_depth,
+    "retrieval-init-tuned": retrieval_init_tuned,
     **{name: functools.partial(_tuned_suite, folder) for name, folder in TUNED_SUITES.items()},
 }
 DOCUMENTS = (
