@@ -86,3 +86,29 @@ def test_a_suite_keeps_each_tasks_records_and_files_and_the_suites_reports(tmp_p
     assert run_records.main(["--suite", str(tmp_path / "kept"), str(tmp_path / "k2")]) == 0
     assert run_records.main(["--suite", str(tmp_path / "empty"), str(tmp_path / "k3")]) == 2
     assert not (tmp_path / "k3").exists()
+
+
+def test_restore_brings_a_suites_records_back_and_keeps_what_the_output_has(tmp_path):
+    out = tmp_path / "suite"
+    train_missing({"finished": config("standard")}, out / "retrieval" / "runs")
+    (out / "retrieval" / "compare.json").write_text("{}")
+    kept = tmp_path / "kept"
+    assert run_records.main(["--suite", str(out), str(kept)]) == 0
+    (kept / "README.md").write_text("how these were made")
+    again = tmp_path / "again"
+    (again / "retrieval").mkdir(parents=True)
+    (again / "retrieval" / "compare.json").write_text('{"newer": true}')
+    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    assert (again / "retrieval" / "compare.json").read_text() == '{"newer": true}'
+    assert not (again / "README.md").exists()
+    summaries, to_train = train_missing(
+        {"finished": config("standard")}, again / "retrieval" / "runs", train=False
+    )
+    assert list(summaries) == ["finished"] and to_train == 0
+
+
+def test_restore_refuses_a_folder_without_records(tmp_path, capsys):
+    (tmp_path / "kept").mkdir()
+    assert run_records.main(["--restore", str(tmp_path / "kept"), str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

@@ -20,13 +20,21 @@ with ``mixit suite ... --report``), so DEST reads as the suite's output without 
     mixit suite --arch hf:gpt2 --seeds 3 --out runs/suite-gpt2-tuned --report
     python tools/run_records.py --suite runs/suite-gpt2-tuned results/suite-gpt2-tuned
 
+``--restore`` goes the other way, for a suite's records or a plain output's alike: every file
+kept in DEST (its README.md aside) is copied to the same place under OUT, where OUT lacks it
+(a file OUT already has is at least as far along, and stays):
+
+    python tools/run_records.py --restore results/suite-gpt2-tuned runs/suite-gpt2-tuned
+
 Exit status 2, with one line, when OUT has no runs/ folder (with ``--suite``: no task with
-one) or DEST/runs/ (DEST) exists.
+one) or DEST/runs/ (DEST) exists; with ``--restore``, when DEST holds no runs/ folder, at its
+top or one level down.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -36,6 +44,8 @@ from mixit.io import write_folder_atomic
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
 # What a suite writes beside its tasks' runs, per task and for the whole suite.
+# The hand-written account of the kept records, which is not part of any output.
+KEPT_NOTES = "README.md"
 TASK_FILES = ("compare.json", "results.csv", "tuning.json")
 SUITE_FILES = ("results.csv", "heatmap.png", "summary.md", "suite.json")
 
@@ -80,14 +90,41 @@ def save_suite(out: Path, destination: Path) -> tuple[int, int]:
     return sum(c for c, _ in counts), sum(f for _, f in counts)
 
 
+def restore(kept: Path, out: Path) -> tuple[int, int]:
+    """Copy every file of KEPT but its README.md to the same place under OUT where OUT has
+    none (each under a temporary name, then renamed); the files copied, and those OUT had."""
+    files = [path for path in sorted(kept.rglob("*")) if path.is_file()]
+    files = [path for path in files if path.relative_to(kept) != Path(KEPT_NOTES)]
+    copied = 0
+    for path in files:
+        target = out / path.relative_to(kept)
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".partial")
+        shutil.copy2(path, partial)
+        os.replace(partial, target)
+        copied += 1
+    return copied, len(files) - copied
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path, help="the output folder (OUT of the command)")
-    parser.add_argument("destination", type=Path, help="the folder to keep the records in")
+    parser.add_argument(
+        "out", type=Path, help="the output folder (OUT of the command); DEST with --restore"
+    )
+    parser.add_argument(
+        "destination", type=Path, help="the folder to keep the records in; OUT with --restore"
+    )
     parser.add_argument(
         "--suite", action="store_true", help="OUT is a suite's: keep every task's records"
     )
+    parser.add_argument(
+        "--restore", action="store_true", help="copy kept records (DEST) back into OUT"
+    )
     args = parser.parse_args(argv)
+    if args.restore:
+        return main_restore(args.out, args.destination)
     if args.suite:
         found = any(path.is_dir() for path in args.out.glob(f"*/{RUNS}"))
         lacking, target, keep = f"no task with a {RUNS}/ folder", args.destination, save_suite
@@ -102,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     count, finished = keep(args.out, args.destination)
     print(f"kept the records of {count} runs ({finished} finished) in {args.destination}")
+    return 0
+
+
+def main_restore(kept: Path, out: Path) -> int:
+    if not any(path.is_dir() for path in (kept / RUNS, *kept.glob(f"*/{RUNS}"))):
+        print(f"run_records: {kept} holds no {RUNS}/ folder to restore", file=sys.stderr)
+        return 2
+    copied, had = restore(kept, out)
+    print(f"restored {copied} files from {kept} into {out} ({had} were there already)")
     return 0
 
 
