@@ -778,6 +778,11 @@ TUNED_SUITES = {
     "suite-llama-tuned": RESULTS / "suite-llama-tuned",
     "suite-gpt2-tuned": RESULTS / "suite-gpt2-tuned",
 }
+# The same suites by the --arch they ran.
+TUNED_ARCH_SUITES = {
+    "hf:llama": TUNED_SUITES["suite-llama-tuned"],
+    "hf:gpt2": TUNED_SUITES["suite-gpt2-tuned"],
+}
 
 
 def _litmus_cells(compare: dict) -> list[str]:
@@ -821,8 +826,8 @@ def _tuned_suite(folder: Path) -> str:
 # Modular addition in each tuned --arch suite at the preset's 1 layer and at the 2 layers the
 # issue names, measured apart (docs/tuning.md, "Pre-registered: modular addition at 2 layers").
 MODADD_DEPTH = {
-    "hf:llama": (TUNED_SUITES["suite-llama-tuned"], RESULTS / "suite-llama-tuned-modadd-2layer"),
-    "hf:gpt2": (TUNED_SUITES["suite-gpt2-tuned"], RESULTS / "suite-gpt2-tuned-modadd-2layer"),
+    arch: (folder, RESULTS / f"{folder.name}-modadd-2layer")
+    for arch, folder in TUNED_ARCH_SUITES.items()
 }
 
 
@@ -836,8 +841,7 @@ def retrieval_init_tuned() -> str:
         "verdict seeds |",
         "|---|---|---|---|---|",
     ]
-    for name, folder in TUNED_SUITES.items():
-        arch = "hf:" + name.split("-")[1]
+    for arch, folder in TUNED_ARCH_SUITES.items():
         compare = _json(folder / "retrieval" / "compare.json")
         tuned = compare["tuned"]["standard"]
         standard = next(row for row in compare["rows"] if row["model"] == "standard")

@@ -43,9 +43,9 @@ from mixit.io import write_folder_atomic
 
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
-# What a suite writes beside its tasks' runs, per task and for the whole suite.
 # The hand-written account of the kept records, which is not part of any output.
 KEPT_NOTES = "README.md"
+# What a suite writes beside its tasks' runs, per task and for the whole suite.
 TASK_FILES = ("compare.json", "results.csv", "tuning.json")
 SUITE_FILES = ("results.csv", "heatmap.png", "summary.md", "suite.json")
 
