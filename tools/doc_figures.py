@@ -81,6 +81,19 @@ def _wall(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
 
 
+def _tuning_cost(record: dict[str, Any]) -> str:
+    """A tuned presets file's cost: its call's wall time, and for a tuning that may have
+    taken several calls (whose wall times before the last are lost), its trials' summed
+    training seconds."""
+    wall = _wall(record["tuning_wall_seconds"])
+    if "trials_train_seconds" not in record:
+        return f"in {wall} with {record['jobs']} job(s)"
+    return (
+        f"with {record['jobs']} job(s), its trials training "
+        f"{_wall(record['trials_train_seconds'])} summed over runs (the last call {wall})"
+    )
+
+
 def _verdicts(claims: dict[str, Any]) -> dict[str, str]:
     return {claim["id"]: claim["verdict"] for claim in claims["claims"]}
 
@@ -379,8 +392,8 @@ def tuned_presets() -> str:
         ]
         parts += [
             f"**{r['scale']}** (`{path.relative_to(ROOT)}`, tuned at commit "
-            f"{r['tuned_at_commit']} in {_wall(r['tuning_wall_seconds'])} with {r['jobs']} "
-            f"job(s), tuning seed {groups[0]['seed']}): {len(groups)} groups. The chosen rate "
+            f"{r['tuned_at_commit']} {_tuning_cost(r)}, tuning seed {groups[0]['seed']}): "
+            f"{len(groups)} groups. The chosen rate "
             f"is above the preset's for {sum(x > 1.001 for x in ratios)}, the preset's for "
             f"{sum(abs(x - 1) <= 0.001 for x in ratios)} and below it for "
             f"{sum(x < 0.999 for x in ratios)}; {len(at_edge)} stopped at a grid edge or its "

@@ -30,6 +30,17 @@ ROOT = Path(__file__).resolve().parent.parent
 LEFT_OUT = ("run_dir",)
 
 
+def trials_train_seconds(runs_dir: Path, seed: int) -> float:
+    """The training seconds each tuning trial in ``runs_dir`` logged at its last evaluation,
+    summed: the tuning's cost over every call it took, where a stopped tuning's wall time is
+    lost with the call (a trial cut off and trained again from step 0 counts once)."""
+    total = 0.0
+    for metrics in runs_dir.glob(f"*-s{seed}-*/metrics.jsonl"):
+        lines = metrics.read_text().splitlines()
+        total += json.loads(lines[-1]).get("train_seconds", 0.0) if lines else 0.0
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", default="tiny")
@@ -65,6 +76,7 @@ def main() -> None:
             "protocol": "docs/tuning.md",
             "tuned_at_commit": commit,
             "tuning_wall_seconds": round(seconds),
+            "trials_train_seconds": round(trials_train_seconds(out / "runs", groups[0]["seed"])),
             "jobs": args.jobs,
             "groups": groups,
         },
