@@ -46,10 +46,22 @@ def main() -> None:
     parser.add_argument("--scale", default="tiny")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        help="checkpoint each trial every N steps, so that a stopped tuning's long trials go on "
+        "from there; an execution setting, which changes no result or run directory",
+    )
     args = parser.parse_args()
     out = args.out or ROOT / "runs" / f"presets-{args.scale}"
     how = Reproduction(
-        args.scale, out=out, progress=True, launch=Launch(jobs=args.jobs), presets=False
+        args.scale,
+        out=out,
+        overrides={"train.checkpoint_every": args.checkpoint_every},
+        progress=True,
+        launch=Launch(jobs=args.jobs),
+        presets=False,
     )
     # The untuned presets: the grid centres on each preset's own rate.
     experiments, configs = plan_reproduction(["all"], how)
