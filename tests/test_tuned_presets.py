@@ -107,3 +107,8 @@ def test_no_committed_variant_trains_below_its_reference(path):
         < steps.get(tuned_presets.group_key(g["task"], "standard", g["run_overrides"]), 0)
     ]
     assert below == []
+
+
+def test_an_execution_override_is_not_a_setting_the_verdicts_depend_on():
+    how = Reproduction("tiny", overrides={"train.checkpoint_every": 500, "train.lr": 0.5})
+    assert judged_under(how).overrides == {"train.lr": 0.5}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit import tuning
-from mixit.config import MAX_SEED, RunConfig
+from mixit.config import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.ablation_report import dependence
 from mixit.experiments.base import SCALES, Claim, Experiment, Reproduction, Run, seeds_text
@@ -79,7 +79,12 @@ def judged_under(how: Reproduction) -> Setting:
         how.scale,
         how.seeds,
         how.first_seed,
-        dict(how.overrides),
+        # Where and how the runs executed changes no result, so no verdict is put down to it.
+        {
+            k: v
+            for k, v in how.overrides.items()
+            if tuple(k.split(".", 1)) not in EXECUTION_SETTINGS
+        },
         None if how.tuned is None else str(how.tuned),
         "protocol (docs/tuning.md)" if how.tune else None,
         f"tuned ({preset_path(how.scale).name})" if presets_apply(how) else None,
