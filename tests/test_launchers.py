@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from mixit import launchers
 from mixit.cli import main
 from mixit.launchers import JOBS_FILE, parse_options
 
@@ -12,24 +13,30 @@ pytest.importorskip("submitit")
 QUICK = ["train.steps=4", "train.eval_every=4", "train.eval_examples=256"]
 
 
+@pytest.fixture(autouse=True)
+def _quick_polls(monkeypatch):
+    """A cluster's queue is polled every few seconds; these jobs end within seconds."""
+    monkeypatch.setattr(launchers, "POLL_SECONDS", 0.2)
+
+
 def jobs(out):
     return json.loads((out / "slurm" / JOBS_FILE).read_text())
 
 
 @pytest.mark.processes
-def test_reproduce_table1_through_a_job_array_submits_each_run_once(tmp_path, capsys):
+def test_reproduce_table4_through_a_job_array_submits_each_run_once(tmp_path, capsys):
     out = tmp_path / "r"
-    argv = ["reproduce", "table1", "--seeds", "1", "--out", str(out), *QUICK]
+    argv = ["reproduce", "table4", "--seeds", "1", "--out", str(out), *QUICK]
     assert main([*argv, "--launcher", "submitit-local", "--no-wait"]) == 0
     submitted = jobs(out)
-    assert len(submitted) == 8  # k-hop and retrieval, four models each
+    assert len(submitted) == 4  # memorization, four models
     # Waiting collects them: nothing in flight is submitted again.
     assert main([*argv, "--launcher", "submitit-local"]) == 0
     assert jobs(out) == submitted
     assert "0 runs submitted" in capsys.readouterr().err
-    report = (out / "table1" / "report.md").read_text()
-    assert "Not reported yet" not in report and "| khop |" in report
-    assert len(list((out / "runs").glob("*/summary.json"))) == 8
+    report = (out / "table4" / "report.md").read_text()
+    assert "Not reported yet" not in report and report.startswith("# Table 4")
+    assert len(list((out / "runs").glob("*/summary.json"))) == 4
     # Finished runs are read back as any finished run: neither submitted nor trained again.
     assert main([*argv, "--launcher", "submitit-local"]) == 0
     assert jobs(out) == submitted
@@ -75,7 +82,7 @@ def test_slurm_options_keep_numbers_as_numbers():
 def test_tuning_through_a_job_array_chooses_as_tuning_here(tmp_path):
     """Each rung's runs are submitted; the halted ones are read back from their checkpoints'
     evaluations, so the halving sees the same scores as the local pool's."""
-    quick = ["train.steps=8", "train.eval_every=2", "train.eval_examples=64", "task.n_train=300"]
+    quick = ["train.steps=4", "train.eval_every=2", "train.eval_examples=64", "task.n_train=300"]
     quick += ["task.n_test=64", "model.n_embd=16", "model.n_head=2", "model.n_layer=1"]
     argv = ["compare", "--task", "retrieval", "--models", "standard", "--tune", "lr", *quick]
     assert main([*argv, "--out", str(tmp_path / "here")]) == 0

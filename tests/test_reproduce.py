@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from mixit.cli import main
 from mixit.compare import compare
-from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce, throughput
+from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce, table1, throughput
 from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.experiments.runner import plan_reproduction
@@ -23,6 +23,7 @@ from mixit.launchers import Launch
 from mixit.model import Decoder
 from mixit.results import read_results_csv
 from mixit.runs import list_schedule, run_dir_name
+from mixit.scoring import correct_rows as rows
 from mixit.step import make_optimizer
 from mixit.train import time_training
 from mixit.variants import get_variant
@@ -368,7 +369,7 @@ def test_ctrl_c_stops_reproduce_and_its_workers_at_once(
 GOLDEN = Path(__file__).parent / "fixtures" / "table1-tiny"
 
 
-def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path, cpu_only):
+def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path, cpu_only, monkeypatch):
     out = tmp_path / "rep"
     few = {"train.steps": 2, "train.eval_every": 2, "task.n_train": 512, "task.n_test": 200}
     # The golden files are of the task presets' rates, not the tuned presets'.
@@ -383,6 +384,15 @@ def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path, cpu_only):
     assert all(0 <= a <= 1 for per_seed in hops.values() for a in per_seed[0] if a is not None)
     assert "| model | k=1 | k=2 | k=3 | k=4 |" in (out / "table1" / "report.md").read_text()
     assert len(read_results_csv(out / "results.csv")) == 8  # one row per run
+    # The by-hops scores are kept per weights file: a report again reads them, weights written
+    # again (a run trained again) are scored again.
+    scored = []
+    monkeypatch.setattr(table1, "correct_rows", lambda *a, **k: scored.append(1) or rows(*a, **k))
+    weights = next((out / "runs").glob("khop-mixit-*/model.safetensors"))
+    before = table1.by_hops(str(weights.parent))
+    assert not scored and before == hops["mixit"][0]
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 1))
+    assert table1.by_hops(str(weights.parent)) == before and len(scored) == 1
     # A record of the runs without their weights (their configs and summaries, as the ablation
     # commits them) reports the same verdicts; only the by-hops diagnostic needs the weights.
     record = tmp_path / "record"
