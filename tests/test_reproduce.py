@@ -301,8 +301,10 @@ def test_every_experiment_plans_valid_runs_at_every_scale(scale):
 
 
 def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
-    _, tiny = plan_reproduction(["all"], Reproduction("tiny", seeds=1))
-    _, small = plan_reproduction(["all"], Reproduction("small", seeds=1))
+    # The scales' own settings, under the task presets' rates and steps: each scale's tuned
+    # presets (tuned/SCALE.json) then move those per group.
+    _, tiny = plan_reproduction(["all"], Reproduction("tiny", seeds=1, presets=False))
+    _, small = plan_reproduction(["all"], Reproduction("small", seeds=1, presets=False))
     tiny_names = {run_dir_name(c) for c in tiny.values()}
     small_configs = {run_dir_name(c): c for c in small.values()}
     # Runs tiny trains at their presets' budgets are the very same runs at small ...
