@@ -5,8 +5,9 @@ caller's config as it was."""
 import importlib.util
 from pathlib import Path
 
+from mixit.checkpoint import latest_checkpoint
 from mixit.resolve import resolve_config
-from mixit.runs import train_missing
+from mixit.runs import run_dir_name, train_missing
 
 TOOL = Path(__file__).parent.parent / "tools" / "run_records.py"
 spec = importlib.util.spec_from_file_location("run_records", TOOL)
@@ -52,6 +53,29 @@ def test_a_trial_halted_at_its_rung_is_reused_from_its_records_without_training(
     assert trained == 0
     assert (again["trial"]["steps_run"], again["trial"]["stopped"]) == (2, "halted")
     assert again["trial"]["metrics"] == first["trial"]["metrics"]
+
+
+def test_weights_keeps_finished_weights_and_a_cut_off_runs_checkpoint_to_go_on_from(tmp_path):
+    """With --weights a restored output reads a finished run's weights and resumes a run cut
+    off mid-budget from its checkpoint, ending as the run trained without a break."""
+    whole = resolve_config("retrieval", "standard", "tiny", 0, STEPS | {"train.steps": 4})
+    cut = resolve_config("retrieval", "mixit", "tiny", 0, STEPS | {"train.steps": 4})
+    cut.train.halt_at = 2
+    first = tmp_path / "first"
+    train_missing({"whole": whole, "cut": cut}, first / "runs")
+    kept = tmp_path / "kept"
+    assert run_records.main(["--weights", str(first), str(kept)]) == 0
+    files = {str(p.relative_to(kept / "runs")).split("/", 1)[1] for p in kept.rglob("*.*")}
+    assert {"model.safetensors", "checkpoint/model.safetensors", "checkpoint/state.pt"} <= files
+    again = tmp_path / "again"
+    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    assert latest_checkpoint(again / "runs" / run_dir_name(cut)) is not None
+    assert (again / "runs" / run_dir_name(whole) / "model.safetensors").is_file()
+    cut.train.halt_at = 0
+    resumed, trained = train_missing({"whole": whole, "cut": cut}, again / "runs")
+    assert trained == 1  # the cut-off run only
+    unbroken, _ = train_missing({"cut": cut}, tmp_path / "unbroken" / "runs")
+    assert resumed["cut"]["metrics"] == unbroken["cut"]["metrics"]
 
 
 def test_training_here_leaves_the_callers_config_and_its_run_name_as_they_were(tmp_path):

@@ -13,6 +13,11 @@ halving keeps, a run cut off) starts again from step 0, without its checkpoint: 
     python tools/run_records.py runs/width-depth-tuned results/width-depth-tuned
     cp -r results/width-depth-tuned/runs runs/width-depth-tuned/   # in a new checkout
 
+``--weights`` keeps, besides, each finished run's ``model.safetensors`` and each unfinished
+run's last complete checkpoint (``checkpoint/``), for outputs small enough to commit whose
+reports read weights, or whose runs in flight are long: a new output then reads the weights
+and goes on from the checkpoints instead of training those runs again.
+
 A suite's output keeps one runs/ folder per task; ``--suite`` keeps each task's records in
 DEST/TASK/runs/ beside its comparison files, and the suite's own reports (write them first
 with ``mixit suite ... --report``), so DEST reads as the suite's output without weights:
@@ -39,10 +44,12 @@ import shutil
 import sys
 from pathlib import Path
 
+from mixit.checkpoint import CHECKPOINT, latest_checkpoint
 from mixit.io import write_folder_atomic
 
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
+WEIGHTS = "model.safetensors"
 # The hand-written account of the kept records, which is not part of any output.
 KEPT_NOTES = "README.md"
 # What a suite writes beside its tasks' runs, per task and for the whole suite.
@@ -50,10 +57,11 @@ TASK_FILES = ("compare.json", "results.csv", "tuning.json")
 SUITE_FILES = ("results.csv", "heatmap.png", "summary.md", "suite.json")
 
 
-def save(out: Path, destination: Path) -> tuple[int, int]:
+def save(out: Path, destination: Path, weights: bool = False) -> tuple[int, int]:
     """Copy the records of OUT's runs (those with a config and metrics) into
-    DESTINATION/runs/ (made under a temporary name, then renamed); the number of runs
-    copied, and of them the finished ones."""
+    DESTINATION/runs/ (made under a temporary name, then renamed), with ``weights`` their
+    weights or checkpoints (``copy_weights``); the number of runs copied, and of them the
+    finished ones."""
     runs = sorted(path.parent for path in (out / RUNS).glob("*/metrics.jsonl"))
     runs = [run for run in runs if (run / "config.json").is_file()]
 
@@ -63,13 +71,27 @@ def save(out: Path, destination: Path) -> tuple[int, int]:
             for name in RECORDS:
                 if (run / name).is_file():
                     shutil.copy2(run / name, staging / run.name / name)
+            if weights:
+                copy_weights(run, staging / run.name)
 
     destination.mkdir(parents=True, exist_ok=True)
     write_folder_atomic(destination / RUNS, copy)
     return len(runs), sum((run / "summary.json").is_file() for run in runs)
 
 
-def save_suite(out: Path, destination: Path) -> tuple[int, int]:
+def copy_weights(run: Path, kept: Path) -> None:
+    """A finished run's weights; an unfinished one's last complete checkpoint, kept as
+    ``checkpoint/`` (from ``checkpoint.old`` too, when a kill came mid-swap)."""
+    if (run / "summary.json").is_file():
+        if (run / WEIGHTS).is_file():
+            shutil.copy2(run / WEIGHTS, kept / WEIGHTS)
+        return
+    checkpoint = latest_checkpoint(run)
+    if checkpoint is not None:
+        shutil.copytree(checkpoint, kept / CHECKPOINT)
+
+
+def save_suite(out: Path, destination: Path, weights: bool = False) -> tuple[int, int]:
     """``save`` for each task of a suite's OUT into DESTINATION/TASK/, with the task's and the
     suite's files (``TASK_FILES``, ``SUITE_FILES``) where written; DESTINATION is made under a
     temporary name, then renamed. The runs copied, and of them the finished ones."""
@@ -78,7 +100,7 @@ def save_suite(out: Path, destination: Path) -> tuple[int, int]:
 
     def copy(staging: Path) -> None:
         for task in tasks:
-            counts.append(save(task, staging / task.name))
+            counts.append(save(task, staging / task.name, weights))
             for name in TASK_FILES:
                 if (task / name).is_file():
                     shutil.copy2(task / name, staging / task.name / name)
@@ -122,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--restore", action="store_true", help="copy kept records (DEST) back into OUT"
     )
+    parser.add_argument(
+        "--weights",
+        action="store_true",
+        help="keep finished runs' weights and unfinished runs' last checkpoints too",
+    )
     args = parser.parse_args(argv)
     if args.restore:
         return main_restore(args.out, args.destination)
@@ -137,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     if target.exists():
         print(f"run_records: {target} exists; name a new folder", file=sys.stderr)
         return 2
-    count, finished = keep(args.out, args.destination)
+    count, finished = keep(args.out, args.destination, args.weights)
     print(f"kept the records of {count} runs ({finished} finished) in {args.destination}")
     return 0
 
