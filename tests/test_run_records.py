@@ -64,9 +64,12 @@ def test_weights_keeps_finished_weights_and_a_cut_off_runs_checkpoint_to_go_on_f
     first = tmp_path / "first"
     train_missing({"whole": whole, "cut": cut}, first / "runs")
     kept = tmp_path / "kept"
-    assert run_records.main(["--weights", str(first), str(kept)]) == 0
+    assert run_records.main(["--weights", "*", str(first), str(kept)]) == 0
     files = {str(p.relative_to(kept / "runs")).split("/", 1)[1] for p in kept.rglob("*.*")}
     assert {"model.safetensors", "checkpoint/model.safetensors", "checkpoint/state.pt"} <= files
+    only = tmp_path / "only"
+    assert run_records.main(["--weights", "*-standard-*", str(first), str(only)]) == 0
+    assert [p.parent.name for p in only.rglob("*.safetensors")] == [run_dir_name(whole)]
     again = tmp_path / "again"
     assert run_records.main(["--restore", str(kept), str(again)]) == 0
     assert latest_checkpoint(again / "runs" / run_dir_name(cut)) is not None

@@ -13,10 +13,13 @@ halving keeps, a run cut off) starts again from step 0, without its checkpoint: 
     python tools/run_records.py runs/width-depth-tuned results/width-depth-tuned
     cp -r results/width-depth-tuned/runs runs/width-depth-tuned/   # in a new checkout
 
-``--weights`` keeps, besides, each finished run's ``model.safetensors`` and each unfinished
-run's last complete checkpoint (``checkpoint/``), for outputs small enough to commit whose
-reports read weights, or whose runs in flight are long: a new output then reads the weights
-and goes on from the checkpoints instead of training those runs again.
+``--weights PATTERN`` keeps, besides, for the runs whose directory names match PATTERN
+(``fnmatch``; ``'*'`` for all), a finished run's ``model.safetensors`` and an unfinished
+run's last complete checkpoint (``checkpoint/``): for runs whose reports read weights, or
+which are long, a new output then reads the weights and goes on from the checkpoints instead
+of training them again. Choose the runs dear to train again, and commit only those:
+
+    python tools/run_records.py --weights 'khop-*' runs/presets-small-200 results/partial
 
 A suite's output keeps one runs/ folder per task; ``--suite`` keeps each task's records in
 DEST/TASK/runs/ beside its comparison files, and the suite's own reports (write them first
@@ -39,6 +42,7 @@ top or one level down.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import shutil
 import sys
@@ -57,11 +61,11 @@ TASK_FILES = ("compare.json", "results.csv", "tuning.json")
 SUITE_FILES = ("results.csv", "heatmap.png", "summary.md", "suite.json")
 
 
-def save(out: Path, destination: Path, weights: bool = False) -> tuple[int, int]:
+def save(out: Path, destination: Path, weights: str | None = None) -> tuple[int, int]:
     """Copy the records of OUT's runs (those with a config and metrics) into
-    DESTINATION/runs/ (made under a temporary name, then renamed), with ``weights`` their
-    weights or checkpoints (``copy_weights``); the number of runs copied, and of them the
-    finished ones."""
+    DESTINATION/runs/ (made under a temporary name, then renamed), with the weights or
+    checkpoints (``copy_weights``) of those whose names match the pattern ``weights``; the
+    number of runs copied, and of them the finished ones."""
     runs = sorted(path.parent for path in (out / RUNS).glob("*/metrics.jsonl"))
     runs = [run for run in runs if (run / "config.json").is_file()]
 
@@ -71,7 +75,7 @@ def save(out: Path, destination: Path, weights: bool = False) -> tuple[int, int]
             for name in RECORDS:
                 if (run / name).is_file():
                     shutil.copy2(run / name, staging / run.name / name)
-            if weights:
+            if weights is not None and fnmatch.fnmatch(run.name, weights):
                 copy_weights(run, staging / run.name)
 
     destination.mkdir(parents=True, exist_ok=True)
@@ -91,7 +95,7 @@ def copy_weights(run: Path, kept: Path) -> None:
         shutil.copytree(checkpoint, kept / CHECKPOINT)
 
 
-def save_suite(out: Path, destination: Path, weights: bool = False) -> tuple[int, int]:
+def save_suite(out: Path, destination: Path, weights: str | None = None) -> tuple[int, int]:
     """``save`` for each task of a suite's OUT into DESTINATION/TASK/, with the task's and the
     suite's files (``TASK_FILES``, ``SUITE_FILES``) where written; DESTINATION is made under a
     temporary name, then renamed. The runs copied, and of them the finished ones."""
@@ -146,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--weights",
-        action="store_true",
-        help="keep finished runs' weights and unfinished runs' last checkpoints too",
+        metavar="PATTERN",
+        help="keep the weights of the finished runs whose names match PATTERN ('*': all), "
+        "and the last checkpoints of the unfinished ones",
     )
     args = parser.parse_args(argv)
     if args.restore:
