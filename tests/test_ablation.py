@@ -149,7 +149,7 @@ def test_c7s_headline_reads_both_tasks_its_rule_judges():
 
 def test_a_claims_shift_reads_its_headlines_runs_only():
     from mixit.experiments import EXPERIMENTS
-    from mixit.experiments.ablation_report import per_seed
+    from mixit.experiments.references import per_seed
 
     seeds = range(2)
     every = {run for e in EXPERIMENTS.values() for run in e.plan("tiny", seeds)}
@@ -162,7 +162,8 @@ def test_a_claims_shift_reads_its_headlines_runs_only():
 
 def test_a_reference_that_did_not_learn_is_named_and_flips_no_verdict(tmp_path):
     from mixit.experiments import EXPERIMENTS
-    from mixit.experiments.ablation_report import dependence, unlearned_reference
+    from mixit.experiments.ablation_report import dependence
+    from mixit.experiments.references import unlearned_reference
 
     planned = set(EXPERIMENTS["table1"].plan("tiny", range(2)))
     headline = EXPERIMENTS["table1"].headlines("tiny", range(2))["C1"][0]

@@ -2,6 +2,7 @@
 says it does not, the rules judge the sizes the paper claims, and a stored results.json is
 judged again under the current rules once its runs are gone."""
 
+import csv
 import json
 from pathlib import Path
 
@@ -9,7 +10,15 @@ import pytest
 
 from mixit.cli import main
 from mixit.experiments import EXPERIMENTS, reproduce, table1, table2, table7, theorem21, throughput
-from mixit.experiments.base import OVERRIDES, SEEDS, Claim, Reproduction
+from mixit.experiments.base import (
+    NO_REFERENCE,
+    NOT_REPRODUCED,
+    OVERRIDES,
+    REPRODUCED,
+    SEEDS,
+    Claim,
+    Reproduction,
+)
 from mixit.experiments.claims import FINDINGS, claim
 from mixit.experiments.setting import Setting
 from mixit.experiments.verdicts import changed_settings_note, claims_markdown
@@ -202,3 +211,32 @@ def test_a_header_names_the_tuned_presets_and_nothing_for_the_task_presets():
     assert "tuned (tiny.json)" in note and "results.csv" in note
     both = changed_settings_note(Setting("tiny", 3, overrides={"train.steps": 5}, tune="x"))
     assert both.startswith("Every run trained with `train.steps=5`") and "tuning.json" in both
+
+
+def test_a_claim_whose_reference_did_not_learn_gets_no_verdict(tmp_path):
+    # Four steps teach the standard model nothing: C5 reads MixiT against a reference that
+    # never learned its tasks, so the claim gets no verdict whatever its rule says.
+    out = tmp_path / "rep"
+    quick = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 64}
+    how = Reproduction("tiny", seeds=1, out=out, overrides=quick)
+    c5 = {c.id: c for c in reproduce(["table3"], how)}["C5"]
+    assert c5.verdict == NO_REFERENCE and c5.rule_verdict in (REPRODUCED, NOT_REPRODUCED)
+    assert any(line.startswith("standard on addition reaches") for line in c5.no_reference)
+    assert c5.confirmed() is None
+    claims_md = (out / "claims.md").read_text()
+    assert "## C5: no reference" in claims_md and "No verdict for C5:" in claims_md
+
+    # Once its runs are gone, the check reads results.csv: plant a reference that learned
+    # every task there, and the rule's verdict stands.
+    for summary in (out / "runs").glob("*/summary.json"):
+        summary.unlink()
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    for row in rows:
+        if row["model"] == "standard":
+            row["value"] = "1.0"
+    with (out / "results.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    again = {c.id: c for c in reproduce(["table3"], how, train=False)}["C5"]
+    assert (again.verdict, again.no_reference) == (c5.rule_verdict, [])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit import litmus, suite
-from mixit.experiments.base import NOT_RUN, mean_std
+from mixit.experiments.base import NO_REFERENCE, NOT_RUN, mean_std
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
 from mixit.experiments.width import INIT_STD
@@ -40,6 +40,8 @@ RESULTS = ROOT / "results"
 # Where a reproduction's verdicts under the rules it was first judged by are kept, beside the
 # claims.json that `reproduce --no-train` wrote under the current rules.
 OLD_RULES = "claims-old-rules.json"
+# The verdicts before the rule that a claim whose reference did not learn gets none.
+BEFORE_NO_REFERENCE = "claims-before-no-reference.json"
 CLAIM_IDS = [f"C{i}" for i in range(1, 13)]
 
 
@@ -99,9 +101,15 @@ def _verdicts(claims: dict[str, Any]) -> dict[str, str]:
 
 
 def _reproduced(verdicts: dict[str, str]) -> str:
-    judged = [c for c in CLAIM_IDS if verdicts.get(c, NOT_RUN) != NOT_RUN]
+    """``7 of 11 (C1, ...); no reference: C5``: a claim without a reference is not judged."""
+    judged = [c for c in CLAIM_IDS if verdicts.get(c, NOT_RUN) not in (NOT_RUN, NO_REFERENCE)]
     held = [c for c in judged if verdicts[c] == "reproduced"]
-    return f"{len(held)} of {len(judged)}" + (f" ({', '.join(held)})" if held else "")
+    refused = [c for c in CLAIM_IDS if verdicts.get(c) == NO_REFERENCE]
+    return (
+        f"{len(held)} of {len(judged)}"
+        + (f" ({', '.join(held)})" if held else "")
+        + (f"; no reference: {', '.join(refused)}" if refused else "")
+    )
 
 
 def _confirmed(claims: dict[str, Any]) -> str:
@@ -189,7 +197,7 @@ def rejudged() -> str:
     """docs/reproduce.md: each output's verdicts under the rules it was first judged by and
     under the current ones, for the claims either judged."""
     rows = ["| output | " + " | ".join(CLAIM_IDS) + " |", "|---|" + "---|" * len(CLAIM_IDS)]
-    short = {"reproduced": "yes", "not reproduced": "no", NOT_RUN: ""}
+    short = {"reproduced": "yes", "not reproduced": "no", NO_REFERENCE: "no ref", NOT_RUN: ""}
     for out in _outputs():
         if not (out / OLD_RULES).is_file():
             continue
@@ -223,6 +231,27 @@ def rejudged_changes() -> str:
                 f"{measured}{was}"
             )
     return "\n".join(lines) or "(none)"
+
+
+def no_reference_changes() -> str:
+    """docs/reproduce.md: each verdict the no-reference rule took away, in the outputs judged
+    again under it (their verdicts before it kept in ``BEFORE_NO_REFERENCE``), with why."""
+    rows = ["| output | claim | before | now | why |", "|---|---|---|---|---|"]
+    for out in _outputs():
+        if not (out / BEFORE_NO_REFERENCE).is_file():
+            continue
+        before = _verdicts(_json(out / BEFORE_NO_REFERENCE))
+        for claim in _json(out / "claims.json")["claims"]:
+            if before.get(claim["id"], NOT_RUN) == claim["verdict"]:
+                continue
+            why = "; ".join(claim.get("no_reference", [])) or "-"
+            rows.append(
+                f"| `{out.name}` | {claim['id']} | {before.get(claim['id'], NOT_RUN)} | "
+                f"{claim['verdict']} | {why} |"
+            )
+    checked = sum((out / BEFORE_NO_REFERENCE).is_file() for out in _outputs())
+    changed = len(rows) - 2
+    return "\n".join(rows) + f"\n\n{checked} outputs judged again, {changed} verdicts changed."
 
 
 def c11_measured() -> str:
@@ -512,7 +541,9 @@ def _moved_with_tuning(untuned: list[str], tuned: str) -> str:
     """The pre-registered reading of a tuned run on fresh seeds beside untuned runs on other
     seeds (docs/tuning.md, `--scale small`): a verdict moved with the tuning only where every
     untuned seed set that judged the claim agrees and the tuned run differs from them."""
-    judged = set(untuned) - {NOT_RUN}
+    judged = set(untuned) - {NOT_RUN, NO_REFERENCE}
+    if tuned == NO_REFERENCE:
+        return "no reference: no reading"
     if not judged or tuned == NOT_RUN:
         return "-"
     if len(judged) > 1:
@@ -901,6 +932,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "rejudged": rejudged,
     "rejudged-changes": rejudged_changes,
     "c11-measured": c11_measured,
+    "no-reference": no_reference_changes,
     "bench": bench,
     "decode": decode,
     "tuning-cost": tuning_cost,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,6 @@ from typing import Any
 from mixit.experiments.base import (
     REPRODUCED,
     Claim,
-    Headline,
     Reproduction,
     Run,
     markdown_table,
@@ -23,40 +22,11 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import experiment_of
 from mixit.experiments.differences import DIFFERENCES, EQUATIONS, WHOLE
+from mixit.experiments.references import per_seed, unlearned_reference
 from mixit.experiments.registry import EXPERIMENTS
 from mixit.experiments.setting import Setting
 from mixit.experiments.verdicts import write_claims
 from mixit.io import make_dir
-from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
-
-
-def per_seed(
-    summaries: Mapping[Run, Mapping[str, Any]], selected: Collection[Run], metric: str
-) -> dict[int, float]:
-    """``metric`` per seed over the ``selected`` runs that have a summary, in seed order."""
-    values = {
-        run.seed: float(s["metrics"][metric]) for run, s in summaries.items() if run in selected
-    }
-    return dict(sorted(values.items()))
-
-
-def unlearned_reference(summaries: Mapping[Run, Mapping[str, Any]], headline: Headline) -> str:
-    """Why the headline's standard runs cannot be its reference: the seeds that did not learn
-    the task, by the litmus test's rule (``mixit.litmus.short_of_chance``); "" when they all
-    did, or when the headline has no reference or its runs no chance level."""
-    if not headline.reference:
-        return ""
-    values = per_seed(summaries, headline.reference, headline.metric)
-    chances = [
-        s["chance"]
-        for run, s in summaries.items()
-        if run in headline.reference and s.get("chance") is not None
-    ]
-    if not values or not chances:
-        return ""
-    tolerance = DEFAULT_TOLERANCE[headline.metric]
-    short = short_of_chance(values, statistics.fmean(chances), tolerance)
-    return f"standard on {headline.label} {short}" if short else ""
 
 
 def _shift(base: dict[int, float], flipped: dict[int, float]) -> str:

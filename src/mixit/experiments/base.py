@@ -28,6 +28,8 @@ SCALES = ("tiny", "small", "paper")
 # models for `mixit train`, too slow for a two-hour CPU reproduction (docs/reproduce.md).
 SCALE_PRESET = {"tiny": "tiny", "small": "tiny", "paper": "paper"}
 REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
+# The verdict of a claim whose reference did not learn its task (mixit.experiments.references).
+NO_REFERENCE = "no reference"
 # The seeds the presets, the scales' budgets and the claims' rules were chosen on while
 # looking at results (docs/reproduce.md): a verdict confirmed elsewhere needs other seeds.
 TUNED_ON_SEEDS = range(3)
@@ -158,10 +160,23 @@ class Claim:
     # Seeds beyond TUNED_ON_SEEDS whose results were seen when the rule was written: their
     # verdicts are observations, and only other seeds confirm the rule.
     seen_seeds: list[int] = field(default_factory=list)
+    # Why the standard runs the claim reads MixiT against did not learn their task; the
+    # verdict is then NO_REFERENCE, and ``rule_verdict`` keeps what the rule alone said.
+    no_reference: list[str] = field(default_factory=list)
+    rule_verdict: str = ""
 
     def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)
         self.verdict = REPRODUCED if holds else NOT_REPRODUCED
+        return self
+
+    def refuse(self, unlearned: Sequence[str]) -> Claim:
+        """No verdict when the claim's reference did not learn its task (``unlearned``: why,
+        one line per task; empty leaves the verdict as the rule gave it)."""
+        if unlearned:
+            self.no_reference = list(unlearned)
+            self.rule_verdict = self.verdict
+            self.verdict = NO_REFERENCE
         return self
 
     def confirmed(self) -> bool | None:
@@ -170,7 +185,7 @@ class Claim:
         if SEEDS in self.independent_of:
             return None
         fresh = [v for label, v in self.by_seeds.items() if not _tuned_on(label, self.seen_seeds)]
-        fresh = [v for v in fresh if v != NOT_RUN]
+        fresh = [v for v in fresh if v not in (NOT_RUN, NO_REFERENCE)]
         return None if not fresh else all(v == REPRODUCED for v in fresh)
 
 

@@ -20,6 +20,7 @@ from mixit.config import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.ablation_report import dependence
 from mixit.experiments.base import SCALES, Claim, Experiment, Reproduction, Run, seeds_text
+from mixit.experiments.references import recorded_summaries, unlearned_references
 from mixit.experiments.registry import EXPERIMENTS, QUESTIONS
 from mixit.experiments.setting import Setting
 from mixit.experiments.tuned_presets import choices, preset_path, tuned_presets, with_choices
@@ -326,9 +327,12 @@ def _judge(
         results = {**setting.record(), "construction": construction, **report.results}
         write_json(folder / "results.json", results)
         claims = report.claims
+    recorded = recorded_summaries(Path(how.out), configs, summaries)
+    unlearned = unlearned_references(experiment, scale, seed_range, recorded)
     for judged_claim in claims:
         judged_claim.construction = construction
         judged_claim.independent_of = list(experiment.independent_of)
+        judged_claim.refuse(unlearned.get(judged_claim.id, []))
     return claims
 
 

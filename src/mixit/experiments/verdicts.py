@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.experiments.base import (
+    NO_REFERENCE,
     NOT_RUN,
     OVERRIDES,
     SEEDS,
@@ -120,11 +121,18 @@ def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
         if fresh
         else "on those seeds, so they confirm nothing"
     )
+    refused = [claim.id for claim in claims if claim.verdict == NO_REFERENCE]
+    without = (
+        f" No verdict for {', '.join(refused)}: a reference MixiT is read against did not "
+        "learn its task on every seed, so the comparison means nothing."
+        if refused
+        else ""
+    )
     lines = [
         f"# Claims of the paper, checked at `{setting.scale}` scale",
         "",
         f"{counted} of {len(claims)} claims reproduced, each judged on means over "
-        f"{seeds_text(setting.seed_range)}. Settings and rules were "
+        f"{seeds_text(setting.seed_range)}.{without} Settings and rules were "
         f"chosen on seeds {format_measured(list(TUNED_ON_SEEDS))}; these "
         f"verdicts are {confirmation} (docs/reproduce.md says which rules came after results). "
         f"Over every set of seeds this output was reproduced on, {confirmed} claim(s) are "
@@ -141,12 +149,22 @@ def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
             f"- **Claim:** {claim.statement}",
             f"- **Rule:** {claim.rule}",
             f"- **Measured:** {measured}",
+            *_reference_lines(claim),
             *_construction_line(claim),
             *([f"- **Ablation:** {claim.ablation}"] if claim.ablation else []),
             *([f"- **By seeds:** {_by_seeds(claim)}"] if claim.by_seeds else []),
             "",
         ]
     return "\n".join(lines)
+
+
+def _reference_lines(claim: Claim) -> list[str]:
+    if not claim.no_reference:
+        return []
+    return [
+        f"- **No reference:** {'; '.join(claim.no_reference)}",
+        f"- **The rule alone:** {claim.rule_verdict}",
+    ]
 
 
 def _construction_line(claim: Claim) -> list[str]:

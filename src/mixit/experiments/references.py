@@ -1,0 +1,85 @@
+"""Whether a claim's reference learned its task.
+
+A claim such as C5 reads MixiT against the standard model (``Headline.reference``). When the
+standard model did not learn the task on one of the seeds, by the litmus test's rule
+(``mixit.litmus.short_of_chance``), the comparison on that task means nothing, whichever way
+it points: the claim gets no verdict (``Claim.refuse``), and claims.md says which seeds fell
+short. The check reads the runs' summaries, or the row ``OUT/results.csv`` keeps of each, so
+an output whose runs are gone is checked too.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from mixit.config import RunConfig
+from mixit.experiments.base import Experiment, Headline, Run, Summaries
+from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
+from mixit.runs import run_dir_name
+
+
+def per_seed(summaries: Summaries, selected: Collection[Run], metric: str) -> dict[int, float]:
+    """``metric`` per seed over the ``selected`` runs that have a summary, in seed order."""
+    values = {
+        run.seed: float(s["metrics"][metric])
+        for run, s in summaries.items()
+        if run in selected and metric in s["metrics"]
+    }
+    return dict(sorted(values.items()))
+
+
+def unlearned_reference(summaries: Summaries, headline: Headline) -> str:
+    """Why the headline's standard runs cannot be its reference: the seeds that did not learn
+    the task, by the litmus test's rule (``mixit.litmus.short_of_chance``); "" when they all
+    did, or when the headline has no reference or its runs no chance level."""
+    if not headline.reference:
+        return ""
+    values = per_seed(summaries, headline.reference, headline.metric)
+    chances = [
+        s["chance"]
+        for run, s in summaries.items()
+        if run in headline.reference and s.get("chance") is not None
+    ]
+    if not values or not chances:
+        return ""
+    tolerance = DEFAULT_TOLERANCE[headline.metric]
+    short = short_of_chance(values, statistics.fmean(chances), tolerance)
+    return f"standard on {headline.label} {short}" if short else ""
+
+
+def unlearned_references(
+    experiment: Experiment, scale: str, seeds: range, summaries: Summaries
+) -> dict[str, list[str]]:
+    """Per claim of ``experiment``, why its reference runs did not learn their tasks (one
+    line per headline that fell short); claims whose references all learned are left out."""
+    found = {
+        claim: [why for headline in headlines if (why := unlearned_reference(summaries, headline))]
+        for claim, headlines in experiment.headlines(scale, seeds).items()
+    }
+    return {claim: lines for claim, lines in found.items() if lines}
+
+
+def recorded_summaries(
+    out: Path, configs: Mapping[Run, RunConfig], summaries: Summaries
+) -> dict[Run, dict[str, Any]]:
+    """``summaries``, and for each planned run without one the row ``OUT/results.csv`` keeps
+    of it (its headline metric and chance), found by its run directory's name, which hashes
+    its resolved config."""
+    try:
+        with (out / "results.csv").open(newline="") as f:
+            rows = {Path(row["run_dir"]).name: row for row in csv.DictReader(f)}
+    except (OSError, KeyError, csv.Error):
+        rows = {}
+    recorded: dict[Run, dict[str, Any]] = {}
+    for run, config in configs.items():
+        row = rows.get(run_dir_name(config))
+        if run in summaries:
+            recorded[run] = dict(summaries[run])
+        elif row is not None and row.get("value"):
+            chance = float(row["chance"]) if row.get("chance") else None
+            recorded[run] = {"metrics": {row["metric"]: float(row["value"])}, "chance": chance}
+    return recorded
