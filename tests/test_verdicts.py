@@ -223,6 +223,10 @@ def test_a_claim_whose_reference_did_not_learn_gets_no_verdict(tmp_path):
     assert c5.verdict == NO_REFERENCE and c5.rule_verdict in (REPRODUCED, NOT_REPRODUCED)
     assert any(line.startswith("standard on addition reaches") for line in c5.no_reference)
     assert c5.confirmed() is None
+    c5.by_seeds["200-200"] = NO_REFERENCE
+    assert c5.confirmed() is None  # fresh seeds without a reference confirm nothing
+    fresh = claims_markdown([c5], Setting("tiny", 1, first_seed=200))
+    assert "200-200 no reference; no reference on the fresh seeds, so not confirmed" in fresh
     claims_md = (out / "claims.md").read_text()
     assert "## C5: no reference" in claims_md and "No verdict for C5:" in claims_md
 

@@ -179,13 +179,17 @@ class Claim:
             self.verdict = NO_REFERENCE
         return self
 
-    def confirmed(self) -> bool | None:
-        """Reproduced on a set of seeds that nothing was tuned on (``TUNED_ON_SEEDS``); None
-        when no such set has judged it."""
+    def fresh_verdicts(self) -> list[str]:
+        """The verdicts on sets of seeds that nothing was tuned on (``TUNED_ON_SEEDS``) and
+        the rule's writer had not seen; [] for a claim independent of the seeds."""
         if SEEDS in self.independent_of:
-            return None
-        fresh = [v for label, v in self.by_seeds.items() if not _tuned_on(label, self.seen_seeds)]
-        fresh = [v for v in fresh if v not in (NOT_RUN, NO_REFERENCE)]
+            return []
+        return [v for label, v in self.by_seeds.items() if not _tuned_on(label, self.seen_seeds)]
+
+    def confirmed(self) -> bool | None:
+        """Reproduced on a set of seeds that nothing was tuned on; None when no such set has
+        judged it (a set without a reference judged nothing)."""
+        fresh = [v for v in self.fresh_verdicts() if v not in (NOT_RUN, NO_REFERENCE)]
         return None if not fresh else all(v == REPRODUCED for v in fresh)
 
 

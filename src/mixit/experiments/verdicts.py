@@ -186,6 +186,8 @@ def _by_seeds(claim: Claim) -> str:
         verdicts += f"; its rule was written after seeds {seen} were seen, so they confirm nothing"
     confirmed = claim.confirmed()
     state = {None: "not judged on fresh seeds yet", True: "confirmed", False: "not confirmed"}
+    if confirmed is None and NO_REFERENCE in claim.fresh_verdicts():
+        return f"{verdicts}; no reference on the fresh seeds, so not confirmed"
     return f"{verdicts}; {state[confirmed]}"
 
 
