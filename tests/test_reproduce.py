@@ -387,17 +387,20 @@ def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path, cpu_only, mon
     assert all(0 <= a <= 1 for per_seed in hops.values() for a in per_seed[0] if a is not None)
     assert "| model | k=1 | k=2 | k=3 | k=4 |" in (out / "table1" / "report.md").read_text()
     assert len(read_results_csv(out / "results.csv")) == 8  # one row per run
-    # The by-hops scores are kept per weights file: a report again reads them, weights written
-    # again (a run trained again) are scored again.
+    # Each summary records them at training time: the report scored no weights.
     scored = []
     monkeypatch.setattr(table1, "correct_rows", lambda *a, **k: scored.append(1) or rows(*a, **k))
     weights = next((out / "runs").glob("khop-mixit-*/model.safetensors"))
-    before = table1.by_hops(str(weights.parent))
-    assert not scored and before == hops["mixit"][0]
+    summary = json.loads((weights.parent / "summary.json").read_text())
+    assert table1.recorded_hops({**summary, "run_dir": None}) == hops["mixit"][0]
+    # A run whose summary predates them is scored from its weights, the same numbers, once
+    # per weights file: weights written again (a run trained again) are scored again.
+    assert table1.by_hops(str(weights.parent)) == hops["mixit"][0] and len(scored) == 1
+    assert table1.by_hops(str(weights.parent)) == hops["mixit"][0] and len(scored) == 1
     os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 1))
-    assert table1.by_hops(str(weights.parent)) == before and len(scored) == 1
+    assert table1.by_hops(str(weights.parent)) == hops["mixit"][0] and len(scored) == 2
     # A record of the runs without their weights (their configs and summaries, as the ablation
-    # commits them) reports the same verdicts; only the by-hops diagnostic needs the weights.
+    # commits them) reports the same verdicts and, from the summaries, the same by-hops table.
     record = tmp_path / "record"
     for run in (out / "runs").iterdir():
         (record / "runs" / run.name).mkdir(parents=True)
@@ -411,7 +414,9 @@ def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path, cpu_only, mon
     ]
     assert verdicts[0] == verdicts[1] and verdicts[0]["C1"] != "not run"
     report = (record / "table1" / "report.md").read_text()
-    assert "Not reported yet" not in report and "weights are not in their run directories" in report
+    assert "Not reported yet" not in report and "not measured" not in report
+    by_hops = [json.loads((d / "table1" / "results.json").read_text()) for d in (out, record)]
+    assert by_hops[0]["khop_by_hops"] == by_hops[1]["khop_by_hops"] == hops
 
 
 def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):

@@ -112,7 +112,10 @@ def macro_accuracy(classes: torch.Tensor) -> float:
 def evaluate(model: RunModel, split: Split, max_examples: int, batch_size: int) -> dict[str, float]:
     """Loss, exact-match accuracy (all answer tokens right), per-token accuracy and the
     class-averaged accuracy of ``macro_accuracy``."""
-    tallies = _score_rows(model, split, max_examples, batch_size)
+    return _summarised(_score_rows(model, split, max_examples, batch_size))
+
+
+def _summarised(tallies: Tallies) -> dict[str, float]:
     return {
         "loss": tallies.loss_sum / tallies.tokens,
         "accuracy": int(tallies.rows.sum()) / len(tallies.rows),
@@ -132,7 +135,8 @@ def evaluate_run(model: RunModel, data: TaskData, config: RunConfig) -> dict[str
     spec = get_task(config.task_name)
     batch = max(config.train.batch_size, 256)
     limits = (config.train.eval_examples, batch)
-    test = evaluate(model, data.test, *limits)
+    test_rows = _score_rows(model, data.test, *limits)
+    test = _summarised(test_rows)
     metrics = {"test_loss": test["loss"], "test_token_accuracy": test["token_accuracy"]}
     if spec.reports_macro_accuracy:
         metrics["test_macro_accuracy"] = test["macro_accuracy"]
@@ -141,6 +145,9 @@ def evaluate_run(model: RunModel, data: TaskData, config: RunConfig) -> dict[str
         # Memorization scores the training set itself: no second pass over the same examples.
         train = test if data.test_is_train else evaluate(model, data.train, *limits)
         metrics["train_accuracy"] = train["accuracy"]
+    if spec.row_metrics is not None:
+        inputs = data.test.inputs[: len(test_rows.rows)]  # (N, T), the rows scored
+        metrics |= spec.row_metrics(test_rows.rows, inputs, config.task)
     if spec.extra_metrics is not None:
         params_trainable = sum(p.numel() for p in model.trainable_parameters())
         metrics |= spec.extra_metrics(metrics, params_trainable, config.task)

@@ -30,7 +30,7 @@ from mixit.experiments.claims import claim, margin
 from mixit.experiments.plots import bar_plot
 from mixit.rundir import load_run
 from mixit.scoring import correct_rows
-from mixit.tasks.khop import accuracy_by_hops
+from mixit.tasks.khop import HOPS_METRIC, accuracy_by_hops
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 PAPER = {  # Table 1, test accuracy
@@ -38,6 +38,17 @@ PAPER = {  # Table 1, test accuracy
     "retrieval": {"standard": 1.0, "frozen-mlp": 1.0, "frozen-qk": 0.9701, "mixit": 0.1124},
 }
 CLAIM_OF = {"retrieval": "C1", "khop": "C2"}
+
+
+def recorded_hops(summary: Mapping[str, Any]) -> list[float | None] | None:
+    """The k-hop run's test accuracy for k = 1..max_hops as its summary recorded it at
+    training time (``hops_metrics``), scored again from its weights (``by_hops``) for a run
+    trained before summaries recorded it."""
+    metrics = summary["metrics"]
+    hops = [int(key.removeprefix(HOPS_METRIC)) for key in metrics if key.startswith(HOPS_METRIC)]
+    if not hops:
+        return by_hops(summary["run_dir"])
+    return [metrics.get(f"{HOPS_METRIC}{k}") for k in range(1, max(hops) + 1)]
 
 
 def by_hops(run_dir: str) -> list[float | None] | None:
@@ -64,7 +75,7 @@ def hops_table(accuracy: dict[str, list[list[float | None] | None]]) -> str:
     """Mean over seeds, per model and number of hops (over the runs whose weights are kept)."""
     kept = {m: [seed for seed in per_seed if seed is not None] for m, per_seed in accuracy.items()}
     if not any(kept.values()):
-        return "(not measured: the k-hop runs' weights are not in their run directories)"
+        return "(not measured: runs trained before summaries recorded it, weights not kept)"
     hops = len(next(seeds[0] for seeds in kept.values() if seeds))
     rows = []
     for model, per_seed in kept.items():
@@ -104,7 +115,7 @@ def report(
         )
         bar_plot(out / f"{task}.png", accuracy, f"{task} ({scale}): test accuracy", "accuracy")
     hops = {
-        m: [by_hops(summaries[run]["run_dir"]) for run in runs("khop", [m], seeds, scale)]
+        m: [recorded_hops(summaries[run]) for run in runs("khop", [m], seeds, scale)]
         for m in MODELS
     }
     results["khop_by_hops"] = hops

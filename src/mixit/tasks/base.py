@@ -169,6 +169,10 @@ class TaskSpec:
     # Also report its peer's accuracy, averaged over classes (MAD's ``MulticlassAccuracy``):
     # ``test_macro_accuracy`` beside the headline metric, which the litmus reading uses.
     reports_macro_accuracy: bool = False
+    # Summary metrics that break the test split's exact match down by row (k-hop's accuracy
+    # per number of hops): ``row_metrics(correct (N,), inputs (N, T), config)``, recorded at
+    # every evaluation so that a report needs no weights to read them.
+    row_metrics: Callable[[torch.Tensor, torch.Tensor, Any], dict[str, float]] | None = None
 
 
 TASKS: dict[str, TaskSpec] = {}

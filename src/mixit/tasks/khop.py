@@ -35,6 +35,8 @@ from mixit.tasks.base import (
 
 SYMBOL0 = 1  # symbol s in [0, alphabet_size) is token SYMBOL0 + s (0 is PAD)
 NO_ANSWER = -1  # hop_k_batch's answer where the chain runs off the start of the sequence
+# The summary metric of k-hop's test accuracy at k hops: HOPS_METRIC + str(k).
+HOPS_METRIC = "test_accuracy_hops_"
 
 
 @dataclass
@@ -119,6 +121,19 @@ def accuracy_by_hops(
     ]
 
 
+def hops_metrics(
+    correct: torch.Tensor, inputs: torch.Tensor, config: KHopConfig
+) -> dict[str, float]:
+    """``test_accuracy_hops_K`` for each k some row has (``accuracy_by_hops``), in the summary.
+
+    >>> rows = torch.tensor(encode_khop([[0, 1, 0], [0, 1, 0], [1, 1, 1]], [1, 1, 2], 4, 3))
+    >>> hops_metrics(torch.tensor([True, False, True]), rows[:, :-1], KHopConfig(max_hops=3))
+    {'test_accuracy_hops_1': 0.5, 'test_accuracy_hops_2': 1.0}
+    """
+    by_hops = accuracy_by_hops(correct, inputs, config)
+    return {f"{HOPS_METRIC}{k}": v for k, v in enumerate(by_hops, start=1) if v is not None}
+
+
 def make_khop_data(config: KHopConfig, seed: int) -> TaskData:
     """Random sequences with k ~ U{1..max_hops} up front; scored on hop_k at the last symbol.
 
@@ -151,6 +166,7 @@ register(
         config_cls=KHopConfig,
         make_data=make_khop_data,
         summary="k-hop induction heads: follow 'the token after the last occurrence' k times",
+        row_metrics=hops_metrics,
         presets={
             # Two layers limit the hops a model can compose (accuracies in docs/presets.md).
             "tiny": {
