@@ -84,7 +84,8 @@ def train_missing(
         _submit_missing(todo, runs_dir, launch)
         collected, _ = train_missing(configs, runs_dir, train=False)
         return collected, len(todo)
-    workers = (launch.jobs, launch.gpus_per_run)
+    # Fewer runs than jobs (a halving's last rung) share the cores among those runs alone.
+    workers = (min(launch.jobs, len(todo)), launch.gpus_per_run)
     _train_locally(todo, summaries, runs_dir, workers, (progress, each), diverged)
     return summaries, len(todo)
 

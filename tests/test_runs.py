@@ -1,0 +1,17 @@
+"""Where missing runs train: fewer runs than jobs get the machine's cores among themselves."""
+
+from mixit import runs
+from mixit.launchers import Launch
+from mixit.resolve import resolve_config
+
+
+def test_a_single_missing_run_trains_with_every_core_despite_jobs(tmp_path, monkeypatch):
+    # A halving's last rung leaves one run: a pool of two would leave half the cores idle.
+    def no_pool(*args, **kwargs):
+        raise AssertionError("one run trained in a worker pool of two")
+
+    monkeypatch.setattr(runs, "worker_pool", no_pool)
+    overrides = {"train.steps": 2, "train.eval_every": 2, "task.n_train": 64, "task.n_test": 32}
+    config = resolve_config("addition", "standard", "tiny", 0, overrides)
+    summaries, trained = runs.train_missing({"one": config}, tmp_path, launch=Launch(jobs=2))
+    assert trained == 1 and summaries["one"]["steps_run"] == 2
