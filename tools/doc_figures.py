@@ -927,11 +927,58 @@ def modadd_depth() -> str:
     return "\n".join(lines)
 
 
+# Pre-registered in docs/tuning.md: k-hop at `small` retrained at the preset's rate for the
+# tuned budget, beside the verdict runs at their tuned rates on the same seeds.
+C2_BUDGET, C2_TUNED, C2_BAR = RESULTS / "c2-budget-small", RESULTS / "small-tuned-seed200", 0.90
+
+
+def c2_budget() -> str:
+    """docs/tuning.md: per model, k-hop test accuracy seed by seed at its tuned rate and at
+    the preset's, the paired difference, and the reading the rule written before the runs
+    gives."""
+    if not (C2_BUDGET / "compare.json").is_file():
+        return "(not run yet)"
+    compare = _json(C2_BUDGET / "compare.json")
+    rate = float(compare["overrides"]["train.lr"])
+    tuned = {
+        (row["model"], int(row["seed"])): row
+        for row in read_results_csv(C2_TUNED / "results.csv")
+        if row["task"] == "khop"
+    }
+    lines = [
+        f"| model | tuned rate | at the tuned rate | at {rate:g} | tuned − {rate:g}, paired | "
+        "reading |",
+        "|---|---:|---|---|---|---|",
+    ]
+    for row in compare["rows"]:
+        seeds, at_preset = compare["seeds"], row["values"]
+        at_tuned = [float(tuned[(row["model"], seed)]["value"]) for seed in seeds]
+        gaps = [t - p for t, p in zip(at_tuned, at_preset, strict=True)]
+        spread = statistics.stdev(gaps) if len(gaps) > 1 else 0.0
+        carried = statistics.mean(at_preset) >= C2_BAR
+        reading = (
+            f"the budget alone carries it over {C2_BAR:.2f}"
+            if carried
+            else "the tuned rate was needed as well"
+        )
+        if abs(statistics.mean(gaps)) <= spread:
+            reading += "; no difference between the rates"
+        cells = [", ".join(f"{v:.3f}" for v in values) for values in (at_tuned, at_preset)]
+        lines.append(
+            f"| {row['model']} | {float(tuned[(row['model'], seeds[0])]['lr']):.2g} | "
+            f"{cells[0]} (mean {statistics.mean(at_tuned):.3f}) | "
+            f"{cells[1]} (mean {statistics.mean(at_preset):.3f}) | "
+            f"{statistics.mean(gaps):+.3f} ± {spread:.3f} | {reading} |"
+        )
+    return "\n".join(lines) + f"\n\nSeeds {', '.join(map(str, compare['seeds']))}."
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "reproductions": reproductions,
     "rejudged": rejudged,
     "rejudged-changes": rejudged_changes,
     "c11-measured": c11_measured,
+    "c2-budget": c2_budget,
     "no-reference": no_reference_changes,
     "bench": bench,
     "decode": decode,
