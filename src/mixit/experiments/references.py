@@ -19,6 +19,7 @@ from typing import Any
 from mixit.config import RunConfig
 from mixit.experiments.base import Experiment, Headline, Run, Summaries
 from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
+from mixit.results import read_results_csv
 from mixit.runs import run_dir_name
 
 
@@ -70,8 +71,7 @@ def recorded_summaries(
     of it (its headline metric and chance), found by its run directory's name, which hashes
     its resolved config."""
     try:
-        with (out / "results.csv").open(newline="") as f:
-            rows = {Path(row["run_dir"]).name: row for row in csv.DictReader(f)}
+        rows = {Path(row["run_dir"]).name: row for row in read_results_csv(out / "results.csv")}
     except (OSError, KeyError, csv.Error):
         rows = {}
     recorded: dict[Run, dict[str, Any]] = {}

@@ -277,11 +277,15 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     timing: dict[str, Any] = {**kept, **this_call, "calls": [*earlier_calls(earlier), this_call]}
     setting = judged_under(how)
     judged: list[Claim] = []
+    # The summaries, and results.csv's rows of runs that are gone: the references' check.
+    recorded = recorded_summaries(out, configs, summaries)
     for experiment in experiments:
         timing[experiment.name] = experiment_seconds(
             experiment.plan(how.scale, how.seed_range), summaries
         )
-        judged += _judge(experiment, how, configs, summaries, setting, train, timing, earlier)
+        judged += _judge(
+            experiment, how, configs, (summaries, recorded), setting, train, timing, earlier
+        )
     write_json(out / "timing.json", timing)
     return record_claims(out, judged, setting, how.seed_range, dependence(out, setting))
 
@@ -290,7 +294,7 @@ def _judge(
     experiment: Experiment,
     how: Reproduction,
     configs: Mapping[Run, RunConfig],
-    summaries: Mapping[Run, dict[str, Any]],
+    recorded: tuple[Mapping[Run, dict[str, Any]], Mapping[Run, dict[str, Any]]],
     setting: Setting,
     train: bool,
     timing: dict[str, Any],
@@ -298,8 +302,11 @@ def _judge(
 ) -> list[Claim]:
     """One experiment's report and claims, written into OUT/EXPERIMENT: from its runs when
     all are finished, else judged again from its results.json (``train=False``), else a note
-    of how many runs are missing and no claims. ``timing[experiment.name]`` gains the
-    report's seconds, or the earlier call's seconds where the report is judged again."""
+    of how many runs are missing and no claims. ``recorded``: the finished runs' summaries,
+    and those with results.csv's rows of runs that are gone (``recorded_summaries``), which
+    the references' check reads. ``timing[experiment.name]`` gains the report's seconds, or
+    the earlier call's seconds where the report is judged again."""
+    summaries, with_rows = recorded
     scale, seed_range, folder = how.scale, how.seed_range, Path(how.out) / experiment.name
     planned = experiment.plan(scale, seed_range)
     make_dir(folder)
@@ -327,8 +334,7 @@ def _judge(
         results = {**setting.record(), "construction": construction, **report.results}
         write_json(folder / "results.json", results)
         claims = report.claims
-    recorded = recorded_summaries(Path(how.out), configs, summaries)
-    unlearned = unlearned_references(experiment, scale, seed_range, recorded)
+    unlearned = unlearned_references(experiment, scale, seed_range, with_rows)
     for judged_claim in claims:
         judged_claim.construction = construction
         judged_claim.independent_of = list(experiment.independent_of)
