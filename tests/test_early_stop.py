@@ -1,5 +1,6 @@
-"""Stopping when solved: train.stop_at and train.patience end a run early, say why, and a
-resumed run stops at the same step as an uninterrupted one."""
+"""Stopping when solved: train.stop_at and train.patience end a run early, say why, read the
+training rows held out for them and never the test split, and a resumed run stops at the same
+step as an uninterrupted one."""
 
 import importlib
 import json
@@ -8,7 +9,8 @@ import shutil
 import pytest
 
 from mixit.errors import UsageError
-from mixit.train import StopRule, train
+from mixit.stopping import STOP_METRIC, StopRule
+from mixit.train import train
 
 OVERRIDES = {
     "task.num_digits": 2,
@@ -25,14 +27,20 @@ def run(out, **extra):
     return train("addition", "standard", out=out, overrides=OVERRIDES | extra, progress=False)
 
 
+# A stop rule that never fires in 240 steps, so that the run holds out the same rows as one
+# whose rule does.
+NEVER = {"train.patience": 1000}
+
+
 @pytest.fixture(scope="module")
 def trajectory(tmp_path_factory):
-    """(step, test accuracy) at each evaluation of the run that uses its whole budget."""
+    """(step, accuracy on the stop rule's held-out rows) at each evaluation of the run that
+    uses its whole budget."""
     out = tmp_path_factory.mktemp("whole") / "run"
-    summary = run(out)
+    summary = run(out, **NEVER)
     assert summary["stopped"] == "budget" and summary["steps_run"] == 240
     records = [json.loads(line) for line in (out / "metrics.jsonl").open()]
-    return [(r["step"], r["test_accuracy"]) for r in records]
+    return [(r["step"], r[STOP_METRIC]) for r in records]
 
 
 def _a_target_reached_before_the_end(trajectory):
@@ -54,7 +62,7 @@ def stopped(trajectory, tmp_path_factory):
 def test_a_run_that_reaches_its_target_stops_there_and_says_so(trajectory, stopped):
     _, step, summary = stopped
     assert (summary["stopped"], summary["steps_run"], summary["steps"]) == ("target", step, 240)
-    assert summary["metrics"]["test_accuracy"] == dict(trajectory)[step]
+    assert summary["metrics"][STOP_METRIC] == dict(trajectory)[step]
     logged = [json.loads(line)["step"] for line in (summary["dir"] / "metrics.jsonl").open()]
     assert logged[-1] == step
 
@@ -65,6 +73,22 @@ def test_patience_stops_at_the_first_evaluation_without_a_better_metric(trajecto
     summary = run(tmp_path / "run", **{"train.patience": 1})
     assert summary["stopped"] == "plateau"
     assert summary["steps_run"] == trajectory[first_stale][0]
+
+
+def test_early_stopping_never_reads_the_test_split(tmp_path, monkeypatch):
+    # A planted signal: every model solves the test split, and only the test split.
+    module = importlib.import_module("mixit.train")
+    real = module.evaluate_run
+
+    def planted(model, data, config):
+        metrics = real(model, data, config)
+        return metrics if data.test_is_train else metrics | {"test_accuracy": 1.0}
+
+    monkeypatch.setattr(module, "evaluate_run", planted)
+    summary = run(tmp_path / "run", **{"train.stop_at": 0.999, "train.steps": 80})
+    assert summary["metrics"]["test_accuracy"] == 1.0  # the signal was there to read
+    assert summary["stopped"] == "budget" and summary["steps_run"] == 80
+    assert summary["metrics"][STOP_METRIC] < 0.999
 
 
 class Interrupted(Exception):

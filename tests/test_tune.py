@@ -208,14 +208,39 @@ def test_no_tune_trains_exactly_the_untuned_runs(tmp_path):
     assert not (out / "tuning.json").exists()
 
 
-def test_an_arch_model_tunes_by_default_and_every_variant_takes_the_references_init(tmp_path):
+def test_an_arch_model_tunes_by_default_and_every_variant_chooses_its_own_init(tmp_path):
     overrides = {**QUICK, "model.arch": "hf:llama", "train.steps": 4}
     result = compare("retrieval", ["standard", "frozen-qk"], out=tmp_path, overrides=overrides)
-    tuned = result["tuned"]
-    inits = {init for _, init, *_ in tuned["standard"]["validation"]}
-    assert inits == {"own", "small-output"} and tuned["standard"]["init_tuned"]
-    assert tuned["frozen-qk"]["init"] == tuned["standard"]["init"]
-    assert {init for _, init, *_ in tuned["frozen-qk"]["validation"]} == {tuned["standard"]["init"]}
+    for record in result["tuned"].values():
+        assert {init for _, init, *_ in record["validation"]} == {"own", "small-output"}
+        assert record["init_tuned"]
+
+
+def test_a_variants_initialisation_is_chosen_apart_from_the_references(tmp_path, monkeypatch):
+    # Planted: the reference learns under its own initialisation only, Frozen-QK under
+    # small-output only (uniform frozen attention under the other).
+    train_module = importlib.import_module("mixit.train")
+    learns_under = {"standard": "own", "frozen-qk": "small-output"}
+
+    def planted_evaluate(model, data, config):
+        solved = config.model.arch_init == learns_under[config.variant]
+        return {"test_accuracy": 0.9 if solved else 0.1}
+
+    monkeypatch.setattr(train_module, "evaluate_run", planted_evaluate)
+    overrides = {**QUICK, "model.arch": "hf:llama", "train.steps": 4}
+    tuned = compare("retrieval", ["standard", "frozen-qk"], out=tmp_path, overrides=overrides)[
+        "tuned"
+    ]
+    assert {model: tuned[model]["init"] for model in tuned} == learns_under
+    assert tuned["frozen-qk"]["overrides"]["model.arch_init"] == "small-output"
+
+
+def test_an_initialisation_the_user_gives_is_not_tuned(tmp_path):
+    overrides = {**QUICK, "model.arch": "hf:llama", "model.arch_init": "own", "train.steps": 4}
+    tuned = compare("retrieval", ["standard", "frozen-qk"], out=tmp_path, overrides=overrides)[
+        "tuned"
+    ]
+    assert all(not record["init_tuned"] and record["init"] is None for record in tuned.values())
 
 
 REPRODUCE_QUICK = {
@@ -311,50 +336,50 @@ def test_a_tuning_resumed_over_its_finished_runs_chooses_as_it_did(tmp_path, mon
     assert again == first
 
 
-def test_no_variant_trains_a_shorter_budget_than_the_reference(tmp_path, monkeypatch):
-    # The reference's budget rule doubles twice; the variant's ends at the preset's budget.
-    def planted_budgets(tuner, winners):
-        ends = {"standard": 32, "mixit": 8}
-        return {
-            key: (ends[key], [{"steps": ends[key], "score": 1.0, "stopped": "budget"}])
-            for key in winners
-        }
+def test_every_model_of_a_task_trains_the_same_budget(tmp_path, monkeypatch):
+    # Planted: the standard model is still rising at 8 steps, not at 16; MixiT is not rising
+    # at its own 8 but, raised to 16, rises again up to the cap (32, still rising there),
+    # where the standard model is raised to it in turn.
+    def planted_rising(trial):
+        steps = trial.config.train.steps
+        return steps == 8 if trial.config.variant == "standard" else steps >= 16
 
-    monkeypatch.setattr(tuning, "budgets", planted_budgets)
+    monkeypatch.setattr(tuning, "still_rising", planted_rising)
     result = compare(
         "retrieval", ["standard", "mixit"], seeds=1, out=tmp_path, overrides=QUICK, tune=["lr"]
     )
     tuned = result["tuned"]
-    assert tuned["mixit"]["steps"] == 32 and tuned["mixit"]["reference_steps"] == 32
-    assert "reference_steps" not in tuned["standard"]
+    assert {model: t["steps"] for model, t in tuned.items()} == {"standard": 32, "mixit": 32}
+    assert [(b["steps"], b.get("raised", False)) for b in tuned["mixit"]["budgets"]] == [
+        (8, False),
+        (16, True),
+        (32, False),
+    ]
+    assert tuned["mixit"]["raised_from"] == 8 and tuned["standard"]["raised_from"] == 16
+    assert tuned["mixit"]["capped"] and not tuned["standard"]["capped"]
     assert [row["steps_run"] for row in result["rows"]] == [[32], [32]]
 
 
-def test_reproduce_pairs_each_variants_group_with_its_standard_models_for_the_budget():
+def test_reproduce_gives_one_budget_to_the_groups_of_a_task_and_setting(monkeypatch):
+    from mixit.experiments import runner
     from mixit.experiments.base import Reproduction
-    from mixit.experiments.runner import plan_reproduction, reference_groups, tuning_groups
 
+    seen = {}
+
+    def planted_tune(bases, seeds, runs_dir, *, inits, families, launch, progress):
+        seen["families"] = families
+        return {key: {"overrides": {}} for key in bases}
+
+    monkeypatch.setattr(tuning, "tune", planted_tune)
+    monkeypatch.setattr(runner, "write_json", lambda *args: None)
     how = Reproduction("tiny", seeds=1, tune=True)
-    experiments, configs = plan_reproduction(["table1"], how)
-    groups, _ = tuning_groups(experiments, configs, how)
-    pairs = reference_groups(groups)
-    first = {key: runs[0] for key, runs in groups.items()}
-    assert {(first[k].task, first[k].model) for k in pairs} == {
-        (task, model)
-        for task in ("retrieval", "khop")
-        for model in ("frozen-qk", "frozen-mlp", "mixit")
-    }
-    for variant, reference in pairs.items():
-        assert first[reference].model == "standard"
-        assert (first[reference].task, first[reference].overrides) == (
-            first[variant].task,
-            first[variant].overrides,
-        )
-    records = {key: {"steps": 1000, "overrides": {"train.steps": 1000}} for key in groups}
-    khop = next(k for k, r in first.items() if r.task == "khop" and r.model == "standard")
-    records[khop] = {"steps": 2000, "overrides": {"train.steps": 2000}}
-    for variant, reference in pairs.items():
-        tuning.raise_to_reference(records[variant], records[reference])
-    raised = {first[k].model for k, r in records.items() if r.get("reference_steps") == 2000}
-    assert raised == {"frozen-qk", "frozen-mlp", "mixit"}
-    assert all(r["overrides"]["train.steps"] == r["steps"] for r in records.values())
+    experiments, configs = runner.plan_reproduction(["table1"], how)
+    groups, _ = runner.tuning_groups(experiments, configs, how)
+    runner.tune_plan(experiments, configs, how)
+    members: dict = {}
+    for key, family in seen["families"].items():
+        members.setdefault(family, []).append(groups[key][0])
+    assert {task for task, _ in members} == {"retrieval", "khop"}
+    for (task, overrides), runs in members.items():
+        assert {(r.task, r.overrides) for r in runs} == {(task, overrides)}
+        assert "standard" in {r.model for r in runs} and len(runs) > 1

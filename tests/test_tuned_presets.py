@@ -69,6 +69,35 @@ def test_a_damaged_presets_file_is_one_line_not_a_traceback(presets, tmp_path, c
     assert "tuned presets are damaged" in capsys.readouterr().err
 
 
+def test_a_run_whose_group_has_no_choice_stops_before_anything_trains(presets, tmp_path, capsys):
+    stored = json.loads((tmp_path / "tiny.json").read_text())
+    dropped = stored["groups"].pop()
+    (tmp_path / "tiny.json").write_text(json.dumps(stored))
+    out = tmp_path / "o"
+    assert main(["reproduce", "table4", "--out", str(out), "train.steps=2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no choice for" in err and dropped["model"] in err
+    assert not (out / "runs").exists() or not any((out / "runs").iterdir())
+    # --no-tune is the way to train at the task presets' rates.
+    _, configs = plan_reproduction(["table4"], Reproduction("tiny", presets=False))
+    assert configs == presets
+
+
+def test_a_run_finds_its_group_by_identity_not_by_its_overrides():
+    # Figure 2's 8-pair runs are table 1's retrieval runs planned under other overrides.
+    _, configs = plan_reproduction(["table1", "figure2"], Reproduction("tiny"))
+    retrieval = [r for r in configs if r.task == "retrieval" and r.model == "standard"]
+    eight = [r for r in retrieval if ("task.max_pairs", 8) in r.overrides]
+    table1 = [r for r in retrieval if not any(k == "task.max_pairs" for k, _ in r.overrides)]
+    assert eight and table1
+    assert {tuned_presets.identity(r, "tiny") for r in eight + table1} == {
+        tuned_presets.identity(table1[0], "tiny")
+    }
+    assert {(configs[r].train.lr, configs[r].train.steps) for r in eight + table1} == {
+        (configs[table1[0]].train.lr, configs[table1[0]].train.steps)
+    }
+
+
 def test_tune_lr_and_no_tune_together_are_refused(tmp_path, capsys):
     assert main(["reproduce", "table4", "--tune", "lr", "--no-tune", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err  # one line, naming both options

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit import litmus, suite
+from mixit.compare import raised_budget
 from mixit.experiments.base import NO_REFERENCE, NOT_RUN, mean_std
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
@@ -415,9 +416,9 @@ def tuned_presets() -> str:
         at_edge = [g for g in groups if g["edge"] in ("edge", "bound")]
         raised = [
             f"{g['task']} {g['model']} ({', '.join(g['experiments'])}: "
-            f"{g['budgets'][-1]['steps']:,} raised to {g['steps']:,})"
+            f"{g.get('raised_from', g['budgets'][-1]['steps']):,} raised to {g['steps']:,})"
             for g in groups
-            if "reference_steps" in g
+            if raised_budget(g)
         ]
         parts += [
             f"**{r['scale']}** (`{path.relative_to(ROOT)}`, tuned at commit "
@@ -458,7 +459,7 @@ def tuned_presets() -> str:
 def _steps_mark(group: dict[str, Any]) -> str:
     """How a tuned-presets group's budget came to differ from its preset's: doubled by the
     budget rule (*) or raised to the standard model's by rule 5 (†)."""
-    if "reference_steps" in group:
+    if raised_budget(group):
         return "†"
     return "" if group["steps"] == group["preset"]["train.steps"] else "*"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from mixit import tuning, tuning_rules
 from mixit.analysis.report import mean_uniformity
-from mixit.config import ARCH_INITS, RunConfig
+from mixit.config import RunConfig
 from mixit.errors import RunsPending, UsageError
 from mixit.io import write_json
 from mixit.launchers import LOCAL, Launch
@@ -62,17 +62,14 @@ def tune_comparison(
     plan: Comparison, launch: Launch, progress: bool | None
 ) -> dict[str, dict[str, Any]]:
     """Each model of ``plan`` tuned under the protocol (``mixit.tuning``), from its first
-    seed's config. A ``model.arch`` model without a ``model.arch_init`` override also chooses
-    its initialisation: the standard model among ``ARCH_INITS``, and the rest follow it."""
+    seed's config: its rate and, unless the overrides set it, its own initialisation
+    (``tuning_rules.initialisations``); every model's verdict runs then train one budget."""
     configs = plan.configs()
     bases = {model: configs[model, plan.seeds.start] for model in plan.models}
-    arch = next(iter(bases.values())).model.arch
-    inits = ARCH_INITS if arch != "mixit" and "model.arch_init" not in plan.overrides else ()
-    reference = "standard" if "standard" in bases else None
-    if reference is None:
-        inits = ()  # without the reference, every variant keeps the model's own
+    fixed = any(key in plan.overrides for key in tuning_rules.INIT_KEYS)
+    inits = {m: tuning_rules.initialisations(b, fixed=fixed) for m, b in bases.items()}
     runs_dir = Path(plan.out) / "runs"
-    return tuning.tune(bases, plan.seeds, runs_dir, inits, reference, launch, progress)
+    return tuning.tune(bases, plan.seeds, runs_dir, inits=inits, launch=launch, progress=progress)
 
 
 def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,11 +234,17 @@ def tuning_lines(tuned: Mapping[str, Mapping[str, Any]]) -> list[str]:
         init = f", init {t['init']}" if t.get("init") else ""
         edge = "" if t["edge"] == "interior" else f", grid {t['edge']}"
         learned = "" if t["learned"] else ", did not learn at any rate of the grid"
-        floor = " (the reference's budget)" if "reference_steps" in t else ""
+        floor = " (the task's budget)" if raised_budget(t) else ""
         lines.append(
             f"  {model:<11} lr {t['train.lr']:.3g}, {t['steps']} steps{floor}{init}{edge}{learned}"
         )
     return lines
+
+
+def raised_budget(record: Mapping[str, Any]) -> bool:
+    """Whether a tuning record's budget was raised to another model's: the task's one budget
+    (``raised_from``), or the reference's under the rule before it (``reference_steps``)."""
+    return "raised_from" in record or "reference_steps" in record
 
 
 def _stops(reasons: Sequence[str]) -> str:

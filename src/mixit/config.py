@@ -190,6 +190,10 @@ class TrainConfig:
     # When > 0: train on the rest of the training split and evaluate on this fraction of it
     # (the "test_" metrics are then the validation split's); the test split stays unseen.
     validation_fraction: float = 0.0
+    # A run with a stop rule (stop_at or patience) that is not itself a validation run holds
+    # out this fraction of its training rows for the rule to read: the test split never
+    # decides when a run stops (docs/tuning.md, rule 5). Without a stop rule it does nothing.
+    stop_validation_fraction: float = 0.1
     # Accumulate each step's gradient over this many pieces of the batch: the same step, with
     # 1/micro_batches of the activations in memory at once (for a batch too large for a GPU).
     micro_batches: int = 1
@@ -237,6 +241,17 @@ class TrainConfig:
             )
         if self.patience < 0:
             raise UsageError(f"train.patience must be >= 0, got {self.patience}")
+        if not 0.0 <= self.stop_validation_fraction < 1.0:
+            raise UsageError(
+                "train.stop_validation_fraction must be in [0, 1), got "
+                f"{self.stop_validation_fraction}"
+            )
+
+    def stop_split_fraction(self) -> float:
+        """The share of the training rows held out for the stop rule: 0 without a rule, or
+        in a validation run, whose evaluation the rule reads already."""
+        has_rule = self.stop_at is not None or self.patience > 0
+        return self.stop_validation_fraction if has_rule and not self.validation_fraction else 0.0
 
 
 # Where to run, checkpoints and logging change no result (on one device type); nor does
@@ -260,6 +275,8 @@ ADDED_LATER = {
     ("train", "stop_at"): None,
     ("train", "patience"): 0,
     ("train", "validation_fraction"): 0.0,
+    # Runs before it let their stop rule read the test split.
+    ("train", "stop_validation_fraction"): 0.0,
     ("model", "sink_first_row_weight"): 1.0,
     ("model", "construction"): "equations",
     ("model", "mixing_causal"): True,
@@ -298,6 +315,10 @@ def without_execution_settings(config: dict[str, Any]) -> dict[str, Any]:
     for (section, key), original in ADDED_LATER.items():
         if stripped.get(section, {}).get(key, original) == original:
             stripped.get(section, {}).pop(key, None)
+    train = stripped.get("train", {})
+    has_rule = train.get("stop_at") is not None or train.get("patience", 0)
+    if not has_rule or train.get("validation_fraction", 0.0):
+        train.pop("stop_validation_fraction", None)  # it changes nothing there
     return stripped
 
 

@@ -10,7 +10,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from mixit.config import RunConfig, check_choice
+from mixit.config import ADDED_LATER, RunConfig, check_choice
 from mixit.errors import UsageError
 
 
@@ -120,6 +120,11 @@ def from_dict(data: Mapping[str, Any], task_config_cls: type) -> RunConfig:
         if not isinstance(stored, Mapping):
             raise UsageError(f"'{section}' is not a section of settings")
         apply_overrides(config, {f"{section}.{key}": value for key, value in stored.items()})
+        # A config written before a setting existed ran at the setting's original value.
+        for (where, key), original in ADDED_LATER.items():
+            target = getattr(config, section)
+            if where == section and key not in stored and hasattr(target, key):
+                setattr(target, key, original)
     return config
 
 

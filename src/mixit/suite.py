@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.compare import compare
+from mixit.compare import compare, raised_budget
 from mixit.errors import UsageError
 from mixit.experiments.base import markdown_table
 from mixit.experiments.plots import pyplot
@@ -222,16 +222,17 @@ def _tuning_section(results: Mapping[str, Any], models: Sequence[str]) -> list[s
     return [
         "## Tuning",
         "Chosen on the tuning seed's validation split (compare.json's `tuned` holds every "
-        "rate tried): learning rate, steps (reference's: raised to the standard model's "
-        "budget, docs/tuning.md rule 5); *did not learn*: not clearly beyond chance at any "
-        "rate (rule 7).",
+        "rate tried): learning rate, steps and, where the models differ, each one's "
+        "initialisation (raised: to the task's one budget, the largest any model reached, "
+        "docs/tuning.md rule 5); *did not learn*: not clearly beyond chance at any rate "
+        "(rule 7).",
         markdown_table(["task", "initialisation", *models], rows),
     ]
 
 
 def _choice(choice: Mapping[str, Any]) -> str:
     text = f"{choice['train.lr']:.2g}, {choice['steps']:,}"
-    text += " (reference's)" if "reference_steps" in choice else ""
+    text += " (raised)" if raised_budget(choice) else ""
     return text if choice.get("learned", True) else f"{text} *did not learn*"
 
 

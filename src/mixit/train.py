@@ -50,47 +50,9 @@ from mixit.step import (
     train_step,
     use_tensor_cores,
 )
-from mixit.tasks import TaskData, TaskSpec, get_task
+from mixit.stopping import STOP_METRIC, StopRule, hold_out_stop_split
+from mixit.tasks import TaskData, get_task
 from mixit.tasks.base import hold_out_validation, next_token_targets
-
-
-@dataclass
-class StopRule:
-    """When a run ends before ``train.steps``: at the first evaluation whose headline metric
-    reaches ``train.stop_at`` ("target"), or after ``train.patience`` evaluations in a row
-    without a better one ("plateau"). Its state travels in the checkpoint, so a resumed run
-    stops at the same step as an uninterrupted one."""
-
-    target: float | None
-    patience: int
-    higher_is_better: bool
-    best: float | None = None
-    stale: int = 0  # evaluations since the best
-
-    @classmethod
-    def of(cls, config: RunConfig, spec: TaskSpec, state: Mapping[str, Any]) -> StopRule:
-        rule = cls(config.train.stop_at, config.train.patience, spec.higher_is_better)
-        rule.best, rule.stale = state.get("best"), state.get("stale", 0)
-        return rule
-
-    def _beats(self, value: float, other: float) -> bool:
-        return value > other if self.higher_is_better else value < other
-
-    def update(self, value: float) -> str | None:
-        """Record one evaluation's headline metric; the reason to stop now, if any."""
-        if math.isfinite(value) and (self.best is None or self._beats(value, self.best)):
-            self.best, self.stale = value, 0
-        else:
-            self.stale += 1
-        target = self.target
-        if target is not None and math.isfinite(value) and not self._beats(target, value):
-            return "target"
-        if self.patience and self.stale >= self.patience:
-            return "plateau"
-        return None
-
-    def state(self) -> dict[str, Any]:
-        return {"best": self.best, "stale": self.stale}
 
 
 @dataclass
@@ -109,6 +71,9 @@ class Training:
     ranks: Ranks
     inputs: torch.Tensor  # (N, T) the training split, on the device
     targets: torch.Tensor  # (N, T)
+    # The training rows held out for the stop rule (train.stop_validation_fraction); None:
+    # the rule, if any, reads the run's own evaluation (a validation run's).
+    stop_split: TaskData | None = None
 
     def step(self) -> tuple[float, float]:
         """One optimiser step on a sampled batch: ``(global mean loss, gradient norm)``."""
@@ -117,8 +82,15 @@ class Training:
         return train_step(self.trained, self.model, self.optimizer, inputs, targets, config, ranks)
 
     def evaluate(self) -> dict[str, float]:
+        """The run's metrics and, with a stop split, the headline metric there
+        (``STOP_METRIC``), which the stop rule reads instead of the test split's."""
         with mixed_precision(self.device, self.config):
-            return evaluate_run(self.model, self.data, self.config)
+            metrics = evaluate_run(self.model, self.data, self.config)
+            if self.stop_split is not None:
+                headline = get_task(self.config.task_name).metric
+                stop = evaluate_run(self.model, self.stop_split, self.config)
+                metrics[STOP_METRIC] = stop[headline]
+        return metrics
 
     def save(self, out: Path, schedule: Any, progress: dict[str, Any]) -> None:
         save_checkpoint(out, self.model, self.optimizer, schedule, self.batches, progress)
@@ -138,6 +110,7 @@ def data_parallel(model: RunModel) -> DistributedDataParallel:
 
 def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     """Fit the config to the data and build everything a training step needs."""
+    data, stop_split = hold_out_stop_split(data, config.train.stop_split_fraction())
     fit_model_to_data(config, data)
     model = build_model(config)
     ranks.check_batch(config.train.batch_size)
@@ -151,7 +124,7 @@ def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     trained_on = next_token_targets(data.train) if data.train_on_every_token else data.train.targets
     inputs, targets = data.train.inputs.to(device), trained_on.to(device)
     return Training(
-        config, data, model, trained, optimizer, batches, device, ranks, inputs, targets
+        config, data, model, trained, optimizer, batches, device, ranks, inputs, targets, stop_split
     )
 
 
@@ -246,7 +219,7 @@ def _train(
             record["tokens_per_second"] = training.tokens(step_reached) / max(train_seconds, 1e-9)
             writer.log(record)
             steps.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
-            stopped = rule.update(metrics[spec.metric])
+            stopped = rule.update(metrics.get(STOP_METRIC, metrics[spec.metric]))
             start = time.perf_counter()
         saving = last or stopped or halting or (every and step_reached % every == 0)
         if out is not None and saving:

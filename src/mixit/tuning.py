@@ -211,55 +211,100 @@ def budget(tuner: Tuner, base: RunConfig, winner: Trial) -> tuple[int, list[dict
     return budgets(tuner, {None: (base, winner)})[None]
 
 
-def budgets(
-    tuner: Tuner, winners: Mapping[Hashable, tuple[RunConfig, Trial]]
-) -> dict[Hashable, tuple[int, list[dict[str, Any]]]]:
-    """Per key, from its base config and its winner: the steps the verdict runs train
-    (docs/tuning.md, rule 5) and each budget tried. While the run at the current budget is
-    still rising, twice the budget, up to ``BUDGET_CAP`` times the base's. The keys' longer
-    runs train side by side."""
-    current = {key: winner for key, (_, winner) in winners.items()}
-    tried: dict[Hashable, list[dict[str, Any]]] = {key: [] for key in winners}
-    done: dict[Hashable, tuple[int, list[dict[str, Any]]]] = {}
+def doubled(
+    tuner: Tuner,
+    winners: Mapping[Hashable, tuple[RunConfig, Trial]],
+    tried: dict[Hashable, list[dict[str, Any]]],
+) -> dict[Hashable, Trial]:
+    """Rule 5 from each key's current run: while it is still rising, its run at twice the
+    budget, up to ``BUDGET_CAP`` times the base's; each key's last run, its budgets tried
+    appended to ``tried``. The keys' longer runs train side by side."""
+    current = {key: trial for key, (_, trial) in winners.items()}
+    final: dict[Hashable, Trial] = {}
     while current:
         longer: dict[Hashable, Trial] = {}
         for key, trial in current.items():
             rising = still_rising(trial)
             steps = trial.config.train.steps
+            capped = rising and 2 * steps > BUDGET_CAP * winners[key][0].train.steps
             tried[key].append(
                 {"steps": steps, "score": trial.score, "stopped": trial.stopped, "rising": rising}
+                | ({"capped": True} if capped else {})
             )
-            if not rising or 2 * steps > BUDGET_CAP * winners[key][0].train.steps:
-                done[key] = steps, tried[key]
+            if not rising or capped:
+                final[key] = trial
                 continue
-            config = copy.deepcopy(trial.config)
-            config.train.steps = 2 * steps
-            longer[key] = Trial(trial.candidate, config)
+            longer[key] = at_steps(trial, 2 * steps)
         tuner.train_all(
             {key: [trial] for key, trial in longer.items()},
             {key: trial.config.train.steps for key, trial in longer.items()},
         )
         current = longer
-    return {key: done[key] for key in winners}
+    return final
+
+
+def at_steps(trial: Trial, steps: int) -> Trial:
+    """``trial``'s candidate over a budget of ``steps`` (a fresh schedule)."""
+    config = copy.deepcopy(trial.config)
+    config.train.steps = steps
+    return Trial(trial.candidate, config)
+
+
+def budgets(
+    tuner: Tuner,
+    winners: Mapping[Hashable, tuple[RunConfig, Trial]],
+    families: Mapping[Hashable, Hashable] | None = None,
+) -> dict[Hashable, tuple[int, list[dict[str, Any]]]]:
+    """Per key, from its base config and its winner: the steps the verdict runs train
+    (docs/tuning.md, rule 5) and each budget tried. While the run at the current budget is
+    still rising, twice the budget, up to ``BUDGET_CAP`` times the base's. Then one budget per
+    family (``families[key]``; None: every key is one family, a comparison): a key whose
+    budget ended below the largest its family reached trains again at that one, on the tuning
+    seed, and rule 5 goes on from there; repeated until the family agrees."""
+    family_of = families or dict.fromkeys(winners)
+    tried: dict[Hashable, list[dict[str, Any]]] = {key: [] for key in winners}
+    final = doubled(tuner, winners, tried)
+    while True:
+        largest: dict[Hashable, int] = {}
+        for key, trial in final.items():
+            family = family_of[key]
+            largest[family] = max(largest.get(family, 0), trial.config.train.steps)
+        below = {
+            key: (winners[key][0], at_steps(trial, largest[family_of[key]]))
+            for key, trial in final.items()
+            if trial.config.train.steps < largest[family_of[key]]
+        }
+        if not below:
+            break
+        tuner.train_all(
+            {key: [trial] for key, (_, trial) in below.items()},
+            {key: trial.config.train.steps for key, (_, trial) in below.items()},
+        )
+        first = {key: len(tried[key]) for key in below}
+        final |= doubled(tuner, below, tried)
+        for key, index in first.items():
+            tried[key][index]["raised"] = True  # the family's budget, not its own rule's
+    return {key: (final[key].config.train.steps, tried[key]) for key in winners}
 
 
 def tune(
     bases: Mapping[Hashable, RunConfig],
     verdict_seeds: Iterable[int],
     runs_dir: Path,
-    inits: Sequence[str] = (),
-    reference: Hashable | None = None,
+    *,
+    inits: Mapping[Hashable, Sequence[str]] | None = None,
+    families: Mapping[Hashable, Hashable] | None = None,
     launch: Launch | None = None,
     progress: bool | None = None,
 ) -> dict[Hashable, dict[str, Any]]:
     """Each key's tuned settings under the protocol, from its base config (a verdict run's),
     with what chose them: ``{key: {"overrides": {...}, "train.lr", "steps", "init", "edge",
-    "validation", "rungs", "budgets", "learned", "seed"}}``.
+    "validation", "rungs", "budgets", "capped", "learned", "seed"}}``.
 
-    ``inits``: the initialisations to choose among as well. With a ``reference`` key, it alone
-    tunes over them and its winner's applies to every other key (an ``--arch`` model's five
-    variants); without one, each key chooses its own. A key whose budget rule ended below the
-    ``reference``'s budget trains its verdict runs at the reference's (``reference_steps``)."""
+    ``inits[key]``: the initialisations that key chooses among as well, on its own
+    (``tuning_rules.initialisations``; none: its base's). ``families[key]``: the keys whose
+    verdict runs train one budget, the largest any of them reached (None: all keys, a
+    comparison); a key raised to it records its own rule's budget as ``raised_from``."""
     launch = launch or Launch()
     if launch.submits and not launch.wait:
         raise UsageError(
@@ -267,19 +312,15 @@ def tune(
             "(or tune nothing: --no-tune)"
         )
     tuner = Tuner(tuning_seed(verdict_seeds), runs_dir, launch, progress)
-    both = [c for init in inits for c in grid(init)] if inits else grid()
-    records: dict[Hashable, dict[str, Any]] = {}
-    rest = dict(bases)
-    shared: str | None = None
-    if inits and reference in rest:
-        records |= tuner.halve({reference: (rest.pop(reference), both)})
-        shared = records[reference]["init"]
-    if rest:
-        records |= tuner.halve(
-            {k: (b, both if shared is None and inits else grid(shared)) for k, b in rest.items()}
-        )
+    choosing = {key: tuple((inits or {}).get(key, ())) for key in bases}
+    records = tuner.halve(
+        {
+            key: (base, [c for init in choosing[key] for c in grid(init)] or grid())
+            for key, base in bases.items()
+        }
+    )
     winners: dict[Hashable, Trial] = {key: records[key].pop("winner") for key in bases}
-    reached = budgets(tuner, {key: (bases[key], winners[key]) for key in bases})
+    reached = budgets(tuner, {key: (bases[key], winners[key]) for key in bases}, families)
     for key, base in bases.items():
         record, winner = records[key], winners[key]
         steps, tried = reached[key]
@@ -288,18 +329,10 @@ def tune(
             init_key = "model.init" if base.model.arch == "mixit" else "model.arch_init"
             chosen[init_key] = winner.candidate.init
         record |= {"steps": steps, "budgets": tried, "seed": tuner.seed, "overrides": chosen}
-        record["init_tuned"] = bool(inits)
+        raised = [i for i, b in enumerate(tried) if b.get("raised")]
+        if raised:
+            record["raised_from"] = tried[raised[0] - 1]["steps"]
+        record["capped"] = bool(tried[-1].get("capped"))
+        record["init_tuned"] = bool(choosing[key])
         record["learned"] = learned(record, base, tuner.seed)
-    if reference in records:
-        for key in bases:
-            raise_to_reference(records[key], records[reference])
     return {key: records[key] for key in bases}
-
-
-def raise_to_reference(record: dict[str, Any], reference: Mapping[str, Any]) -> None:
-    """docs/tuning.md rule 5: no variant's verdict runs train a shorter budget than the
-    reference's. A ``record`` whose budget rule ended below it takes the reference's steps,
-    and keeps them as ``reference_steps``."""
-    if record["steps"] < reference["steps"]:
-        record["reference_steps"] = record["steps"] = reference["steps"]
-        record["overrides"]["train.steps"] = reference["steps"]

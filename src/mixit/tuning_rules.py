@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mixit.config import RunConfig
+from mixit.config import ARCH_INITS, RunConfig
 from mixit.errors import RunsFailed
 from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
 from mixit.overrides import apply_overrides
@@ -46,6 +46,10 @@ RUNG_FRACTIONS = (0.25, 0.5)
 # A model still rising at the end of its budget trains again at twice it, up to this many
 # times the preset's steps.
 BUDGET_CAP = 4
+
+
+# The settings that name an initialisation: one the user or an experiment gives is not tuned.
+INIT_KEYS = ("model.init", "model.arch_init")
 
 
 @dataclass(frozen=True)
@@ -186,3 +190,19 @@ def learned(record: Mapping[str, Any], base: RunConfig, seed: int) -> bool:
 
 def grid(init: str | None = None) -> list[Candidate]:
     return [Candidate(k, init) for k in GRID]
+
+
+def initialisations(
+    base: RunConfig, asked: Sequence[str] = (), fixed: bool = False
+) -> tuple[str, ...]:
+    """Rule 6: the initialisations a model chooses among on validation, each model on its own:
+    those ``asked`` (an experiment's), else an ``--arch`` model's own and ``small-output``, and
+    mixit's decoder its preset's and ``small-output``; () when there is one (``fixed``: the
+    user or the experiment set it)."""
+    if asked:
+        return tuple(asked)
+    if fixed:
+        return ()
+    options = ARCH_INITS if base.model.arch != "mixit" else (base.model.init, "small-output")
+    unique = tuple(dict.fromkeys(options))
+    return unique if len(unique) > 1 else ()

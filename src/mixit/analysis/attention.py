@@ -16,13 +16,18 @@ authors' N(0, 0.02^2) initialisation) can never leave it.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import torch
 
 from mixit.analysis.taps import run_with_taps
+from mixit.arch import build_model
+from mixit.config import RunConfig
 from mixit.io import make_dir
 from mixit.model import Decoder
+from mixit.resolve import fit_model_to_data
+from mixit.tasks import get_task
 
 
 def attention_patterns(model: Decoder, input_ids: torch.Tensor) -> torch.Tensor:
@@ -159,3 +164,27 @@ def plot_attention_maps(patterns: torch.Tensor, tokens: list[str], path: Path, t
     make_dir(path.parent)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def initial_logit_spread(config: RunConfig, sequences: int = 64) -> float | None:
+    """The ``logit_spread`` of a run's attention at initialisation, on its first training
+    sequences: how far from uniform its frozen queries and keys start (Frozen-QK, the random
+    transformer). None for a model whose attention cannot be read (a ``module:`` factory)."""
+    config = copy.deepcopy(config)
+    data = get_task(config.task_name).make_data(config.task, config.seed)
+    fit_model_to_data(config, data)
+    model = build_model(config)
+    model = getattr(model, "body", model)  # under a readout: the decoder it reads
+    inputs = data.train.inputs[:sequences]  # (S, T)
+    with torch.no_grad():
+        if isinstance(model, Decoder):
+            return logit_spread(attention_patterns(model, inputs))
+        inner = getattr(model, "inner", None)
+        setter = getattr(inner, "set_attn_implementation", None)
+        if setter is None:
+            return None
+        setter("eager")  # the fused kernels return no attention weights
+        attentions = getattr(inner(inputs, output_attentions=True), "attentions", None)
+    if not attentions:
+        return None
+    return logit_spread(torch.stack(attentions).float())  # (L, S, H, T, T)

@@ -250,6 +250,10 @@ class Experiment:
     # Under `reproduce --tune lr`, the initialisations (model.init) each group of runs also
     # chooses among; () keeps the experiment's own.
     tune_inits: tuple[str, ...] = ()
+    # Whether the scale's tuned presets cover its runs (those of `reproduce all`); an
+    # experiment outside it (the width questions) trains at the task presets' rates, or is
+    # tuned by `--tune lr`, and says so (docs/width.md).
+    tuned_presets: bool = True
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit import tuning
+from mixit import tuning, tuning_rules
 from mixit.config import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.ablation_report import dependence
@@ -124,7 +124,11 @@ def plan_reproduction(
     if presets_apply(how):
         # What the user set, on the command line or in best.json, wins over the presets.
         kept = {run: [*how.overrides, *tuned.get((run.task, run.model), {})] for run in configs}
-        configs = with_choices(configs, tuned_presets(scale), kept)
+        covered = {run for e in experiments if e.tuned_presets for run in e.plan(scale, seeds)}
+        chosen = with_choices(
+            {r: c for r, c in configs.items() if r in covered}, tuned_presets(scale), scale, kept
+        )
+        configs = {run: chosen.get(run, config) for run, config in configs.items()}
     return experiments, configs
 
 
@@ -157,21 +161,6 @@ def tuning_groups(
     return groups, experiments_of
 
 
-def reference_groups(groups: Mapping[TuningGroup, list[Run]]) -> dict[TuningGroup, TuningGroup]:
-    """Each variant's group -> the standard model's group of the same task and overrides
-    (where the plan has one): the reference whose budget the variant's may not fall below."""
-    standard = {
-        (runs[0].task, runs[0].overrides): key
-        for key, runs in groups.items()
-        if runs[0].model == "standard"
-    }
-    return {
-        key: standard[runs[0].task, runs[0].overrides]
-        for key, runs in groups.items()
-        if runs[0].model != "standard" and (runs[0].task, runs[0].overrides) in standard
-    }
-
-
 def tune_plan(
     experiments: Sequence[Experiment], configs: Mapping[Run, RunConfig], how: Reproduction
 ) -> dict[Run, RunConfig]:
@@ -180,14 +169,24 @@ def tune_plan(
     its experiment's ``tune_inits`` as well) and its runs take the choice. Writes
     ``OUT/tuning.json``: each group's task, model, experiments and record."""
     groups, experiments_of = tuning_groups(experiments, configs, how)
-    records: dict[TuningGroup, dict[str, Any]] = {}
-    for inits in dict.fromkeys(inits for _, inits in groups):
-        bases = {key: configs[runs[0]] for key, runs in groups.items() if key[1] == inits}
-        records |= tuning.tune(
-            bases, how.seed_range, Path(how.out) / "runs", inits, None, how.launch, how.progress
+    bases = {key: configs[runs[0]] for key, runs in groups.items()}
+    inits = {
+        key: tuning_rules.initialisations(
+            bases[key], key[1], any(k in dict(runs[0].overrides) for k in tuning_rules.INIT_KEYS)
         )
-    for key, reference in reference_groups(groups).items():
-        tuning.raise_to_reference(records[key], records[reference])
+        for key, runs in groups.items()
+    }
+    # One budget per task and setting: the groups that differ only in their model.
+    families = {key: (runs[0].task, runs[0].overrides) for key, runs in groups.items()}
+    records = tuning.tune(
+        bases,
+        how.seed_range,
+        Path(how.out) / "runs",
+        inits=inits,
+        families=families,
+        launch=how.launch,
+        progress=how.progress,
+    )
     tuned = {}
     for key, runs in groups.items():
         for run in runs:
@@ -211,9 +210,9 @@ def tune_plan(
     return tuned
 
 
-def stored_tuning(configs: Mapping[Run, RunConfig], out: Path) -> dict[Run, RunConfig]:
+def stored_tuning(configs: Mapping[Run, RunConfig], out: Path, scale: str) -> dict[Run, RunConfig]:
     """The plan's configs under the choices an earlier ``reproduce --tune lr`` stored in
-    ``OUT/tuning.json`` (for ``--no-train``); a run it has no choice for keeps its own."""
+    ``OUT/tuning.json`` (for ``--no-train``); a run it has no choice for stops the plan."""
     try:
         chosen = choices(json.loads((out / "tuning.json").read_text()))
     except (OSError, ValueError, KeyError, TypeError):
@@ -221,7 +220,7 @@ def stored_tuning(configs: Mapping[Run, RunConfig], out: Path) -> dict[Run, RunC
             f"--tune lr --no-train reads {out}/tuning.json, which a tuned reproduction writes; "
             "it is missing or damaged"
         ) from None
-    return with_choices(configs, chosen)
+    return with_choices(configs, chosen, scale)
 
 
 def earlier_timing(out: Path) -> dict[str, Any]:
@@ -260,7 +259,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
         configs = tune_plan(experiments, configs, how)
         tuning_seconds = time.perf_counter() - started
     elif how.tune:
-        configs = stored_tuning(configs, out)
+        configs = stored_tuning(configs, out, how.scale)
     start = time.perf_counter()
     summaries, trained = train_missing(
         configs, out / "runs", how.progress, train, launch=how.launch

@@ -3,8 +3,12 @@ learning rate, steps and initialisation the tuning protocol chose, with the vali
 evidence, as ``tools/tune_presets.py`` wrote them to ``tuned/SCALE.json``. ``reproduce`` trains
 under them by default, as the paper trains each architecture at its own rate (its Table 9).
 
-A group is named by its task, its model and the run's own overrides (its experiment's
-setting), so that the choice follows the run whatever seeds are asked for.
+A group is named in the file by its task, its model and the overrides of the first run that
+planned it (its experiment's setting). A run finds its group by identity: the config the run
+resolves to at the scale, on seed 0, without the user's settings, equals the group's. So two
+experiments that plan the same run under different overrides (figure 2's 8-pair runs are
+table 1's) take the same choice, and a run no group covers is an error, never a silent
+fallback to the task preset (docs/tuning.md, rule 9).
 """
 
 from __future__ import annotations
@@ -53,16 +57,37 @@ def tuned_presets(scale: str) -> dict[GroupKey, dict[str, Any]]:
         raise UsageError(f"{path}: the tuned presets are damaged; reinstall mixit") from None
 
 
+def identity(run: Run, scale: str) -> str:
+    """What a run is, whatever seed, user setting or ablation flip it is planned with: its
+    resolved config at ``scale`` on seed 0, as canonical JSON."""
+    config = Run(run.task, run.model, 0, run.overrides).config(scale)
+    return json.dumps(config.result_dict(), sort_keys=True)
+
+
 def with_choices(
     configs: Mapping[Run, RunConfig],
     chosen: Mapping[GroupKey, Mapping[str, Any]],
+    scale: str,
     kept: Mapping[Run, Iterable[str]] | None = None,
 ) -> dict[Run, RunConfig]:
     """``configs`` with each run's group's choice applied, except the keys ``kept[run]``
-    names (settings the user asked for, which win); a run without a choice keeps its own."""
+    names (settings the user asked for, which win). A run finds its group by ``identity``;
+    one that no group covers stops the plan before anything trains (``UsageError`` naming
+    it), since training it at the task preset would judge it untuned without a word."""
+    by_identity = {
+        identity(Run(task, model, 0, tuple(json.loads(overrides).items())), scale): choice
+        for (task, model, overrides), choice in chosen.items()
+    }
     result = {}
     for run, config in configs.items():
-        choice = dict(chosen.get(group_key(run.task, run.model, dict(run.overrides)), {}))
+        found = by_identity.get(identity(run, scale))
+        if found is None:
+            setting = ", ".join(f"{k}={v}" for k, v in run.overrides) or "the scale's preset"
+            raise UsageError(
+                f"the tuned presets have no choice for {run.task} {run.model} ({setting}); "
+                "tune it (tools/tune_presets.py) or train at the task presets' rates (--no-tune)"
+            )
+        choice = dict(found)
         for key in (kept or {}).get(run, ()):
             choice.pop(key, None)
         result[run] = copy.deepcopy(config)

@@ -349,6 +349,7 @@ def experiment(
         judge,
         measures if "retrieval" in questions else measures_nothing,
         tune_inits=tune_inits,
+        tuned_presets=False,
     )
 
 
