@@ -244,3 +244,42 @@ def test_a_claim_whose_reference_did_not_learn_gets_no_verdict(tmp_path):
         writer.writerows(rows)
     again = {c.id: c for c in reproduce(["table3"], how, train=False)}["C5"]
     assert (again.verdict, again.no_reference) == (c5.rule_verdict, [])
+
+
+def test_a_claim_that_fails_on_runs_cut_off_while_rising_is_inconclusive(tmp_path):
+    from mixit.experiments.base import INCONCLUSIVE
+    from mixit.experiments.references import unfinished_runs
+
+    planned = table1.plan("tiny", range(1))
+    configs = {run: run.config("tiny") for run in planned}
+    mixit_run = next(r for r in planned if r.task == "retrieval" and r.model == "mixit")
+    summaries = {run: {"metrics": {}, "stopped": "target"} for run in planned}
+    found = unfinished_runs(
+        table1.EXPERIMENT, "tiny", range(1), summaries, configs, ["C1", "C2"], [mixit_run]
+    )
+    assert list(found) == ["C1"]  # C2 reads k-hop, not retrieval's MixiT
+    assert "mixit on retrieval: its tuning reached the budget cap" in found["C1"][0]
+    failed = claim("C1").judge(False, {}).hold_back(found["C1"])
+    assert failed.verdict == INCONCLUSIVE and failed.rule_verdict == NOT_REPRODUCED
+    assert claim("C1").judge(True, {}).hold_back(found["C1"]).verdict == REPRODUCED
+    text = claims_markdown([failed], Setting("tiny", 1, 0, {}))
+    assert "Cut off while still rising" in text and "Inconclusive: C1" in text
+    assert "0 of 1 claims reproduced" in text
+
+
+def test_a_claim_over_several_tasks_judges_each_tasks_reference_on_its_own():
+    from mixit.experiments import table3
+
+    gap = {"addition": 0.30, "dyck": 0.0, "modular-addition": 0.0, "sentiment": -0.075}
+    no_addition = {"addition": "standard on addition reaches 0.096 (seed 200)"}
+    # Sentiment fails with a reference that learned: not reproduced, addition's gap aside.
+    (c5,) = table3.judge({"mixit_minus_standard": gap})
+    c5.refuse(no_addition)
+    assert c5.verdict == NOT_REPRODUCED and c5.failing == ["sentiment"]
+    assert "Failed on tasks with a reference:** sentiment" in claims_markdown(
+        [c5], Setting("tiny", 1, 0, {})
+    )
+    # Where only the task without a reference fails, or none fails, there is no verdict.
+    for addition in (-0.30, 0.30):
+        (c5,) = table3.judge({"mixit_minus_standard": gap | {"addition": addition, "sentiment": 0}})
+        assert c5.refuse(no_addition).verdict == NO_REFERENCE

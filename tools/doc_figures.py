@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit import litmus, suite
-from mixit.compare import raised_budget
+from mixit.compare import judged_again, raised_budget
 from mixit.experiments.base import NO_REFERENCE, NOT_RUN, mean_std
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
@@ -43,6 +43,8 @@ RESULTS = ROOT / "results"
 OLD_RULES = "claims-old-rules.json"
 # The verdicts before the rule that a claim whose reference did not learn gets none.
 BEFORE_NO_REFERENCE = "claims-before-no-reference.json"
+# Where an output judged again under the reading rules of #69 keeps its verdicts before them.
+BEFORE_READING_RULES = "claims-before-reading-rules.json"
 CLAIM_IDS = [f"C{i}" for i in range(1, 13)]
 
 
@@ -171,7 +173,9 @@ def _run_count(out: Path) -> int:
 def _rates(claims: dict[str, Any]) -> str:
     """How an output's runs chose their learning rates (docs/tuning.md)."""
     if claims.get("presets"):
-        return "tuned presets"
+        if "rules of" in claims["presets"]:  # tuned under the rules that file names
+            return "tuned presets"
+        return "tuned presets (tuned under the old rules)"
     return "tuned in the output" if claims.get("tune") else "task presets"
 
 
@@ -242,7 +246,10 @@ def no_reference_changes() -> str:
         if not (out / BEFORE_NO_REFERENCE).is_file():
             continue
         before = _verdicts(_json(out / BEFORE_NO_REFERENCE))
-        for claim in _json(out / "claims.json")["claims"]:
+        # The judgement under the no-reference rule: claims.json, unless a later rule judged
+        # the output again (its verdicts before that kept in BEFORE_READING_RULES).
+        later = out / BEFORE_READING_RULES
+        for claim in _json(later if later.is_file() else out / "claims.json")["claims"]:
             if before.get(claim["id"], NOT_RUN) == claim["verdict"]:
                 continue
             why = "; ".join(claim.get("no_reference", [])) or "-"
@@ -253,6 +260,40 @@ def no_reference_changes() -> str:
     checked = sum((out / BEFORE_NO_REFERENCE).is_file() for out in _outputs())
     changed = len(rows) - 2
     return "\n".join(rows) + f"\n\n{checked} outputs judged again, {changed} verdicts changed."
+
+
+def reading_rules_changes() -> str:
+    """docs/reproduce.md: each verdict the reading rules of #69 changed, in the outputs judged
+    again under them (their verdicts before kept in ``BEFORE_READING_RULES``), with why."""
+    rows = ["| output | claim | before | now | why |", "|---|---|---|---|---|"]
+    judged = [out for out in _outputs() if (out / BEFORE_READING_RULES).is_file()]
+    for out in judged:
+        before = _verdicts(_json(out / BEFORE_READING_RULES))
+        claims = _json(out / "claims.json")
+        for claim in claims["claims"]:
+            if before.get(claim["id"], NOT_RUN) == claim["verdict"]:
+                continue
+            why = [*claim.get("unfinished", []), *claim.get("no_reference", [])]
+            if claim.get("failing") and claim["verdict"] != NO_REFERENCE:
+                why.append(f"fails on tasks with a reference: {', '.join(claim['failing'])}")
+            rows.append(
+                f"| `{out.name}` | {claim['id']} | {before.get(claim['id'], NOT_RUN)} | "
+                f"{claim['verdict']} | {'; '.join(why) or '-'} |"
+            )
+    labels = [f"`{out.name}` ({_presets_label(out)})" for out in judged]
+    return (
+        "\n".join(rows)
+        + f"\n\n{len(judged)} outputs judged again ({', '.join(labels) or 'none'}), "
+        f"{len(rows) - 2} verdicts changed."
+    )
+
+
+def _presets_label(out: Path) -> str:
+    """Which presets an output's verdict runs trained under, for a table of outputs."""
+    presets = _json(out / "claims.json").get("presets") or ""
+    if not presets:
+        return "task presets"
+    return "tuned presets" if "rules of" in presets else "presets tuned under the old rules"
 
 
 def c11_measured() -> str:
@@ -786,7 +827,7 @@ def _litmus_text(result: dict[str, Any]) -> str:
     judged = litmus.reading(result, tolerance, steps=0)
     if judged.get("no_reference"):
         return "no verdict: " + "; ".join(judged["no_reference"])
-    verdicts = {True: "**matches**", False: "**falls short**", None: "**no verdict**"}
+    verdicts = {True: "**matches**", False: "**falls short**", None: "**inconclusive**"}
     return ", ".join(
         f"{row['model']} {verdicts[row['matches']]} ({row['difference']:+.3f})"
         for row in judged["rows"]
@@ -874,6 +915,57 @@ MODADD_DEPTH = {
     arch: (folder, RESULTS / f"{folder.name}-modadd-2layer")
     for arch, folder in TUNED_ARCH_SUITES.items()
 }
+
+
+def _cell(row: dict[str, Any] | None) -> str:
+    return "-" if row is None else f"{VERDICTS[row['matches']]} ({row['difference']:+.3f})"
+
+
+def suites_rejudged() -> str:
+    """docs/reproduce.md: every committed tuned suite's verdicts, as judged when it ran and
+    under the reading rules of #69 (``compare.judged_again``: nothing retrained), with why
+    each changed verdict moved."""
+    lines = [
+        "| suite | task | " + " | ".join(SUITE_VARIANTS) + " |",
+        "|---|---|" + "---|" * len(SUITE_VARIANTS),
+    ]
+    reasons, changed, total = [], 0, 0
+    for name, folder in TUNED_SUITES.items():
+        for path in sorted(folder.glob("*/compare.json")):
+            before = _json(path)
+            after = judged_again(before, path.parent)
+            cells = []
+            old = {row["model"]: row for row in before["litmus"].get("rows", [])}
+            new = {row["model"]: row for row in after["litmus"].get("rows", [])}
+            for model in SUITE_VARIANTS:
+                was = _cell(old.get(model)) if old else "no reference"
+                now = _cell(new.get(model)) if new else "no reference"
+                total += 1
+                if was == now:
+                    cells.append(now)
+                    continue
+                changed += 1
+                cells.append(f"{was} → **{now}**")
+                why = (new.get(model) or {}).get("why")
+                if why:
+                    reasons.append(f"{name} {before['task']} {model}: {why}")
+            if not old and new:
+                refused = "; ".join(before["litmus"]["no_reference"])
+                reasons.append(
+                    f"{name} {before['task']}: a reference now (was refused: {refused}); the "
+                    "reference's own spread refuses nothing under the paired reading"
+                )
+            if "does_not_discriminate" in after["litmus"]:
+                reasons.append(f"{name} {before['task']}: does not discriminate")
+            lines.append(f"| {name} | {before['task']} | " + " | ".join(cells) + " |")
+    lines += ["", f"{changed} of {total} readings changed."]
+    if reasons:
+        lines += [
+            "",
+            "Why, where the new reading is inconclusive or the task does not discriminate:",
+        ]
+        lines += [f"- {reason}" for reason in reasons]
+    return "\n".join(lines)
 
 
 def retrieval_init_tuned() -> str:
@@ -981,6 +1073,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "c11-measured": c11_measured,
     "c2-budget": c2_budget,
     "no-reference": no_reference_changes,
+    "reading-rules": reading_rules_changes,
     "bench": bench,
     "decode": decode,
     "tuning-cost": tuning_cost,
@@ -996,6 +1089,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "peer-tasks": peer_tasks,
     "modadd-depth": modadd_depth,
     "retrieval-init-tuned": retrieval_init_tuned,
+    "suites-rejudged": suites_rejudged,
     **{name: functools.partial(_tuned_suite, folder) for name, folder in TUNED_SUITES.items()},
 }
 DOCUMENTS = (

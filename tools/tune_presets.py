@@ -23,6 +23,7 @@ from mixit.experiments.runner import plan_reproduction, tune_plan
 from mixit.experiments.tuned_presets import group_key, preset_path
 from mixit.io import write_json
 from mixit.launchers import Launch
+from mixit.tuning_rules import RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 # What the file keeps of each group's record: the choice and its evidence, not the local
@@ -86,6 +87,7 @@ def main() -> None:
         {
             "scale": args.scale,
             "protocol": "docs/tuning.md",
+            "rules": RULES,
             "tuned_at_commit": commit,
             "tuning_wall_seconds": round(seconds),
             "trials_train_seconds": round(trials_train_seconds(out / "runs", groups[0]["seed"])),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -9,14 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from mixit import tuning, tuning_rules
+from mixit.analysis.attention import initial_logit_spread
 from mixit.analysis.report import mean_uniformity
 from mixit.config import RunConfig
 from mixit.errors import RunsPending, UsageError
 from mixit.io import write_json
 from mixit.launchers import LOCAL, Launch
-from mixit.litmus import DEFAULT_TOLERANCE, litmus_lines, reading
-from mixit.resolve import resolve_config
-from mixit.results import write_results_csv
+from mixit.litmus import (
+    AUTO,
+    AUTO_SEEDS,
+    DEFAULT_TOLERANCE,
+    litmus_lines,
+    reading,
+    spread_text,
+    undecided_by_interval,
+)
+from mixit.resolve import resolve_config, stored_config
+from mixit.results import read_results_csv, write_results_csv
 from mixit.runs import train_missing
 from mixit.tasks import get_task
 from mixit.variants import VARIANTS
@@ -50,6 +62,9 @@ class Comparison:
 
 
 TUNABLE = ("lr",)
+# The variants whose attention stays as initialised: their logit spread there is printed
+# beside their verdicts (docs/tuning.md, rule 6).
+FROZEN_ATTENTION = ("frozen-qk", "random")
 
 
 def tunes_by_default(overrides: Mapping[str, Any]) -> bool:
@@ -107,7 +122,7 @@ def compare(
     models: Sequence[str] | None = None,
     preset: str = "tiny",
     seed: int = 0,
-    seeds: int = 1,
+    seeds: int | str = 1,
     out: str | Path = "runs/compare",
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = None,
@@ -122,6 +137,9 @@ def compare(
     initialisation, on held-out training data and a seed outside ``seeds``) and trains every
     seed at the result; ``OUT/tuning.json`` and ``compare.json``'s ``tuned`` record the choice.
     ``tune=None`` tunes ``model.arch`` models only (``tunes_by_default``); ``[]`` never.
+    ``seeds="auto"`` starts with ``AUTO_SEEDS[0]`` seeds and adds one at a time while a
+    verdict is inconclusive by its interval alone, up to ``AUTO_SEEDS[1]``
+    (``compare.json``'s ``seeds_auto`` says where it stopped).
 
     Every run lands in ``out/runs`` under its config's hash (``mixit.runs``), where
     `reproduce` keeps its runs too: a finished run of the same config, from either command, is
@@ -130,16 +148,28 @@ def compare(
     defaults to ``DEFAULT_TOLERANCE`` of the task's metric). ``launch``: see ``train_all``.
     """
     tune = settings_to_tune(tune, overrides or {})
-    seed_range = range(seed, seed + seeds)
+    auto = seeds == AUTO
+    count, most = AUTO_SEEDS if auto else (int(seeds), int(seeds))
     models = tuple(models or VARIANTS)
-    plan = Comparison(task, models, preset, seed_range, Path(out), dict(overrides or {}))
+    # Every seed it may train, so that the tuning seed is none of them.
+    plan = Comparison(
+        task, models, preset, range(seed, seed + most), Path(out), dict(overrides or {})
+    )
     plan.configs()  # bad input fails before tuning
     tuned = tune_comparison(plan, launch, progress) if tune else {}
     if tuned:
         write_json(Path(out) / "tuning.json", tuned)
-    configs = plan.configs({model: t["overrides"] for model, t in tuned.items()})
-    trained = train_all(configs, Path(out), progress, launch)
-    result = comparison_result(plan, configs, trained, tuned, tolerance)
+    while True:
+        trial = dataclasses.replace(plan, seeds=range(seed, seed + count))
+        configs = trial.configs({model: t["overrides"] for model, t in tuned.items()})
+        trained = train_all(configs, Path(out), progress, launch)
+        result = comparison_result(trial, configs, trained, tuned, tolerance)
+        undecided = undecided_by_interval(result["litmus"])
+        if not auto or count >= most or not undecided:
+            break
+        count += 1
+    if auto:
+        result["seeds_auto"] = {"start": AUTO_SEEDS[0], "maximum": most, "undecided": undecided}
     write_json(Path(out) / "compare.json", result)
     return result
 
@@ -166,6 +196,14 @@ def comparison_result(
     spec, first = get_task(plan.task), plan.seeds[0]
     by_model = {model: [trained[model, s] for s in plan.seeds] for model in plan.models}
     rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
+    for row in rows:
+        model = row["model"]
+        row["rising"] = [
+            tuning_rules.rising_at_end(Path(trained[model, s]["run_dir"]), configs[model, s], stop)
+            for s, stop in zip(plan.seeds, row["stopped"], strict=True)
+        ]
+        if model in FROZEN_ATTENTION:
+            row["logit_spread_at_init"] = initial_logit_spread(configs[model, first])
     chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]
     result: dict[str, Any] = {
         "task": plan.task,
@@ -264,7 +302,8 @@ def format_table(result: Mapping[str, Any]) -> str:
     title = f"task: {result['task']} (preset {result['preset']}{', ' + changed if changed else ''})"
     lines = [title, header, "-" * len(header)]
     for row in result["rows"]:
-        score = f"{row['mean']:.4f} ± {row['std']:.4f}"
+        spread = row["std"] if len(row.get("values", [])) > 1 else None
+        score = f"{row['mean']:.4f} ± {spread_text(spread)}"
         seconds = row["train_seconds"]
         steps = statistics.fmean(row.get("steps_run", [0]))
         lines.append(
@@ -276,4 +315,37 @@ def format_table(result: Mapping[str, Any]) -> str:
     if result.get("tuned"):
         lines += ["", *tuning_lines(result["tuned"])]
     lines += litmus_lines(result)
+    if "seeds_auto" in result:
+        auto = result["seeds_auto"]
+        left = ", ".join(auto["undecided"]) or "none"
+        lines.append(
+            f"(--seeds auto: {len(result['seeds'])} seeds, from {auto['start']} up to "
+            f"{auto['maximum']}; still undecided by the interval: {left})"
+        )
     return "\n".join(lines)
+
+
+def judged_again(result: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """A committed ``compare.json``'s litmus reading under the current rules (docs/reproduce.md,
+    "Reading rules"), nothing retrained: its rows, with each verdict run's "still rising at
+    its budget's end" read from the run records kept beside it (``folder/results.csv`` and
+    ``folder/runs/*/{config.json,metrics.jsonl}``; a run not kept counts as finished), and
+    its tuning records' ``capped`` (``tuning_rules.capped_record``)."""
+    again = copy.deepcopy(dict(result))
+    rising = {}
+    for row in read_results_csv(folder / "results.csv"):
+        run_dir = folder / "runs" / Path(row["run_dir"]).name
+        try:
+            config = stored_config(json.loads((run_dir / "config.json").read_text()))
+        except (OSError, ValueError, UsageError):
+            continue
+        up = tuning_rules.rising_at_end(run_dir, config, row["stopped"])
+        rising[row["model"], int(row["seed"])] = up
+    for row in again["rows"]:
+        row["rising"] = [rising.get((row["model"], seed), False) for seed in again["seeds"]]
+    for record in again.get("tuned", {}).values():
+        record["capped"] = tuning_rules.capped_record(record)
+    again["litmus"] = reading(again, result["litmus"]["tolerance"], steps=0)
+    if again.get("tuned", {}).get("standard", {}).get("learned") is False:
+        again["litmus"] = not_learned_at_any_rate(again["litmus"], again["tuned"]["standard"])
+    return again

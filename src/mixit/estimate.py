@@ -111,15 +111,12 @@ def duration(seconds: float) -> str:
 
 def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> float:
     """What tuning adds to a comparison's estimate (``rows``: its per-model rows), one run
-    after another: each model's halving in budgets of one run, the standard model of an
-    ``--arch`` comparison choosing its initialisation as well."""
+    after another: each model's halving in budgets of one run, every model of an ``--arch``
+    comparison choosing its initialisation as well (docs/tuning.md, rule 6)."""
     arch = str(overrides.get("model.arch", "mixit")) != "mixit"
     chooses_init = arch and "model.arch_init" not in overrides
-    return sum(
-        row["run_seconds"]
-        * halving_budgets(len(GRID) * (2 if chooses_init and row["model"] == "standard" else 1))
-        for row in rows
-    )
+    budgets = halving_budgets(len(GRID) * (2 if chooses_init else 1))
+    return sum(row["run_seconds"] * budgets for row in rows)
 
 
 def tuning_estimate_line(seconds: float) -> str:

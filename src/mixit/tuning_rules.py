@@ -48,6 +48,11 @@ RUNG_FRACTIONS = (0.25, 0.5)
 BUDGET_CAP = 4
 
 
+# The date of the rules in force (docs/tuning.md): presets tuned under them record it, so a
+# verdict under presets tuned by earlier rules says so.
+RULES = "2026-12-01"
+
+
 # The settings that name an initialisation: one the user or an experiment gives is not tuned.
 INIT_KEYS = ("model.init", "model.arch_init")
 
@@ -160,18 +165,23 @@ def score_at(run_dir: Path, step: int) -> dict[str, Any]:
 
 
 def still_rising(trial: Trial) -> bool:
-    """Whether a full-budget run ended its budget still improving: stopped by the budget (not
-    at its target nor on a plateau), its last validation score beyond its score at half the
-    budget by more than the task's litmus tolerance."""
-    if trial.stopped != "budget":
+    """Whether a full-budget run ended its budget still improving (``rising_at_end``)."""
+    return rising_at_end(Path(trial.run_dir), trial.config, trial.stopped)
+
+
+def rising_at_end(run_dir: Path, config: RunConfig, stopped: str) -> bool:
+    """Whether a run ended its budget still improving: stopped by the budget (not at its
+    target nor on a plateau), its last score beyond its score at half the budget by more
+    than the task's litmus tolerance (its evaluation split's: validation for a tuning run)."""
+    if stopped != "budget":
         return False
-    metric = headline(trial.config)
-    records = read_records(Path(trial.run_dir) / "metrics.jsonl")
-    half = [r for r in records if r["step"] <= trial.config.train.steps / 2]
+    metric = headline(config)
+    records = read_records(run_dir / "metrics.jsonl")
+    half = [r for r in records if r["step"] <= config.train.steps / 2]
     if not half:
         return False
-    gain = direction(trial.config) * (records[-1][metric] - half[-1][metric])
-    return gain > tolerance(trial.config)
+    gain = direction(config) * (records[-1][metric] - half[-1][metric])
+    return gain > tolerance(config)
 
 
 def learned(record: Mapping[str, Any], base: RunConfig, seed: int) -> bool:
@@ -206,3 +216,13 @@ def initialisations(
     options = ARCH_INITS if base.model.arch != "mixit" else (base.model.init, "small-output")
     unique = tuple(dict.fromkeys(options))
     return unique if len(unique) > 1 else ()
+
+
+def capped_record(record: Mapping[str, Any]) -> bool:
+    """Whether a tuning record's budget rule reached the cap still rising: its ``capped``,
+    or, in a record written before it, a last budget still rising at the cap."""
+    if "capped" in record:
+        return bool(record["capped"])
+    budgets = record.get("budgets") or [{}]
+    last, first = budgets[-1], budgets[0]
+    return bool(last.get("rising")) and 2 * last["steps"] > BUDGET_CAP * first["steps"]

@@ -13,11 +13,11 @@ from mixit.cli.options import (
     add_launch_options,
     add_tune_options,
     catalogue,
-    count,
     dotted_overrides,
     launch_options,
     margin,
     model_names,
+    seed_count,
     tune_choice,
 )
 from mixit.compare import Comparison, compare, format_table, settings_to_tune
@@ -27,6 +27,7 @@ from mixit.estimate import (
     tuning_estimate_line,
     tuning_seconds,
 )
+from mixit.litmus import AUTO, AUTO_SEEDS
 from mixit.variants import VARIANTS
 
 
@@ -43,7 +44,13 @@ def add(commands: Any) -> None:
         default=",".join(VARIANTS),
         help="comma-separated model names (default: all five)",
     )
-    parser.add_argument("--seeds", type=count, default=1, help="number of seeds (default 1)")
+    parser.add_argument(
+        "--seeds",
+        type=seed_count,
+        default=1,
+        help="number of seeds (default 1), or auto: 3, then one more at a time while a "
+        "verdict's interval crosses the tolerance, up to 6",
+    )
     parser.add_argument(
         "--tolerance",
         type=margin,
@@ -62,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = dotted_overrides(args)
     out = args.out or f"runs/compare/{args.task}"
     if args.estimate:
-        seeds = range(args.seed, args.seed + args.seeds)
+        most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
+        seeds = range(args.seed, args.seed + most)
         plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
         cost = estimate_comparison(plan, args.target, args.jobs)
         print(format_comparison_estimate(cost))

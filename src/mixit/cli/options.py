@@ -23,6 +23,11 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
+def seed_count(text: str) -> int | str:
+    """argparse type of ``--seeds``: a count, or ``auto`` (``mixit.litmus.AUTO_SEEDS``)."""
+    return text if text == "auto" else count(text)
+
+
 def count(text: str) -> int:
     """argparse type of a count option: a whole number >= 1 (bad input is one line, exit 2)."""
     try:

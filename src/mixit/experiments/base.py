@@ -30,6 +30,11 @@ SCALE_PRESET = {"tiny": "tiny", "small": "tiny", "paper": "paper"}
 REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
 # The verdict of a claim whose reference did not learn its task (mixit.experiments.references).
 NO_REFERENCE = "no reference"
+# The verdict of a claim the rule found not reproduced on runs cut off while still rising: a
+# claim fails only on runs trained to the end (docs/reproduce.md, "Reading rules").
+INCONCLUSIVE = "inconclusive"
+# Verdicts that judged nothing, so they neither count nor confirm.
+UNJUDGED = (NOT_RUN, NO_REFERENCE, INCONCLUSIVE)
 # The seeds the presets, the scales' budgets and the claims' rules were chosen on while
 # looking at results (docs/reproduce.md): a verdict confirmed elsewhere needs other seeds.
 TUNED_ON_SEEDS = range(3)
@@ -164,19 +169,41 @@ class Claim:
     # verdict is then NO_REFERENCE, and ``rule_verdict`` keeps what the rule alone said.
     no_reference: list[str] = field(default_factory=list)
     rule_verdict: str = ""
+    # The runs the claim reads that were cut off while still rising; a "not reproduced" on
+    # them is INCONCLUSIVE, and ``rule_verdict`` keeps what the rule alone said.
+    unfinished: list[str] = field(default_factory=list)
+    # For a claim that reads several tasks (C5): the tasks on which its rule failed, so that
+    # a task without a reference withholds the verdict only where the others held.
+    failing: list[str] = field(default_factory=list)
 
     def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)
         self.verdict = REPRODUCED if holds else NOT_REPRODUCED
         return self
 
-    def refuse(self, unlearned: Sequence[str]) -> Claim:
+    def refuse(self, unlearned: Mapping[str, str]) -> Claim:
         """No verdict when the claim's reference did not learn its task (``unlearned``: why,
-        one line per task; empty leaves the verdict as the rule gave it)."""
-        if unlearned:
-            self.no_reference = list(unlearned)
+        by task; empty leaves the verdict as the rule gave it). A claim that reads several
+        tasks is judged task by task: when its rule fails on a task whose reference learned
+        (``failing``), it is not reproduced whatever the others' references did, and the
+        tasks without one are named beside the verdict."""
+        if not unlearned:
+            return self
+        self.no_reference = list(unlearned.values())
+        failed_with_reference = [task for task in self.failing if task not in unlearned]
+        if self.verdict == NOT_REPRODUCED and failed_with_reference:
+            return self
+        self.rule_verdict = self.verdict
+        self.verdict = NO_REFERENCE
+        return self
+
+    def hold_back(self, unfinished: Sequence[str]) -> Claim:
+        """A "not reproduced" on runs cut off while still rising (``unfinished``: which, one
+        line per model and task) becomes INCONCLUSIVE; any other verdict stands."""
+        if unfinished and self.verdict == NOT_REPRODUCED:
+            self.unfinished = list(unfinished)
             self.rule_verdict = self.verdict
-            self.verdict = NO_REFERENCE
+            self.verdict = INCONCLUSIVE
         return self
 
     def fresh_verdicts(self) -> list[str]:
@@ -189,7 +216,7 @@ class Claim:
     def confirmed(self) -> bool | None:
         """Reproduced on a set of seeds that nothing was tuned on; None when no such set has
         judged it (a set without a reference judged nothing)."""
-        fresh = [v for v in self.fresh_verdicts() if v not in (NOT_RUN, NO_REFERENCE)]
+        fresh = [v for v in self.fresh_verdicts() if v not in UNJUDGED]
         return None if not fresh else all(v == REPRODUCED for v in fresh)
 
 

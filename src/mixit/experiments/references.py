@@ -1,4 +1,4 @@
-"""Whether a claim's reference learned its task.
+"""Whether a claim's reference learned its task, and whether its runs were trained to the end.
 
 A claim such as C5 reads MixiT against the standard model (``Headline.reference``). When the
 standard model did not learn the task on one of the seeds, by the litmus test's rule
@@ -18,9 +18,11 @@ from typing import Any
 
 from mixit.config import RunConfig
 from mixit.experiments.base import Experiment, Headline, Run, Summaries
-from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
+from mixit.litmus import DEFAULT_TOLERANCE, NO_CEILING, short_of_chance
 from mixit.results import read_results_csv
 from mixit.runs import run_dir_name
+from mixit.tasks import get_task
+from mixit.tuning_rules import rising_at_end
 
 
 def per_seed(summaries: Summaries, selected: Collection[Run], metric: str) -> dict[int, float]:
@@ -54,11 +56,16 @@ def unlearned_reference(summaries: Summaries, headline: Headline) -> str:
 
 def unlearned_references(
     experiment: Experiment, scale: str, seeds: range, summaries: Summaries
-) -> dict[str, list[str]]:
-    """Per claim of ``experiment``, why its reference runs did not learn their tasks (one
-    line per headline that fell short); claims whose references all learned are left out."""
+) -> dict[str, dict[str, str]]:
+    """Per claim of ``experiment``, why its reference runs did not learn their tasks, by the
+    label of each headline that fell short; claims whose references all learned are left
+    out."""
     found = {
-        claim: [why for headline in headlines if (why := unlearned_reference(summaries, headline))]
+        claim: {
+            headline.label: why
+            for headline in headlines
+            if (why := unlearned_reference(summaries, headline))
+        }
         for claim, headlines in experiment.headlines(scale, seeds).items()
     }
     return {claim: lines for claim, lines in found.items() if lines}
@@ -83,3 +90,56 @@ def recorded_summaries(
             chance = float(row["chance"]) if row.get("chance") else None
             recorded[run] = {"metrics": {row["metric"]: float(row["value"])}, "chance": chance}
     return recorded
+
+
+def unfinished_runs(
+    experiment: Experiment,
+    scale: str,
+    seeds: range,
+    summaries: Summaries,
+    configs: Mapping[Run, RunConfig],
+    claim_ids: Collection[str],
+    capped: Collection[Run] = (),
+) -> dict[str, list[str]]:
+    """Per claim of ``claim_ids`` (``experiment``'s), the runs it reads that were cut off
+    while still rising, one line per task and model: a verdict run still rising at its
+    budget's end (``tuning_rules.rising_at_end``), or a run whose tuning reached the budget
+    cap still rising (``capped``). A claim reads every run its experiment plans on the tasks
+    its headlines name (every task, without headlines). A metric with no ceiling (log
+    perplexity) is read at its budget, never unfinished; a run whose folder is gone is
+    judged by ``capped`` alone."""
+    planned = experiment.plan(scale, seeds)
+    tasks = {
+        claim: {run.task for h in headlines for run in (*h.runs, *h.reference)}
+        for claim, headlines in experiment.headlines(scale, seeds).items()
+    }
+    seeds_cut: dict[tuple[str, str], dict[str, set[int]]] = {}
+    for run in planned:
+        if get_task(run.task).metric in NO_CEILING:
+            continue
+        summary = summaries.get(run, {})
+        metrics = Path(summary.get("run_dir", "")) / "metrics.jsonl"
+        stopped = summary.get("stopped", "budget")
+        if run in capped:
+            why = "its tuning reached the budget cap still rising"
+        elif metrics.is_file() and rising_at_end(metrics.parent, configs[run], stopped):
+            why = "still rising at its budget's end"
+        else:
+            continue
+        seeds_cut.setdefault((run.task, run.model), {}).setdefault(why, set()).add(run.seed)
+    found = {}
+    for claim in claim_ids:
+        reads = tasks.get(claim) or {run.task for run in planned}
+        found[claim] = [
+            f"{model} on {task}: "
+            + "; ".join(
+                f"{why} (seeds {_listed(cut)})" for why, cut in seeds_cut[task, model].items()
+            )
+            for task, model in sorted(seeds_cut)
+            if task in reads
+        ]
+    return {claim: found_lines for claim, found_lines in found.items() if found_lines}
+
+
+def _listed(seeds: Collection[int]) -> str:
+    return ", ".join(str(seed) for seed in sorted(seeds))

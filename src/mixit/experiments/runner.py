@@ -20,10 +20,21 @@ from mixit.config import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.ablation_report import dependence
 from mixit.experiments.base import SCALES, Claim, Experiment, Reproduction, Run, seeds_text
-from mixit.experiments.references import recorded_summaries, unlearned_references
+from mixit.experiments.references import (
+    recorded_summaries,
+    unfinished_runs,
+    unlearned_references,
+)
 from mixit.experiments.registry import EXPERIMENTS, QUESTIONS
 from mixit.experiments.setting import Setting
-from mixit.experiments.tuned_presets import choices, preset_path, tuned_presets, with_choices
+from mixit.experiments.tuned_presets import (
+    capped_groups,
+    choices,
+    identity,
+    presets_label,
+    tuned_presets,
+    with_choices,
+)
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.overrides import apply_overrides
@@ -88,7 +99,7 @@ def judged_under(how: Reproduction) -> Setting:
         },
         None if how.tuned is None else str(how.tuned),
         "protocol (docs/tuning.md)" if how.tune else None,
-        f"tuned ({preset_path(how.scale).name})" if presets_apply(how) else None,
+        presets_label(how.scale) if presets_apply(how) else None,
     )
 
 
@@ -334,11 +345,24 @@ def _judge(
         write_json(folder / "results.json", results)
         claims = report.claims
     unlearned = unlearned_references(experiment, scale, seed_range, with_rows)
+    ids = [c.id for c in claims]
+    capped = capped_runs(planned, how)
+    unfinished = unfinished_runs(experiment, scale, seed_range, summaries, configs, ids, capped)
     for judged_claim in claims:
         judged_claim.construction = construction
         judged_claim.independent_of = list(experiment.independent_of)
-        judged_claim.refuse(unlearned.get(judged_claim.id, []))
+        judged_claim.refuse(unlearned.get(judged_claim.id, {}))
+        judged_claim.hold_back(unfinished.get(judged_claim.id, []))
     return claims
+
+
+def capped_runs(planned: Sequence[Run], how: Reproduction) -> set[Run]:
+    """The planned runs whose group's tuning (the scale's tuned presets, where they apply)
+    reached the budget cap still rising."""
+    if not presets_apply(how):
+        return set()
+    capped = capped_groups(how.scale)
+    return {run for run in planned if identity(run, how.scale) in capped}
 
 
 def rejudged(

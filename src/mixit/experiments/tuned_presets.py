@@ -23,6 +23,7 @@ from mixit.config import RunConfig
 from mixit.errors import UsageError
 from mixit.experiments.base import Run
 from mixit.overrides import apply_overrides
+from mixit.tuning_rules import capped_record
 
 TUNED = Path(__file__).with_name("tuned")
 
@@ -35,6 +36,17 @@ def preset_path(scale: str) -> Path:
 
 def group_key(task: str, model: str, run_overrides: Mapping[str, Any]) -> GroupKey:
     return task, model, json.dumps(dict(run_overrides), sort_keys=True)
+
+
+def presets_label(scale: str) -> str:
+    """How claims.json names the scale's tuned presets: the file, and the date of the tuning
+    rules they were tuned under where they record it (none: the rules before 2026-12-01)."""
+    path = preset_path(scale)
+    try:
+        rules = json.loads(path.read_text()).get("rules")
+    except (OSError, ValueError, AttributeError):
+        rules = None
+    return f"tuned ({path.name}, rules of {rules})" if rules else f"tuned ({path.name})"
 
 
 def choices(rows: Iterable[Mapping[str, Any]]) -> dict[GroupKey, dict[str, Any]]:
@@ -62,6 +74,20 @@ def identity(run: Run, scale: str) -> str:
     resolved config at ``scale`` on seed 0, as canonical JSON."""
     config = Run(run.task, run.model, 0, run.overrides).config(scale)
     return json.dumps(config.result_dict(), sort_keys=True)
+
+
+def capped_groups(scale: str) -> set[str]:
+    """The identities (``identity``) of the scale's groups whose budget rule reached the cap
+    still rising (``tuning_rules.capped_record``)."""
+    path = preset_path(scale)
+    if not path.exists():
+        return set()
+    rows = json.loads(path.read_text())["groups"]
+    return {
+        identity(Run(row["task"], row["model"], 0, tuple(row["run_overrides"].items())), scale)
+        for row in rows
+        if capped_record(row)
+    }
 
 
 def with_choices(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.experiments.base import (
+    INCONCLUSIVE,
     NO_REFERENCE,
     NOT_RUN,
     OVERRIDES,
@@ -128,6 +129,12 @@ def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
         if refused
         else ""
     )
+    held = [claim.id for claim in claims if claim.verdict == INCONCLUSIVE]
+    if held:
+        without += (
+            f" Inconclusive: {', '.join(held)}, whose rules failed on runs cut off while still "
+            "rising; a claim fails only on runs trained to the end."
+        )
     lines = [
         f"# Claims of the paper, checked at `{setting.scale}` scale",
         "",
@@ -159,12 +166,16 @@ def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
 
 
 def _reference_lines(claim: Claim) -> list[str]:
-    if not claim.no_reference:
-        return []
-    return [
-        f"- **No reference:** {'; '.join(claim.no_reference)}",
-        f"- **The rule alone:** {claim.rule_verdict}",
-    ]
+    lines = []
+    if claim.no_reference:
+        lines.append(f"- **No reference:** {'; '.join(claim.no_reference)}")
+        if claim.verdict != NO_REFERENCE:
+            lines.append(f"- **Failed on tasks with a reference:** {', '.join(claim.failing)}")
+    if claim.unfinished:
+        lines.append(f"- **Cut off while still rising:** {'; '.join(claim.unfinished)}")
+    if lines and claim.rule_verdict:
+        lines.append(f"- **The rule alone:** {claim.rule_verdict}")
+    return lines
 
 
 def _construction_line(claim: Claim) -> list[str]:
@@ -188,6 +199,8 @@ def _by_seeds(claim: Claim) -> str:
     state = {None: "not judged on fresh seeds yet", True: "confirmed", False: "not confirmed"}
     if confirmed is None and NO_REFERENCE in claim.fresh_verdicts():
         return f"{verdicts}; no reference on the fresh seeds, so not confirmed"
+    if confirmed is None and INCONCLUSIVE in claim.fresh_verdicts():
+        return f"{verdicts}; inconclusive on the fresh seeds, so not confirmed"
     return f"{verdicts}; {state[confirmed]}"
 
 

@@ -177,6 +177,29 @@ class TaskSpec:
 
 TASKS: dict[str, TaskSpec] = {}
 
+# The task-config fields that make a task harder as they grow, in the words a reading uses:
+# what would make a task that does not tell the models apart discriminate (the knobs MAD and
+# Zoology grade their tasks along).
+DIFFICULTY_KNOBS = {
+    "max_pairs": "more pairs",
+    "num_pairs": "more key-value pairs",
+    "max_hops": "more hops",
+    "num_digits": "more digits",
+    "num_tokens_to_copy": "more tokens to copy",
+    "frac_noise": "more noise",
+    "seq_len": "longer sequences",
+    "length": "longer strings",
+    "vocab_size": "a larger vocabulary",
+}
+
+
+def harder(task: str) -> str:
+    """What would make ``task`` harder, from its config's own knobs: ``more pairs
+    (task.max_pairs), a larger vocabulary (task.vocab_size)``."""
+    fields = {f.name for f in dataclasses.fields(TASKS[task].config_cls)}
+    knobs = [f"{words} (task.{name})" for name, words in DIFFICULTY_KNOBS.items() if name in fields]
+    return ", ".join(knobs) or "longer inputs or more items to recall"
+
 
 def model_size(n_layer: int, n_embd: int, n_head: int) -> dict[str, int]:
     """A preset's model, as the overrides that set it."""
