@@ -106,9 +106,10 @@ def test_a_variant_capped_while_rising_is_inconclusive_never_short():
     result["rows"][1]["rising"] = [False, False]
     (mixit,) = litmus(result, 0.02)
     assert mixit["matches"] is False and "4,000 steps, converged" in mixit["trained"]
-    # A reference cut off while rising leaves even a match inconclusive.
-    result["rows"][1]["values"] = [0.95, 0.96]
+    # A reference cut off while rising leaves a shortfall, and even a match, inconclusive.
     result["tuned"]["standard"] = capped
+    assert litmus(result, 0.02)[0]["matches"] is None
+    result["rows"][1]["values"] = [0.95, 0.96]
     assert litmus(result, 0.02)[0]["matches"] is None
 
 

@@ -120,8 +120,8 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[dict[str, Any]]:
         matches, why = _verdict([better * d for d in paired], interval, better, tolerance)
         if matches is False and (unfinished := _unfinished(result, model)):
             matches, why = None, unfinished
-        if matches is True and (reference_left := _unfinished(result, "standard")):
-            matches, why = None, reference_left
+        if matches is not None and (reference_left := _unfinished(result, "standard")):
+            matches, why = None, reference_left  # against a moving reference, nothing holds
         reading = {
             "model": model,
             "difference": row["mean"] - rows["standard"]["mean"],
