@@ -25,7 +25,14 @@ class OneLineParser(argparse.ArgumentParser):
 
 def seed_count(text: str) -> int | str:
     """argparse type of ``--seeds``: a count, or ``auto`` (``mixit.litmus.AUTO_SEEDS``)."""
-    return text if text == "auto" else count(text)
+    if text == "auto":
+        return text
+    try:
+        return count(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= 1 or auto, got '{text}'"
+        ) from None
 
 
 def count(text: str) -> int:
