@@ -173,9 +173,7 @@ def _run_count(out: Path) -> int:
 def _rates(claims: dict[str, Any]) -> str:
     """How an output's runs chose their learning rates (docs/tuning.md)."""
     if claims.get("presets"):
-        if "rules of" in claims["presets"]:  # tuned under the rules that file names
-            return "tuned presets"
-        return "tuned presets (tuned under the old rules)"
+        return "tuned presets"
     return "tuned in the output" if claims.get("tune") else "task presets"
 
 
@@ -191,7 +189,8 @@ def reproductions() -> str:
         runs, wall = _training(out)
         rows.append(
             f"| `results/{out.name}` | {claims['scale']} | {_construction(claims)} "
-            f"| {_seeds(claims)} | {_rates(claims)} | {runs} | {wall} | {_rules(claims)} "
+            f"| {_seeds(claims)} | {_rates(claims)}{_old_rules(claims)} | {runs} | {wall} "
+            f"| {_rules(claims)} "
             f"| {_reproduced(_verdicts(claims))} "
             f"| {_confirmed(claims)} |"
         )
@@ -286,6 +285,13 @@ def reading_rules_changes() -> str:
         + f"\n\n{len(judged)} outputs judged again ({', '.join(labels) or 'none'}), "
         f"{len(rows) - 2} verdicts changed."
     )
+
+
+def _old_rules(claims: dict[str, Any]) -> str:
+    """`` (tuned under the old rules)`` for presets tuned before the rules of 2026-12-01,
+    which the presets name from then on (``tuned_presets.presets_label``)."""
+    presets = claims.get("presets") or ""
+    return " (tuned under the old rules)" if presets and "rules of" not in presets else ""
 
 
 def _presets_label(out: Path) -> str:
