@@ -436,7 +436,11 @@ def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):
     assert stored["confirmed_on_seeds"] == [] and "confirm nothing" in claims_md
     c6 = {c["id"]: c for c in stored["claims"]}["C6"]
     assert c6["by_seeds"] == {"100-101": c6_fresh, "0-1": c6["verdict"]}  # both kept
-    confirmed = "confirmed" if c6_fresh == "reproduced" else "not confirmed"
+    confirmed = {
+        "reproduced": "confirmed",
+        # Memorization's tuned groups reached the budget cap still rising.
+        "inconclusive": "inconclusive on the fresh seeds, so not confirmed",
+    }.get(c6_fresh, "not confirmed")
     assert f"0-1 {c6['verdict']}; {confirmed}" in claims_md
 
 

@@ -30,10 +30,9 @@ SCALE_PRESET = {"tiny": "tiny", "small": "tiny", "paper": "paper"}
 REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
 # The verdict of a claim whose reference did not learn its task (mixit.experiments.references).
 NO_REFERENCE = "no reference"
-# The verdict of a claim the rule found not reproduced on runs cut off while still rising: a
-# claim fails only on runs trained to the end (docs/reproduce.md, "Reading rules").
+# A "not reproduced" on runs cut off while still rising (docs/reproduce.md, "Reading rules"),
+# and the verdicts that judged nothing, so neither count nor confirm.
 INCONCLUSIVE = "inconclusive"
-# Verdicts that judged nothing, so they neither count nor confirm.
 UNJUDGED = (NOT_RUN, NO_REFERENCE, INCONCLUSIVE)
 # The seeds the presets, the scales' budgets and the claims' rules were chosen on while
 # looking at results (docs/reproduce.md): a verdict confirmed elsewhere needs other seeds.
@@ -172,8 +171,7 @@ class Claim:
     # The runs the claim reads that were cut off while still rising; a "not reproduced" on
     # them is INCONCLUSIVE, and ``rule_verdict`` keeps what the rule alone said.
     unfinished: list[str] = field(default_factory=list)
-    # For a claim that reads several tasks (C5): the tasks on which its rule failed, so that
-    # a task without a reference withholds the verdict only where the others held.
+    # A claim over several tasks (C5): those its rule failed on (``refuse`` reads them).
     failing: list[str] = field(default_factory=list)
 
     def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
