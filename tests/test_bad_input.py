@@ -154,7 +154,10 @@ COMMANDS = [
     ([*TRAIN, "--seed", "-1"], "--seed must be in [0, 2^62)"),
     ([*TRAIN, "--seed", str(2**64)], "--seed must be in [0, 2^62)"),
     ([*TRAIN, "steps"], "steps"),
-    (["compare", "--task", "addition", "--seeds", "0"], "argument --seeds: expected a whole number >= 1 or auto"),
+    (
+        ["compare", "--task", "addition", "--seeds", "0"],
+        "argument --seeds: expected a whole number >= 1 or auto",
+    ),
     (
         ["compare", "--task", "addition", "--tolerance", "-1"],
         "--tolerance: must be a finite",
@@ -189,7 +192,10 @@ COMMANDS = [
     ([*TRAIN, "--preset", "paper", "model.n_head=7"], "not divisible"),
     (["bench", "--models", " , "], "--models names no model"),
     (["compare", "--task", "addition", "--models", ""], "--models names no model"),
-    (["compare", "--task", "addition", "--seeds", "0"], "argument --seeds: expected a whole number >= 1 or auto"),
+    (
+        ["compare", "--task", "addition", "--seeds", "0"],
+        "argument --seeds: expected a whole number >= 1 or auto",
+    ),
     (
         ["compare", "--task", "addition", "--tolerance", "-1"],
         "--tolerance: must be a finite",
