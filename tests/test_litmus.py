@@ -187,19 +187,24 @@ def test_compare_gives_no_verdict_when_the_reference_did_not_learn(tmp_path):
     assert "no verdict" in shown and "try next: train.steps=10" in shown
 
 
-def test_seeds_auto_stops_adding_seeds_once_the_verdict_is_decided(tmp_path, monkeypatch):
-    # Planted: MixiT's per-seed gaps 0, -0.015, 0, 0, ...: on three seeds the interval crosses
-    # the 0.02 tolerance, on four it lies within it.
+def plant_gaps(monkeypatch, gaps):
+    """Every run scores 0.9 in its task's metric, MixiT's seed s 0.9 + gaps[s]."""
     import importlib
 
-    train_module = importlib.import_module("mixit.train")
-    gaps = {1: -0.015}
+    from mixit.tasks import get_task
 
     def planted(model, data, config):
         gap = gaps.get(config.seed, 0.0) if config.variant == "mixit" else 0.0
-        return {"test_accuracy": 0.9 + gap}
+        return {get_task(config.task_name).metric: 0.9 + gap}
 
-    monkeypatch.setattr(train_module, "evaluate_run", planted)
+    monkeypatch.setattr(importlib.import_module("mixit.train"), "evaluate_run", planted)
+
+
+def test_seeds_auto_stops_adding_seeds_once_the_verdict_is_decided(tmp_path, monkeypatch):
+    # Planted: MixiT's per-seed gaps 0, -0.015, 0, 0, ...: on three seeds the interval crosses
+    # the 0.02 tolerance, on four it lies within it.
+    gaps = {1: -0.015}
+    plant_gaps(monkeypatch, gaps)
     quick = RETRIEVAL | {"train.steps": 2, "train.eval_every": 2}
     result = compare("retrieval", ["standard", "mixit"], seeds="auto", out=tmp_path,
                      overrides=quick, tune=[])  # fmt: skip
@@ -214,3 +219,18 @@ def test_seeds_auto_stops_adding_seeds_once_the_verdict_is_decided(tmp_path, mon
     assert undecided["seeds"] == list(range(6)) and undecided["seeds_auto"]["undecided"] == [
         "mixit"
     ]
+
+
+def test_suite_seeds_auto_decides_task_by_task(tmp_path, monkeypatch):
+    # The same planted gaps on two tasks: each stops at four seeds, and the summary says so.
+    from mixit.suite import suite
+
+    plant_gaps(monkeypatch, {1: -0.015})
+    quick = {"train.steps": 2, "train.eval_every": 2, "train.stop_at": None}
+    quick |= {"task.n_train": 200, "task.n_test": 32, "train.eval_examples": 32}
+    results = suite(["retrieval", "selective-copying"], ["standard", "mixit"], seeds="auto",
+                    out=tmp_path, overrides=quick, tune=[])  # fmt: skip
+    assert [len(result["seeds"]) for result in results.values()] == [4, 4]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "seeds auto (3 to 6): retrieval 4, selective-copying 4" in summary
+    assert summary.count("--seeds auto: 4 seeds") == 2

@@ -46,3 +46,30 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, problem, capsys):
     assert publish_results.main([str(source), str(destination)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert not destination.exists() or list(destination.iterdir()) == []
+
+
+def test_a_claim_judged_on_the_same_runs_as_another_output_is_counted_once(tmp_path):
+    from mixit.experiments.base import Claim
+    from mixit.experiments.setting import Setting
+    from mixit.experiments.shared_runs import mark_same_runs
+    from mixit.experiments.verdicts import write_claims
+
+    runs = {"C6": ["memorization-mixit-s0-aaaa"], "C1": ["retrieval-mixit-s0-bbbb"]}
+    for name, scale, c1_runs in (("b-small", "small", ["retrieval-mixit-s0-cccc"]),
+                                 ("a-tiny", "tiny", runs["C1"])):  # fmt: skip
+        folder = tmp_path / "results" / name
+        folder.mkdir(parents=True)
+        claims = [
+            Claim("C1", "s", "r", verdict="reproduced", runs=c1_runs),
+            Claim("C6", "s", "r", verdict="reproduced", runs=runs["C6"]),
+        ]
+        write_claims(folder, claims, Setting(scale, 3), {})
+    marked = mark_same_runs(tmp_path / "results")
+    # The smaller scale counts it; the other names it, and C1 (other runs) counts in both.
+    assert marked == {"b-small": {"C6": "results/a-tiny"}}
+    small = json.loads((tmp_path / "results" / "b-small" / "claims.json").read_text())
+    assert [c["same_runs_as"] for c in small["claims"]] == ["", "results/a-tiny"]
+    text = (tmp_path / "results" / "b-small" / "claims.md").read_text()
+    assert "1 of 2 claims reproduced" in text and "C6 (results/a-tiny)" in text
+    assert "The same runs as results/a-tiny**, which counts this claim" in text
+    assert mark_same_runs(tmp_path / "results") == marked  # marked once, the same again

@@ -11,6 +11,7 @@ import pytest
 from mixit.cli import main
 from mixit.experiments import EXPERIMENTS, reproduce, table1, table2, table7, theorem21, throughput
 from mixit.experiments.base import (
+    INCONCLUSIVE,
     NO_REFERENCE,
     NOT_REPRODUCED,
     OVERRIDES,
@@ -268,13 +269,23 @@ def test_a_claim_that_fails_on_runs_cut_off_while_rising_is_inconclusive(tmp_pat
     assert "0 of 1 claims reproduced" in text
 
 
+def c5_results(gaps: dict[str, list[float]]) -> dict:
+    """Table 3's results with MixiT ``gaps[task]`` (one per seed) from a standard at 0.6."""
+    accuracy = {
+        task: {"standard": [0.6] * len(gap), "mixit": [0.6 + g for g in gap]}
+        for task, gap in gaps.items()
+    }
+    means = {task: sum(gap) / len(gap) for task, gap in gaps.items()}
+    return {"accuracy": accuracy, "mixit_minus_standard": means}
+
+
 def test_a_claim_over_several_tasks_judges_each_tasks_reference_on_its_own():
     from mixit.experiments import table3
 
     gap = {"addition": 0.30, "dyck": 0.0, "modular-addition": 0.0, "sentiment": -0.075}
     no_addition = {"addition": "standard on addition reaches 0.096 (seed 200)"}
     # Sentiment fails with a reference that learned: not reproduced, addition's gap aside.
-    (c5,) = table3.judge({"mixit_minus_standard": gap})
+    (c5,) = table3.judge(c5_results({task: [g] for task, g in gap.items()}))
     c5.refuse(no_addition)
     assert c5.verdict == NOT_REPRODUCED and c5.failing == ["sentiment"]
     assert "Failed on tasks with a reference:** sentiment" in claims_markdown(
@@ -282,5 +293,39 @@ def test_a_claim_over_several_tasks_judges_each_tasks_reference_on_its_own():
     )
     # Where only the task without a reference fails, or none fails, there is no verdict.
     for addition in (-0.30, 0.30):
-        (c5,) = table3.judge({"mixit_minus_standard": gap | {"addition": addition, "sentiment": 0}})
+        moved = gap | {"addition": addition, "sentiment": 0}
+        (c5,) = table3.judge(c5_results({task: [g] for task, g in moved.items()}))
         assert c5.refuse(no_addition).verdict == NO_REFERENCE
+
+
+def test_a_pass_mark_is_read_on_every_seed_not_on_the_mean():
+    # Frozen-QK at small, seeds 200-202 (#69): its mean 0.914 passes the 0.90 bar, two of its
+    # three seeds do not.
+    khop = {m: [0.99] * 3 for m in table1.MODELS} | {"mixit": [0.6] * 3}
+    khop["frozen-qk"] = [0.875, 0.899, 0.968]
+    claims = {c.id: c for c in table1.judge({"khop": khop, "retrieval": RETRIEVAL})}
+    assert claims["C2"].verdict == NOT_REPRODUCED
+    assert claims["C2"].measured["frozen-qk"] == pytest.approx(0.914)
+    assert "on every seed" in claims["C2"].rule
+
+
+@pytest.mark.parametrize(
+    ("sentiment", "verdict"),
+    [
+        ([0.0, 0.0, -0.01], REPRODUCED),
+        ([0.0, 0.0, -0.025], INCONCLUSIVE),  # every seed within 0.03, the interval is not
+        ([0.0, -0.05, 0.0], INCONCLUSIVE),  # seeds on both sides of the margin
+        ([-0.05, -0.06, -0.055], NOT_REPRODUCED),
+    ],
+)
+def test_an_interval_that_crosses_a_margin_leaves_a_claim_inconclusive(sentiment, verdict):
+    from mixit.experiments import table3
+
+    gaps = {"addition": [0.0] * 3, "dyck": [0.0] * 3, "modular-addition": [0.0] * 3}
+    (c5,) = table3.judge(c5_results(gaps | {"sentiment": sentiment}))
+    assert c5.verdict == verdict
+    assert c5.undecided == (["sentiment"] if verdict == INCONCLUSIVE else [])
+    if verdict == INCONCLUSIVE:
+        assert "Undecided by the seeds:** sentiment" in claims_markdown(
+            [c5], Setting("tiny", 3, 0, {})
+        )

@@ -27,7 +27,7 @@ from typing import Any
 
 from mixit import litmus, suite
 from mixit.compare import judged_again, raised_budget
-from mixit.experiments.base import NO_REFERENCE, NOT_RUN, mean_std
+from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN, mean_std
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
 from mixit.experiments.width import INIT_STD
@@ -103,15 +103,25 @@ def _verdicts(claims: dict[str, Any]) -> dict[str, str]:
     return {claim["id"]: claim["verdict"] for claim in claims["claims"]}
 
 
-def _reproduced(verdicts: dict[str, str]) -> str:
-    """``7 of 11 (C1, ...); no reference: C5``: a claim without a reference is not judged."""
-    judged = [c for c in CLAIM_IDS if verdicts.get(c, NOT_RUN) not in (NOT_RUN, NO_REFERENCE)]
+def _reproduced(claims: dict[str, Any]) -> str:
+    """``7 of 11 (C1, ...); no reference: C5; inconclusive: C6``: a claim without a reference,
+    an inconclusive one and one judged on the same runs as another committed output (counted
+    there) are not counted here."""
+    verdicts = _verdicts(claims)
+    shared = {c["id"]: c["same_runs_as"] for c in claims["claims"] if c.get("same_runs_as")}
+    unjudged = (NOT_RUN, NO_REFERENCE, INCONCLUSIVE)
+    judged = [c for c in CLAIM_IDS if verdicts.get(c, NOT_RUN) not in unjudged and c not in shared]
     held = [c for c in judged if verdicts[c] == "reproduced"]
-    refused = [c for c in CLAIM_IDS if verdicts.get(c) == NO_REFERENCE]
+    named = [
+        (label, [c for c in CLAIM_IDS if verdicts.get(c) == verdict and c not in shared])
+        for label, verdict in (("no reference", NO_REFERENCE), ("inconclusive", INCONCLUSIVE))
+    ]
+    named += [(f"the same runs as `{o}`", [c for c in shared if shared[c] == o]) for o in
+              sorted(set(shared.values()))]  # fmt: skip
     return (
         f"{len(held)} of {len(judged)}"
         + (f" ({', '.join(held)})" if held else "")
-        + (f"; no reference: {', '.join(refused)}" if refused else "")
+        + "".join(f"; {label}: {', '.join(ids)}" for label, ids in named if ids)
     )
 
 
@@ -128,6 +138,7 @@ def _confirmed(claims: dict[str, Any]) -> str:
         if c["verdict"] == "reproduced"
         and "seeds" not in c.get("independent_of", [])
         and not fresh & set(c.get("seen_seeds", []))
+        and not c.get("same_runs_as")
     ]
     return ", ".join(held) or "none"
 
@@ -191,7 +202,7 @@ def reproductions() -> str:
             f"| `results/{out.name}` | {claims['scale']} | {_construction(claims)} "
             f"| {_seeds(claims)} | {_rates(claims)}{_old_rules(claims)} | {runs} | {wall} "
             f"| {_rules(claims)} "
-            f"| {_reproduced(_verdicts(claims))} "
+            f"| {_reproduced(claims)} "
             f"| {_confirmed(claims)} |"
         )
     return "\n".join(rows)
@@ -202,6 +213,7 @@ def rejudged() -> str:
     under the current ones, for the claims either judged."""
     rows = ["| output | " + " | ".join(CLAIM_IDS) + " |", "|---|" + "---|" * len(CLAIM_IDS)]
     short = {"reproduced": "yes", "not reproduced": "no", NO_REFERENCE: "no ref", NOT_RUN: ""}
+    short[INCONCLUSIVE] = "inconcl."
     for out in _outputs():
         if not (out / OLD_RULES).is_file():
             continue
@@ -273,6 +285,7 @@ def reading_rules_changes() -> str:
             if before.get(claim["id"], NOT_RUN) == claim["verdict"]:
                 continue
             why = [*claim.get("unfinished", []), *claim.get("no_reference", [])]
+            why += [f"undecided by the seeds: {u}" for u in claim.get("undecided", [])]
             if claim.get("failing") and claim["verdict"] != NO_REFERENCE:
                 why.append(f"fails on tasks with a reference: {', '.join(claim['failing'])}")
             rows.append(

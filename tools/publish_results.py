@@ -5,9 +5,12 @@ not committed; the reports, figures, claims and ``results.csv`` are. The copy is
 temporary name and renamed into place, so an interrupted copy leaves nothing behind. It also
 prints what a results README states about the cost, read from the runs' own summaries: how
 many runs, their training seconds summed, and when the first summary and the last were
-written.
+written. Then every claim judged on the same runs as another committed output's is marked in
+both folders' claims (``mixit.experiments.shared_runs``), so that it is counted once;
+``--same-runs-only`` marks them without copying anything.
 
     python tools/publish_results.py runs/presets-tiny-200 results/tiny-tuned-seed200
+    python tools/publish_results.py --same-runs-only results
 
 Exit status 2, with one line, when the source is not an output folder or the destination
 exists.
@@ -22,6 +25,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mixit.experiments.shared_runs import mark_same_runs
 from mixit.io import write_folder_atomic
 
 RUNS = "runs"
@@ -74,7 +78,7 @@ def publish(source: Path, destination: Path, exclude: tuple[str, ...] = ()) -> d
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("source", type=Path, help="the output folder (OUT of the command)")
-    parser.add_argument("destination", type=Path, help="the new folder under results/")
+    parser.add_argument("destination", type=Path, nargs="?", help="the new folder under results/")
     parser.add_argument(
         "--exclude",
         action="append",
@@ -82,7 +86,22 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help="a top-level file or folder to leave out as well (repeatable)",
     )
+    parser.add_argument(
+        "--same-runs-only",
+        action="store_true",
+        help="copy nothing: mark the claims judged on the same runs in the committed outputs "
+        "of SOURCE (a folder such as results/)",
+    )
     args = parser.parse_args(argv)
+    if args.same_runs_only:
+        if not args.source.is_dir():
+            print(f"publish_results: {args.source} is not a folder of outputs", file=sys.stderr)
+            return 2
+        print(json.dumps(mark_same_runs(args.source), indent=2))
+        return 0
+    if args.destination is None:
+        print("publish_results: name the destination folder under results/", file=sys.stderr)
+        return 2
     try:
         costs = publish(args.source, args.destination, tuple(args.exclude))
     except PublishError as error:
@@ -90,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"copied {args.source} to {args.destination} (without {RUNS}/)")
     print(json.dumps(costs, indent=2))
+    marked = mark_same_runs(args.destination.parent)
+    print(f"claims judged on the same runs as another output: {json.dumps(marked)}")
     return 0
 
 

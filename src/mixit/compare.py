@@ -316,13 +316,18 @@ def format_table(result: Mapping[str, Any]) -> str:
         lines += ["", *tuning_lines(result["tuned"])]
     lines += litmus_lines(result)
     if "seeds_auto" in result:
-        auto = result["seeds_auto"]
-        left = ", ".join(auto["undecided"]) or "none"
-        lines.append(
-            f"(--seeds auto: {len(result['seeds'])} seeds, from {auto['start']} up to "
-            f"{auto['maximum']}; still undecided by the interval: {left})"
-        )
+        lines.append(f"({seeds_auto_text(result)})")
     return "\n".join(lines)
+
+
+def seeds_auto_text(result: Mapping[str, Any]) -> str:
+    """Where ``--seeds auto`` stopped, and which verdicts its interval left undecided."""
+    auto = result["seeds_auto"]
+    left = ", ".join(auto["undecided"]) or "none"
+    return (
+        f"--seeds auto: {len(result['seeds'])} seeds, from {auto['start']} up to "
+        f"{auto['maximum']}; still undecided by the interval: {left}"
+    )
 
 
 def judged_again(result: Mapping[str, Any], folder: Path) -> dict[str, Any]:

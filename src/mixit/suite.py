@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.compare import compare, raised_budget
+from mixit.compare import compare, raised_budget, seeds_auto_text
 from mixit.errors import UsageError
 from mixit.experiments.base import markdown_table
 from mixit.experiments.plots import pyplot
 from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.launchers import LOCAL, Launch
-from mixit.litmus import VERDICTS
+from mixit.litmus import AUTO, AUTO_SEEDS, VERDICTS
 from mixit.results import read_results_csv, write_rows
 from mixit.rundir import read_records
 from mixit.tasks import TASKS
@@ -53,7 +53,7 @@ def suite(
     models: Sequence[str] | None = None,
     preset: str = "tiny",
     seed: int = 0,
-    seeds: int = 1,
+    seeds: int | str = 1,
     out: str | Path = "runs/suite",
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = None,
@@ -62,9 +62,10 @@ def suite(
     report_only: bool = False,
 ) -> dict[str, Any]:
     """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
-    returns ``{task: compare.json}``. ``tune``: as ``compare``'s (None: tune ``model.arch``
-    models only). ``report_only``: train nothing, and write the files from the tasks whose
-    ``OUT/TASK/compare.json`` exists (the others are named as unfinished)."""
+    returns ``{task: compare.json}``. ``tune`` and ``seeds`` (a count, or ``"auto"``, decided
+    task by task): as ``compare``'s (None: tune ``model.arch`` models only). ``report_only``:
+    train nothing, and write the files from the tasks whose ``OUT/TASK/compare.json`` exists
+    (the others are named as unfinished)."""
     tasks = suite_tasks(tasks)
     out = make_dir(Path(out))
     if report_only:
@@ -173,7 +174,7 @@ def summary_markdown(
     scores: Mapping[str, Mapping[str, float]],
     results: Mapping[str, Any],
     preset: str,
-    seeds: int,
+    seeds: int | str,
     costs: Mapping[str, Mapping[str, Any]],
     unfinished: Sequence[str] = (),
 ) -> str:
@@ -182,7 +183,7 @@ def summary_markdown(
     models = list(dict.fromkeys(m for task in scores for m in scores[task]))
     rows = [[task, *(_cell(scores[task].get(m, math.nan)) for m in models)] for task in scores]
     lines = [
-        f"# Suite: preset `{preset}`, {seeds} seed(s)",
+        f"# Suite: preset `{preset}`, {seeds_heading(seeds, results)}",
         "Score per task: 0 is the task's chance level, 1 the standard model "
         "(heatmap.png; every run in results.csv).",
         markdown_table(["task", *models], rows),
@@ -199,7 +200,7 @@ def summary_markdown(
             f"{row['model']} {VERDICTS[row['matches']]} ({row['difference']:+.3f})"
             for row in reading.get("rows", [])
         ]
-        lines.append(f"- **{task}**: " + ", ".join(verdicts))
+        lines.append(f"- **{task}**: " + ", ".join(verdicts) + _auto_note(result))
     if seeds == 1:
         lines.append("\nOne seed per run: no verdict here is certain (use --seeds 3 or more).")
     spread = [v for task in scores for v in scores[task].values() if not math.isnan(v)]
@@ -207,6 +208,19 @@ def summary_markdown(
         lines.append(f"\nScores range from {min(spread):.2f} to {max(spread):.2f}.")
     lines += _tuning_section(results, models) + _cost_section(costs)
     return "\n\n".join(lines) + "\n"
+
+
+def _auto_note(result: Mapping[str, Any]) -> str:
+    return f" ({seeds_auto_text(result)})" if "seeds_auto" in result else ""
+
+
+def seeds_heading(seeds: int | str, results: Mapping[str, Any]) -> str:
+    """``3 seed(s)``, or under ``--seeds auto`` how many each task took: ``seeds auto (3 to 6):
+    addition 3, khop 5``."""
+    if seeds != AUTO:
+        return f"{seeds} seed(s)"
+    taken = ", ".join(f"{task} {len(result['seeds'])}" for task, result in results.items())
+    return f"seeds auto ({AUTO_SEEDS[0]} to {AUTO_SEEDS[1]}): {taken}"
 
 
 def _tuning_section(results: Mapping[str, Any], models: Sequence[str]) -> list[str]:

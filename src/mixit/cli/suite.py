@@ -14,15 +14,16 @@ from mixit.cli.options import (
     add_overrides_argument,
     add_progress_option,
     add_tune_options,
-    count,
     dotted_overrides,
     launch_options,
     model_names,
     names,
+    seed_count,
     tune_choice,
 )
 from mixit.compare import Comparison, settings_to_tune
 from mixit.estimate import estimate_comparison, format_suite_estimate, tuning_seconds
+from mixit.litmus import AUTO, AUTO_SEEDS
 from mixit.suite import suite, suite_tasks
 from mixit.variants import VARIANTS
 
@@ -41,7 +42,14 @@ def add(commands: Any) -> None:
     )
     parser.add_argument("--preset", default="tiny", help="the tasks' preset (default tiny)")
     parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    parser.add_argument("--seeds", type=count, default=1, help="seeds per model (default 1)")
+    parser.add_argument(
+        "--seeds",
+        type=seed_count,
+        default=1,
+        help="seeds per model (default 1), or auto: each task as `compare --seeds auto` "
+        "trains it (3, then one more at a time while a verdict's interval crosses the "
+        "tolerance, up to 6)",
+    )
     parser.add_argument("--out", default="runs/suite", help="output directory")
     parser.add_argument(
         "--report",
@@ -62,7 +70,8 @@ def estimate(args: argparse.Namespace) -> str:
     """``--estimate``: each task's comparison priced as ``compare --estimate`` prices it, into
     the directory the suite would give it, so finished runs cost nothing."""
     overrides = dotted_overrides(args)
-    seeds = range(args.seed, args.seed + args.seeds)
+    most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
+    seeds = range(args.seed, args.seed + most)
     models = tuple(model_names(args.models))
     estimates = [
         estimate_comparison(

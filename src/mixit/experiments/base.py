@@ -30,8 +30,8 @@ SCALE_PRESET = {"tiny": "tiny", "small": "tiny", "paper": "paper"}
 REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
 # The verdict of a claim whose reference did not learn its task (mixit.experiments.references).
 NO_REFERENCE = "no reference"
-# A "not reproduced" on runs cut off while still rising (docs/reproduce.md, "Reading rules"),
-# and the verdicts that judged nothing, so neither count nor confirm.
+# A "not reproduced" on runs cut off while still rising, or a rule its seeds left undecided
+# (docs/reproduce.md, "Reading rules"); the verdicts that judged nothing count for nothing.
 INCONCLUSIVE = "inconclusive"
 UNJUDGED = (NOT_RUN, NO_REFERENCE, INCONCLUSIVE)
 # The seeds the presets, the scales' budgets and the claims' rules were chosen on while
@@ -149,17 +149,14 @@ class Claim:
     verdict: str = NOT_RUN
     # The model construction(s) of the runs behind the verdict (mixit.constructions).
     construction: str = ""
-    # Which detail of the authors' code the verdict turns on, from ``mixit reproduce
-    # ablation`` at the same scale and seeds (mixit.experiments.ablation.dependence); "" when
-    # no ablation covered the claim.
+    # The detail of the authors' code the verdict turns on, from ``mixit reproduce ablation``
+    # at the same scale and seeds (ablation.dependence); "" when no ablation covered it.
     ablation: str = ""
-    # The verdict on each set of seeds this output was reproduced on, e.g. {"0-2":
-    # "reproduced", "100-102": "not reproduced"}: settings chosen on the first are confirmed
-    # only by the others (``confirmed``).
+    # The verdict on each set of seeds this output was reproduced on ({"0-2": "reproduced",
+    # "100-102": ...}): settings chosen on the first are confirmed by the others only.
     by_seeds: dict[str, str] = field(default_factory=dict)
-    # The settings its verdict does not depend on (``Experiment.independent_of``): a claim
-    # independent of the seeds is the same computation on every seed range, so fresh seeds
-    # cannot confirm it.
+    # The settings its verdict does not depend on (``Experiment.independent_of``): fresh
+    # seeds cannot confirm a claim that is the same computation on every seed range.
     independent_of: list[str] = field(default_factory=list)
     # Seeds beyond TUNED_ON_SEEDS whose results were seen when the rule was written: their
     # verdicts are observations, and only other seeds confirm the rule.
@@ -173,10 +170,16 @@ class Claim:
     unfinished: list[str] = field(default_factory=list)
     # A claim over several tasks (C5): those its rule failed on (``refuse`` reads them).
     failing: list[str] = field(default_factory=list)
+    # The comparisons its seeds left undecided (claims.per_seed): the verdict is INCONCLUSIVE.
+    undecided: list[str] = field(default_factory=list)
+    # The run directories (named by config hash) of its headlines' tasks, sorted.
+    runs: list[str] = field(default_factory=list)
+    # Another committed output whose claim read the same runs ("results/X"; runs.same_runs).
+    same_runs_as: str = ""
 
-    def judge(self, holds: bool, measured: Mapping[str, Any]) -> Claim:
+    def judge(self, holds: bool | None, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)
-        self.verdict = REPRODUCED if holds else NOT_REPRODUCED
+        self.verdict = {True: REPRODUCED, False: NOT_REPRODUCED, None: INCONCLUSIVE}[holds]
         return self
 
     def refuse(self, unlearned: Mapping[str, str]) -> Claim:
@@ -196,9 +199,9 @@ class Claim:
         return self
 
     def hold_back(self, unfinished: Sequence[str]) -> Claim:
-        """A "not reproduced" on runs cut off while still rising (``unfinished``: which, one
-        line per model and task) becomes INCONCLUSIVE; any other verdict stands."""
-        if unfinished and self.verdict == NOT_REPRODUCED:
+        """A "not reproduced" on runs cut off while still rising (``unfinished``: one line per
+        model and task) becomes INCONCLUSIVE; an inconclusive verdict names them too."""
+        if unfinished and self.verdict in (NOT_REPRODUCED, INCONCLUSIVE):
             self.unfinished = list(unfinished)
             self.rule_verdict = self.verdict
             self.verdict = INCONCLUSIVE
@@ -279,9 +282,6 @@ class Experiment:
     # experiment outside it (the width questions) trains at the task presets' rates, or is
     # tuned by `--tune lr`, and says so (docs/width.md).
     tuned_presets: bool = True
-
-
-# ----------------------------------------------------------------------------- helpers
 
 
 def metric_values(summaries: Summaries, selected: Sequence[Run], metric: str) -> list[float]:

@@ -1,27 +1,84 @@
 """The paper's findings and the rule that judges each, written down before any result.
 
-Margins are absolute differences of means over seeds. A rule names the models and the numbers
-it compares, so a reader can check a verdict against ``results.json`` by hand.
+Margins are absolute, in the metric's units. A rule names the models and the numbers it
+compares, and how it reads the seeds (``Rule.reads``), so a reader can check a verdict against
+``results.json`` by hand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from mixit.experiments.base import Claim
+from mixit.litmus import ROUNDING, interval_95
+
+# How a rule reads its seeds (docs/reproduce.md, "Reading rules", 2026-12-01, written before
+# any run it judges). A comparison is read on its per-seed values (a paired difference: the
+# models of one seed share its data): it holds when it holds on every seed and on the 95 %
+# interval of their mean, fails when it fails on both, and is otherwise undecided, which
+# leaves the claim inconclusive. A mean against a bar would pass a model two of whose three
+# seeds are below it. A pass mark (the model solved its task) is read on every seed alone.
+BY_INTERVAL = "each comparison on every seed and on the 95 % interval over seeds"
+EVERY_SEED = "on every seed"
+# A rule over a measurement that is not a set of seeds (throughput, a simulation).
+NOT_SEEDS = ""
 
 
 @dataclass(frozen=True)
 class Rule:
     """A claim's rule: a template whose fields are its margins, so that the text a reader
-    checks and the numbers the experiment compares are written once."""
+    checks and the numbers the experiment compares are written once, and how it reads the
+    seeds (``BY_INTERVAL``, ``EVERY_SEED`` or ``NOT_SEEDS``)."""
 
     template: str
     margins: Mapping[str, float] = field(default_factory=dict)
+    reads: str = BY_INTERVAL
 
     def text(self) -> str:
-        return self.template.format(**self.margins)
+        rule = self.template.format(**self.margins)
+        return f"{rule}; read {self.reads}" if self.reads else rule
+
+
+def per_seed(values: Sequence[float], bound: float = 0.0, strict: bool = False) -> bool | None:
+    """Whether per-seed ``values`` are >= ``bound`` (> when ``strict``), read ``BY_INTERVAL``:
+    True when every seed and the low end of the 95 % interval of their mean are, False when no
+    seed and not the interval's high end are, None (undecided) otherwise. One seed decides
+    alone."""
+
+    def holds(value: float) -> bool:
+        return value > bound + ROUNDING if strict else value >= bound - ROUNDING
+
+    low, high = interval_95(values) or (min(values), max(values))
+    if all(holds(v) for v in values) and holds(low):
+        return True
+    if not any(holds(v) for v in values) and not holds(high):
+        return False
+    return None
+
+
+def every_seed(values: Sequence[float], bound: float) -> bool:
+    """A pass mark read ``EVERY_SEED``: every one of ``values`` is >= ``bound``."""
+    return all(value >= bound - ROUNDING for value in values)
+
+
+def paired(first: Sequence[float], second: Sequence[float]) -> list[float]:
+    """``first - second`` seed by seed (both listed in the same seed order)."""
+    return [a - b for a, b in zip(first, second, strict=True)]
+
+
+def judged(
+    claim_id: str, readings: Mapping[str, bool | None], measured: Mapping[str, Any]
+) -> Claim:
+    """``claim_id`` judged on its rule's comparisons (``readings``: each by name, read per
+    seed): reproduced when every one holds, not reproduced when any fails, else inconclusive,
+    with the undecided ones named (``Claim.undecided``)."""
+    values = list(readings.values())
+    holds = False if False in values else None if None in values else True
+    verdict = claim(claim_id).judge(holds, measured)
+    verdict.undecided = [name for name, reading in readings.items() if reading is None]
+    return verdict
 
 
 # The seeds of the reproductions judged before the rules of #37 were written (docs/reproduce.md).
@@ -49,8 +106,7 @@ FINDINGS: list[Finding] = [
         "Retrieval: standard, Frozen-MLP and Frozen-QK are far more accurate than MixiT "
         "(Table 1: 100 / 100 / 97.0 vs 11.2 %).",
         Rule(
-            "each of standard, frozen-mlp, frozen-qk has mean test accuracy >= mixit's "
-            "+ {margin:.2f}",
+            "each of standard, frozen-mlp, frozen-qk has test accuracy >= mixit's + {margin:.2f}",
             {"margin": 0.20},
         ),
     ),
@@ -60,8 +116,8 @@ FINDINGS: list[Finding] = [
         "k-hop induction heads: standard, Frozen-MLP and Frozen-QK beat MixiT "
         "(Table 1: 99.99 / 99.89 / 96.73 vs 48.58 %).",
         Rule(
-            "each of standard, frozen-mlp, frozen-qk has mean test accuracy >= {solved:.2f} "
-            "(it solves the task) and >= mixit's + {margin:.2f}",
+            "each of standard, frozen-mlp, frozen-qk has test accuracy >= {solved:.2f} on every "
+            "seed (it solves the task) and >= mixit's + {margin:.2f}",
             # The paper's three winners reach 96.7-99.99 %: a lead over MixiT by models that
             # have not solved k-hop is not the paper's finding.
             {"margin": 0.10, "solved": 0.90},
@@ -73,8 +129,8 @@ FINDINGS: list[Finding] = [
         "figure2",
         "Retrieval accuracy falls fastest with the number of pairs for MixiT (Figure 2).",
         Rule(
-            "mixit's drop in mean accuracy from the fewest to the most pairs is larger than the "
-            "drop of each of standard, frozen-mlp, frozen-qk"
+            "mixit's drop in accuracy from the fewest to the most pairs is larger than the drop "
+            "of each of standard, frozen-mlp, frozen-qk"
         ),
     ),
     Finding(
@@ -84,7 +140,7 @@ FINDINGS: list[Finding] = [
         # The paper's Frozen-QK is close to standard (2.78 / 3.07 / 3.73 on WikiText-103):
         # the order alone would pass a Frozen-QK as far from standard as MixiT is.
         Rule(
-            "mean test log_ppl: standard < frozen-qk < mixit, and frozen-qk - standard < "
+            "test log_ppl: standard < frozen-qk < mixit, and frozen-qk - standard < "
             "mixit - frozen-qk"
         ),
         SEEN_BEFORE_THE_SIZE_RULES,
@@ -95,7 +151,7 @@ FINDINGS: list[Finding] = [
         "MixiT is competitive with the standard transformer on decimal addition, Dyck-1, "
         "modular addition and sentiment (Table 3).",
         Rule(
-            "on each of the four tasks mixit's mean test accuracy >= standard's - {margin:.2f}",
+            "on each of the four tasks mixit's test accuracy >= standard's - {margin:.2f}",
             {"margin": 0.03},
         ),
     ),
@@ -105,7 +161,7 @@ FINDINGS: list[Finding] = [
         "Memorization capacity: standard > Frozen-QK ~ MixiT > Frozen-MLP in bits per "
         "parameter (Table 4: 2.98, 2.25, 2.18, 1.13).",
         Rule(
-            "mean bits/param: standard > max(frozen-qk, mixit); |frozen-qk - mixit| <= {close:g} "
+            "bits/param: standard > max(frozen-qk, mixit); |frozen-qk - mixit| <= {close:g} "
             "x standard; min(frozen-qk, mixit) > frozen-mlp",
             # The paper's own gap is 0.07 bits against standard's 2.98.
             {"close": 0.1},
@@ -116,7 +172,7 @@ FINDINGS: list[Finding] = [
         "table5",
         "More MixiT heads help decimal addition and Dyck-1 (Table 5).",
         Rule(
-            "on addition and on dyck, mixit's mean accuracy with the most heads >= with the "
+            "on addition and on dyck, mixit's accuracy with the most heads >= with the "
             "fewest + {margin:.2f}",
             {"margin": 0.02},
         ),
@@ -127,7 +183,7 @@ FINDINGS: list[Finding] = [
         "At depth 16 MixiT keeps its accuracy on decimal addition while the random transformer "
         "collapses (Table 6: 100 vs 22.9 %).",
         Rule(
-            "at the largest depth mixit's mean accuracy (with its shaped residual, as the paper "
+            "at the largest depth mixit's accuracy (with its shaped residual, as the paper "
             "builds it) >= its depth-2 accuracy - {keep:.2f} and the random transformer's <= its "
             "depth-2 accuracy - {collapse:.2f}",
             {"keep": 0.10, "collapse": 0.20},
@@ -139,7 +195,7 @@ FINDINGS: list[Finding] = [
         "Token covariance grows with depth for the random transformer and stays flat for MixiT "
         "(Table 7).",
         Rule(
-            "at initialisation, mean token correlation at the largest depth minus at depth 2: "
+            "at initialisation, token correlation at the largest depth minus at depth 2: "
             "random >= +{rise:.2f}, and |mixit| <= {flat:.2f}",
             {"rise": 0.10, "flat": 0.05},
         ),
@@ -150,10 +206,11 @@ FINDINGS: list[Finding] = [
         "Frozen-QK trained on retrieval forms a previous-token head and an induction head "
         "(Figure 3).",
         Rule(
-            "in every seed's Frozen-QK retrieval model some head has previous-token score at "
+            "in each seed's Frozen-QK retrieval model some head has previous-token score at "
             "value positions (where retrieval needs it) >= {threshold:g} and some later-layer "
             "head has induction score >= {threshold:g}",
             {"threshold": 0.5},
+            EVERY_SEED,
         ),
     ),
     Finding(
@@ -171,6 +228,7 @@ FINDINGS: list[Finding] = [
                 "paper_mixit": 1349.0 / 1022.8 - 1,
                 "paper_frozen_qk": 1267.1 / 1022.8 - 1,
             },
+            NOT_SEEDS,
         ),
         SEEN_BEFORE_THE_SIZE_RULES,
     ),
@@ -183,6 +241,7 @@ FINDINGS: list[Finding] = [
             "the discrepancy between the simulated recursion and the SDE at tau falls from the "
             "smallest to the largest width and is <= {limit:.2f} at the largest",
             {"limit": 0.10},
+            NOT_SEEDS,
         ),
     ),
 ]

@@ -20,7 +20,7 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
 )
-from mixit.experiments.claims import claim
+from mixit.experiments.claims import judged, paired, per_seed
 from mixit.experiments.plots import line_plot
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
@@ -41,9 +41,13 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C3: MixiT's accuracy drops most from the fewest to the most pairs."""
-    drop = results["drop"]
-    holds = all(drop["mixit"] > drop[m] for m in MODELS[:3])
-    return [claim("C3").judge(holds, {"drop": drop})]
+    accuracy = results["accuracy"]
+    drops = {m: paired(accuracy[m][0], accuracy[m][-1]) for m in MODELS}
+    readings = {
+        f"mixit's drop > {m}'s": per_seed(paired(drops["mixit"], drops[m]), strict=True)
+        for m in MODELS[:3]
+    }
+    return [judged("C3", readings, {"drop": results["drop"]})]
 
 
 def report(

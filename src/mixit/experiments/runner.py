@@ -40,7 +40,7 @@ from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.overrides import apply_overrides
 from mixit.resolve import validate
 from mixit.results import write_results_csv
-from mixit.runs import train_missing
+from mixit.runs import run_dir_name, train_missing
 
 
 def experiment_seconds(
@@ -348,8 +348,12 @@ def _judge(
     ids = [c.id for c in claims]
     capped = capped_runs(planned, how)
     unfinished = unfinished_runs(experiment, scale, seed_range, summaries, configs, ids, capped)
+    headlines = experiment.headlines(scale, seed_range)
     for judged_claim in claims:
         judged_claim.construction = construction
+        tasks = {run.task for line in headlines.get(judged_claim.id, []) for run in line.runs}
+        read = [run for run in planned if not tasks or run.task in tasks]
+        judged_claim.runs = sorted({run_dir_name(configs[run]) for run in read})
         judged_claim.independent_of = list(experiment.independent_of)
         judged_claim.refuse(unlearned.get(judged_claim.id, {}))
         judged_claim.hold_back(unfinished.get(judged_claim.id, []))

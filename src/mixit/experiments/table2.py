@@ -25,7 +25,7 @@ from mixit.experiments.base import (
     seeds_note,
     settings_note,
 )
-from mixit.experiments.claims import claim
+from mixit.experiments.claims import judged, paired, per_seed
 from mixit.experiments.plots import bar_plot
 
 MODELS = ("standard", "frozen-qk", "mixit")
@@ -49,9 +49,16 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
     the closer to standard."""
     first = next(results[d] for names in DATASETS.values() for d in names if d in results)
     means = {m: mean(first[m]) for m in MODELS}
-    std, fqk, mixit = means["standard"], means["frozen-qk"], means["mixit"]
-    holds = std < fqk < mixit and fqk - std < mixit - fqk
-    return [claim("C4").judge(holds, means)]
+    behind_standard = paired(first["frozen-qk"], first["standard"])
+    ahead_of_mixit = paired(first["mixit"], first["frozen-qk"])
+    readings = {
+        "standard < frozen-qk": per_seed(behind_standard, strict=True),
+        "frozen-qk < mixit": per_seed(ahead_of_mixit, strict=True),
+        "frozen-qk - standard < mixit - frozen-qk": per_seed(
+            paired(ahead_of_mixit, behind_standard), strict=True
+        ),
+    }
+    return [judged("C4", readings, means)]
 
 
 def report(

@@ -24,7 +24,7 @@ from mixit.experiments.base import (
     seeds_note,
     settings_note,
 )
-from mixit.experiments.claims import claim, margin
+from mixit.experiments.claims import judged, margin, paired, per_seed
 
 MODELS = ("standard", "frozen-qk", "mixit")
 TASKS = ("addition", "dyck", "modular-addition", "memorization", "sentiment")
@@ -45,10 +45,14 @@ def plan(scale: str, seeds: range) -> list[Run]:
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C5: on each of its tasks MixiT is within the claim's margin of standard."""
     gap = results["mixit_minus_standard"]
-    failing = [task for task, value in gap.items() if value < -margin("C5")]
-    judged = claim("C5").judge(not failing, {"mixit_minus_standard": gap})
-    judged.failing = failing
-    return [judged]
+    accuracy = results["accuracy"]
+    readings = {
+        task: per_seed(paired(accuracy[task]["mixit"], accuracy[task]["standard"]), -margin("C5"))
+        for task in gap
+    }
+    verdict = judged("C5", readings, {"mixit_minus_standard": gap})
+    verdict.failing = [task for task, reading in readings.items() if reading is False]
+    return [verdict]
 
 
 def report(

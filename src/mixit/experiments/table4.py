@@ -21,7 +21,7 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
 )
-from mixit.experiments.claims import claim, margin
+from mixit.experiments.claims import judged, margin, per_seed
 from mixit.experiments.plots import bar_plot
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
@@ -39,13 +39,22 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C6: standard > Frozen-QK ~ MixiT > Frozen-MLP in mean bits per parameter."""
-    b = {m: mean(results["bits_per_param"][m]) for m in MODELS}
-    holds = (
-        b["standard"] > max(b["frozen-qk"], b["mixit"])
-        and abs(b["frozen-qk"] - b["mixit"]) <= margin("C6", "close") * b["standard"]
-        and min(b["frozen-qk"], b["mixit"]) > b["frozen-mlp"]
-    )
-    return [claim("C6").judge(holds, b)]
+    bits = results["bits_per_param"]
+    seeds = list(zip(*(bits[m] for m in MODELS), strict=True))  # one (bits per model) per seed
+    per_model = [dict(zip(MODELS, seed, strict=True)) for seed in seeds]
+    close = margin("C6", "close")
+    readings = {
+        "standard > max(frozen-qk, mixit)": per_seed(
+            [b["standard"] - max(b["frozen-qk"], b["mixit"]) for b in per_model], strict=True
+        ),
+        f"|frozen-qk - mixit| <= {close:g} x standard": per_seed(
+            [close * b["standard"] - abs(b["frozen-qk"] - b["mixit"]) for b in per_model]
+        ),
+        "min(frozen-qk, mixit) > frozen-mlp": per_seed(
+            [min(b["frozen-qk"], b["mixit"]) - b["frozen-mlp"] for b in per_model], strict=True
+        ),
+    }
+    return [judged("C6", readings, {m: mean(bits[m]) for m in MODELS})]
 
 
 def report(

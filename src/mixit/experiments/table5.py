@@ -22,7 +22,7 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
 )
-from mixit.experiments.claims import claim, margin
+from mixit.experiments.claims import judged, margin, paired, per_seed
 from mixit.experiments.plots import line_plot
 
 TASKS = ("addition", "dyck", "sentiment")
@@ -91,9 +91,14 @@ def plan(scale: str, seeds: range) -> list[Run]:
 
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C7: on addition and Dyck-1 the most heads beat the fewest by the claim's margin."""
-    gain = results["gain"]
-    holds = all(gain[t] >= margin("C7") for t in C7_TASKS)
-    return [claim("C7").judge(holds, {"gain": gain})]
+    accuracy = results["accuracy"]  # {task: [[accuracy per seed] per number of heads]}
+    readings = {
+        f"{t}: most heads - fewest >= {margin('C7'):.2f}": per_seed(
+            paired(accuracy[t][-1], accuracy[t][0]), margin("C7")
+        )
+        for t in C7_TASKS
+    }
+    return [judged("C7", readings, {"gain": results["gain"]})]
 
 
 def report(

@@ -22,7 +22,7 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
 )
-from mixit.experiments.claims import claim, margin
+from mixit.experiments.claims import judged, margin, paired, per_seed
 from mixit.experiments.plots import line_plot
 
 # Each series: the variant and its own settings. C8 is judged on `mixit`, MixiT as the paper
@@ -74,12 +74,18 @@ def plan(scale: str, seeds: range) -> list[Run]:
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C8: MixiT keeps its depth-2 accuracy at the largest depth, the random transformer
     loses it."""
-    means = {m: [mean(v) for v in results["accuracy"][m]] for m in SERIES}
-    mixit, random = means["mixit"], means["random"]
-    holds = mixit[-1] >= mixit[0] - margin("C8", "keep") and random[-1] <= random[0] - margin(
-        "C8", "collapse"
-    )
-    return [claim("C8").judge(holds, means)]
+    accuracy = results["accuracy"]  # {model: [[accuracy per seed] per depth]}
+    means = {m: [mean(v) for v in accuracy[m]] for m in SERIES}
+    keep, collapse = margin("C8", "keep"), margin("C8", "collapse")
+    readings = {
+        f"mixit: largest depth - depth 2 >= -{keep:.2f}": per_seed(
+            paired(accuracy["mixit"][-1], accuracy["mixit"][0]), -keep
+        ),
+        f"random: depth 2 - largest depth >= {collapse:.2f}": per_seed(
+            paired(accuracy["random"][0], accuracy["random"][-1]), collapse
+        ),
+    }
+    return [judged("C8", readings, means)]
 
 
 def report(

@@ -32,7 +32,7 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
 )
-from mixit.experiments.claims import claim, margin
+from mixit.experiments.claims import judged, margin, paired, per_seed
 from mixit.experiments.plots import line_plot
 from mixit.resolve import fit_model_to_data
 from mixit.rundir import load_run
@@ -101,10 +101,15 @@ def _at_initialisation(
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C9: from depth 2 to the largest depth the random transformer's token correlation at
     initialisation rises, MixiT's stays flat."""
-    correlation = results["correlation_at_init"]
+    correlation = results["correlation_at_init"]  # {model: [[value per seed] per depth]}
     rise = {m: mean(correlation[m][-1]) - mean(correlation[m][0]) for m in MODELS}
-    holds = rise["random"] >= margin("C9", "rise") and abs(rise["mixit"]) <= margin("C9", "flat")
-    return [claim("C9").judge(holds, {"rise": rise})]
+    by_seed = {m: paired(correlation[m][-1], correlation[m][0]) for m in MODELS}
+    flat, rises = margin("C9", "flat"), margin("C9", "rise")
+    readings = {
+        f"random's rise >= {rises:.2f}": per_seed(by_seed["random"], rises),
+        f"|mixit's rise| <= {flat:.2f}": per_seed([flat - abs(r) for r in by_seed["mixit"]]),
+    }
+    return [judged("C9", readings, {"rise": rise})]
 
 
 def report(

@@ -81,6 +81,9 @@ def merge_claims(out: Path, judged: Sequence[Claim], setting: Setting) -> list[C
     merged = []
     for claim in CLAIMS:
         if claim.id in new:
+            kept = earlier.get(claim.id, {})
+            if kept.get("runs") == new[claim.id].runs:  # still the runs another output read
+                new[claim.id].same_runs_as = kept.get("same_runs_as", "")
             merged.append(new[claim.id])
         elif claim.id in earlier:
             merged.append(Claim(**earlier[claim.id]))
@@ -110,9 +113,40 @@ def changed_settings_note(setting: Setting) -> str:
     return " ".join(sentences[0 if changed else 1 :])
 
 
+def _not_counted(claims: Sequence[Claim]) -> str:
+    """Sentences naming the claims judged but not counted: no reference, inconclusive (cut off
+    while rising, or undecided by the seeds), or counted in another committed output."""
+    refused = [claim.id for claim in claims if claim.verdict == NO_REFERENCE]
+    without = (
+        f" No verdict for {', '.join(refused)}: a reference MixiT is read against did not "
+        "learn its task on every seed, so the comparison means nothing."
+        if refused
+        else ""
+    )
+    cut_off = [c.id for c in claims if c.verdict == INCONCLUSIVE and c.unfinished]
+    undecided = [c.id for c in claims if c.verdict == INCONCLUSIVE and not c.unfinished]
+    if cut_off:
+        without += (
+            f" Inconclusive: {', '.join(cut_off)}, whose rules failed or were undecided on runs "
+            "cut off while still rising; a claim fails only on runs trained to the end."
+        )
+    shared = [f"{c.id} ({c.same_runs_as})" for c in claims if c.same_runs_as]
+    if shared:
+        without += (
+            f" Judged on the same runs as another committed output, so counted there, not "
+            f"here: {', '.join(shared)}."
+        )
+    if undecided:
+        without += (
+            f" Inconclusive: {', '.join(undecided)}, whose seeds leave a comparison of the rule "
+            "undecided (seeds on both sides of its margin, or an interval across it)."
+        )
+    return without
+
+
 def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
-    counted = sum(claim.verdict == "reproduced" for claim in claims)
-    confirmed = sum(claim.confirmed() is True for claim in claims)
+    counted = sum(claim.verdict == "reproduced" and not claim.same_runs_as for claim in claims)
+    confirmed = sum(claim.confirmed() is True and not claim.same_runs_as for claim in claims)
     changed = changed_settings_note(setting)
     fresh = setting.record()["confirmed_on_seeds"]
     seen = [claim.id for claim in claims if set(fresh) & set(claim.seen_seeds)]
@@ -122,24 +156,13 @@ def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
         if fresh
         else "on those seeds, so they confirm nothing"
     )
-    refused = [claim.id for claim in claims if claim.verdict == NO_REFERENCE]
-    without = (
-        f" No verdict for {', '.join(refused)}: a reference MixiT is read against did not "
-        "learn its task on every seed, so the comparison means nothing."
-        if refused
-        else ""
-    )
-    held = [claim.id for claim in claims if claim.verdict == INCONCLUSIVE]
-    if held:
-        without += (
-            f" Inconclusive: {', '.join(held)}, whose rules failed on runs cut off while still "
-            "rising; a claim fails only on runs trained to the end."
-        )
+    without = _not_counted(claims)
     lines = [
         f"# Claims of the paper, checked at `{setting.scale}` scale",
         "",
-        f"{counted} of {len(claims)} claims reproduced, each judged on means over "
-        f"{seeds_text(setting.seed_range)}.{without} Settings and rules were "
+        f"{counted} of {len(claims)} claims reproduced, each comparison read seed by seed and "
+        f"on its 95 % interval, over {seeds_text(setting.seed_range)}.{without} "
+        "Settings and rules were "
         f"chosen on seeds {format_measured(list(TUNED_ON_SEEDS))}; these "
         f"verdicts are {confirmation} (docs/reproduce.md says which rules came after results). "
         f"Over every set of seeds this output was reproduced on, {confirmed} claim(s) are "
@@ -173,6 +196,10 @@ def _reference_lines(claim: Claim) -> list[str]:
             lines.append(f"- **Failed on tasks with a reference:** {', '.join(claim.failing)}")
     if claim.unfinished:
         lines.append(f"- **Cut off while still rising:** {'; '.join(claim.unfinished)}")
+    if claim.undecided:
+        lines.append(f"- **Undecided by the seeds:** {'; '.join(claim.undecided)}")
+    if claim.same_runs_as:
+        lines.append(f"- **The same runs as {claim.same_runs_as}**, which counts this claim")
     if lines and claim.rule_verdict:
         lines.append(f"- **The rule alone:** {claim.rule_verdict}")
     return lines
