@@ -348,12 +348,12 @@ def _judge(
     ids = [c.id for c in claims]
     capped = capped_runs(planned, how)
     unfinished = unfinished_runs(experiment, scale, seed_range, summaries, configs, ids, capped)
-    headlines = experiment.headlines(scale, seed_range)
+    headlines, measured = experiment.headlines(scale, seed_range), built[len(planned) :]
     for judged_claim in claims:
-        judged_claim.construction = construction
         tasks = {run.task for line in headlines.get(judged_claim.id, []) for run in line.runs}
-        read = [run for run in planned if not tasks or run.task in tasks]
-        judged_claim.runs = sorted({run_dir_name(configs[run]) for run in read})
+        read = [configs[run] for run in planned if not tasks or run.task in tasks] + measured
+        judged_claim.runs = sorted({run_dir_name(config) for config in read})
+        judged_claim.construction = construction
         judged_claim.independent_of = list(experiment.independent_of)
         judged_claim.refuse(unlearned.get(judged_claim.id, {}))
         judged_claim.hold_back(unfinished.get(judged_claim.id, []))

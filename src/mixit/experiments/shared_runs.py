@@ -4,9 +4,9 @@
 `small` trains the tiny models, so a run whose resolved config is the same at both scales
 lands in the same directory and is trained once (``base.SCALE_PRESET``): a claim all of whose
 runs are tiny's repeats tiny's computation at `small`. Each claim records the directories of
-the runs it read (``Claim.runs``, named by config hash); among the committed outputs that
-judged a claim on the same runs, the first (by scale, then name) counts it, and each other
-names that one (``Claim.same_runs_as``) and counts nothing.
+the runs it read and the models it measured (``Claim.runs``, named by config hash); among the
+committed outputs that judged a claim on the same runs, the first (by scale, then name)
+counts it, and each other names that one (``Claim.same_runs_as``) and counts nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mixit.experiments.base import SCALES, Claim
+from mixit.experiments.base import SCALES, SEEDS, Claim
 from mixit.experiments.setting import Setting
 from mixit.experiments.verdicts import write_claims
 
@@ -28,8 +28,9 @@ def _order(output: Path) -> tuple[int, str]:
 
 def first_with_same_runs(output: Path, claim: Claim, outputs: list[Path]) -> str:
     """The output before ``output`` (``_order``) whose claim of the same id read exactly the
-    runs ``claim`` read, as ``results/NAME``; "" when none did or the claim read no runs."""
-    if not claim.runs:
+    runs ``claim`` read, as ``results/NAME``; "" when none did, the claim read no runs, or it
+    does not depend on the seeds (a timing, measured again by every output)."""
+    if not claim.runs or SEEDS in claim.independent_of:
         return ""
     for other in sorted(outputs, key=_order):
         if _order(other) >= _order(output):
