@@ -52,6 +52,8 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     assert "C6" in (out / "claims.md").read_text()
     finished = summaries_mtimes(out)
     assert len(finished) == 8  # 4 models x 2 seeds
+    c6 = next(c for c in stored if c["id"] == "C6")
+    assert c6["runs"] == sorted(path.parent.name for path in finished)  # what it read, by name
     timing = json.loads((out / "timing.json").read_text())
     assert timing["table4"]["runs"] == 8 and timing["table4"]["train_seconds"] > 0
 

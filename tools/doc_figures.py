@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit import litmus, suite
-from mixit.compare import judged_again, raised_budget
+from mixit.compare import format_table, judged_again, raised_budget
 from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN, mean_std
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.verdicts import format_measurements
@@ -601,10 +601,11 @@ def fresh_seeds() -> str:
 def _moved_with_tuning(untuned: list[str], tuned: str) -> str:
     """The pre-registered reading of a tuned run on fresh seeds beside untuned runs on other
     seeds (docs/tuning.md, `--scale small`): a verdict moved with the tuning only where every
-    untuned seed set that judged the claim agrees and the tuned run differs from them."""
-    judged = set(untuned) - {NOT_RUN, NO_REFERENCE}
-    if tuned == NO_REFERENCE:
-        return "no reference: no reading"
+    untuned seed set that judged the claim agrees and the tuned run differs from them. An
+    inconclusive verdict (the reading rules of #69) judged nothing, as no reference did."""
+    judged = set(untuned) - {NOT_RUN, NO_REFERENCE, INCONCLUSIVE}
+    if tuned in (NO_REFERENCE, INCONCLUSIVE):
+        return f"{tuned}: no reading"
     if not judged or tuned == NOT_RUN:
         return "-"
     if len(judged) > 1:
@@ -1085,7 +1086,17 @@ def c2_budget() -> str:
     return "\n".join(lines) + f"\n\nSeeds {', '.join(map(str, compare['seeds']))}."
 
 
+def transcript(folder: str) -> str:
+    """README: what ``mixit compare`` printed for a committed comparison, as its table is
+    printed from ``compare.json`` (``compare.format_table``), as an indented code block."""
+    result = _json(RESULTS / folder / "compare.json")
+    lines = [f"    {line}".rstrip() for line in format_table(result).splitlines()]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
+    "demo": functools.partial(transcript, "demo-retrieval"),
+    "custom-example": functools.partial(transcript, "custom-reverse"),
     "reproductions": reproductions,
     "rejudged": rejudged,
     "rejudged-changes": rejudged_changes,
