@@ -8,6 +8,7 @@ import torch
 
 pytest.importorskip("transformers")
 
+from mixit.arch import TRUST_ENV, trust_module
 from mixit.cli import main
 from mixit.errors import UsageError
 from mixit.resolve import resolve_config
@@ -75,7 +76,11 @@ def test_a_model_from_the_users_module(tmp_path, monkeypatch):
         )
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(TRUST_ENV, "")
     arch = "module:my_models:tiny_llama"
+    with pytest.raises(UsageError, match="names code to run"):
+        resolve_config("retrieval", "frozen-mlp", "tiny", 0, _arch(arch))  # not asked for
+    trust_module(arch)
     model = build_model(resolve_config("retrieval", "frozen-mlp", "tiny", 0, _arch(arch)))
     frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
     assert frozen == {f"inner.model.layers.0.mlp.{m}_proj.weight" for m in ("gate", "up", "down")}
@@ -133,3 +138,59 @@ def test_the_small_output_init_shrinks_each_branch_output_and_scales_the_rest_by
 def test_arch_init_is_refused_for_mixits_decoder():
     with pytest.raises(UsageError, match=r"model\.arch_init"):
         resolve_config("retrieval", "standard", "tiny", 0, {"model.arch_init": "small-output"})
+
+
+PLANTED = """
+import pathlib
+
+def build(config):
+    pathlib.Path("planted-ran").write_text("yes")
+    raise SystemExit(0)
+"""
+
+
+def test_a_run_folder_cannot_make_mixit_run_the_code_it_names(tmp_path, monkeypatch, capsys):
+    # A shared folder carries its own module beside a run whose config names it; run from
+    # that folder (python -m puts it on the import path), every command that reads the stored
+    # config refuses, and the planted code never runs.
+    monkeypatch.setenv(TRUST_ENV, "")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "evilmod.py").write_text(PLANTED)
+    run = tmp_path / "run"
+    argv = ["train", "--task", "retrieval", "--model", "standard", "--out", str(run)]
+    assert main([*argv, "train.steps=2", "train.eval_every=2", "task.n_train=64"]) == 0
+    config = json.loads((run / "config.json").read_text())
+    config["model"]["arch"] = "module:evilmod:build"
+    (run / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    for command in (["generate", str(run), "--prompt-ids", "1,2"],
+                    ["analyze", "covariance", str(run)]):  # fmt: skip
+        assert main(command) == 2, command
+        error = capsys.readouterr().err.strip()
+        assert f"{TRUST_ENV}=evilmod" in error and "\n" not in error
+    assert not (tmp_path / "planted-ran").exists()
+
+
+@pytest.mark.parametrize(
+    "factory, fragment",
+    [
+        ("module:os:system", "not a function or class defined in os"),
+        ("module:json:loads", "failed: TypeError"),  # defined there, called, one line
+        ("module:badfactory:raises", "failed: ValueError: no model today"),
+        ("module:badfactory:not_a_model", "returned a dict, not a torch nn.Module"),
+    ],
+)
+def test_a_factory_is_called_only_when_defined_there_and_its_failures_are_one_line(
+    factory, fragment, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv(TRUST_ENV, "")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "badfactory.py").write_text(
+        "def raises(config):\n    raise ValueError('no model today')\n\n"
+        "def not_a_model(config):\n    return {}\n"
+    )
+    argv = ["train", "--task", "retrieval", "--model", "standard", "--arch", factory]
+    assert main([*argv, "--out", str(tmp_path / "run"), "train.steps=2"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert fragment in error and "\n" not in error

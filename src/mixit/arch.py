@@ -7,6 +7,8 @@
   returns a causal LM, a module whose ``forward(input_ids)`` gives logits (B, T, V) or an
   object with ``.logits``. Its parts come from the module's ``PARTS`` (a
   ``mixit.spectrum.Parts``), else from the adapter of the model's ``config.model_type``.
+  Its module is imported only when asked (``trust_module``): a run folder someone shares
+  cannot make mixit run the code its ``config.json`` names.
 
 The run's variant is built by ``mixit.spectrum`` (the same freezing and fixed mixing as the
 Python API) and wrapped in ``ArchModel``, which speaks the decoder's interface to training and
@@ -20,6 +22,8 @@ initialisation (with ``output_init_std``).
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +40,11 @@ from mixit.variants import get_variant
 
 BUILT_IN = "mixit"
 ARCH_FORMS = "mixit, hf:NAME (NAME one of: " + ", ".join(ADAPTERS) + ") or module:MODULE:FACTORY"
+# The modules a ``module:`` arch may import, comma-separated: as Hugging Face's
+# ``trust_remote_code``, code a stored config names runs only when the user opted in. The
+# command line trusts the module its own ``--arch`` or ``model.arch=`` names; the variable
+# carries that to the processes a reproduction trains in.
+TRUST_ENV = "MIXIT_TRUST_MODULES"
 
 
 class ArchModel(Trainable):
@@ -94,11 +103,33 @@ def hf_settings(name: str, m: ModelConfig) -> dict[str, Any]:
     }
 
 
+def trust_module(arch: str) -> None:
+    """Let this process and those it starts import ``arch``'s module (``module:MODULE:...``;
+    any other arch is left alone): the user named it, on the command line or in the Python
+    API. ``MIXIT_TRUST_MODULES=MODULE`` does the same for a run folder's stored config."""
+    if not arch.startswith("module:"):
+        return
+    name = arch.removeprefix("module:").partition(":")[0]
+    trusted = [m for m in os.environ.get(TRUST_ENV, "").split(",") if m]
+    os.environ[TRUST_ENV] = ",".join(dict.fromkeys([*trusted, name]))
+
+
+def _trusted(module_name: str) -> bool:
+    return module_name in os.environ.get(TRUST_ENV, "").split(",")
+
+
 def _factory(spec: str) -> tuple[Callable[[ModelConfig], nn.Module], Parts | None]:
-    """``module:PACKAGE.MODULE:FACTORY`` -> (the factory, the module's ``PARTS`` or None)."""
+    """``module:PACKAGE.MODULE:FACTORY`` -> (the factory, the module's ``PARTS`` or None), for
+    a trusted module (``trust_module``) whose FACTORY is a function or class defined there."""
     module_name, _, factory_name = spec.removeprefix("module:").partition(":")
     if not module_name or not factory_name:
         raise UsageError(f"model.arch='{spec}' is not of the form module:PACKAGE.MODULE:FACTORY")
+    if not _trusted(module_name):
+        raise UsageError(
+            f"model.arch='{spec}' names code to run (module {module_name}), and mixit imports "
+            f"none that it was not asked to: name it with --arch, or set "
+            f"{TRUST_ENV}={module_name} if you trust it"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
@@ -106,6 +137,12 @@ def _factory(spec: str) -> tuple[Callable[[ModelConfig], nn.Module], Parts | Non
     factory = getattr(module, factory_name, None)
     if not callable(factory):
         raise UsageError(f"model.arch='{spec}': {module_name} has no function {factory_name}")
+    defined_there = inspect.isfunction(factory) or inspect.isclass(factory)
+    if not defined_there or factory.__module__ != module.__name__:
+        raise UsageError(
+            f"model.arch='{spec}': {factory_name} is not a function or class defined in "
+            f"{module_name} (a builtin or an import from elsewhere is never called)"
+        )
     parts = getattr(module, "PARTS", None)
     if parts is not None and not isinstance(parts, Parts):
         raise UsageError(f"model.arch='{spec}': {module_name}.PARTS is not a mixit.spectrum.Parts")
@@ -141,7 +178,7 @@ def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
         parts, settings = None, hf_settings(name, config)
     else:
         factory, parts = _factory(config.arch)
-        source, settings = (lambda: factory(config)), None
+        source, settings = (lambda: _built(factory, config)), None
     models = spectrum(
         source,
         parts,
@@ -153,6 +190,23 @@ def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
         config.output_init_std,
     )
     return ArchModel(models[variant])
+
+
+def _built(factory: Callable[[ModelConfig], nn.Module], config: ModelConfig) -> nn.Module:
+    """``factory(config)``, where whatever it raises or returns other than a module is one
+    line naming the arch."""
+    try:
+        model = factory(config)
+    except Exception as error:  # the user's code: any failure is their input's
+        raise UsageError(
+            f"model.arch='{config.arch}' failed: {type(error).__name__}: {error}"
+        ) from None
+    if not isinstance(model, nn.Module):
+        raise UsageError(
+            f"model.arch='{config.arch}' returned a {type(model).__name__}, not a torch "
+            "nn.Module (a causal LM)"
+        )
+    return model
 
 
 def build_model(config: RunConfig) -> RunModel:

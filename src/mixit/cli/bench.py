@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from mixit.bench import bench, bench_configs, format_bench
-from mixit.cli.options import add_overrides_argument, count, model_names
+from mixit.cli.options import add_overrides_argument, command_line_overrides, count, model_names
 from mixit.cost_check import cost_check, format_cost_check
 from mixit.io import check_writable, write_json
-from mixit.overrides import parse_overrides
 from mixit.tasks import PRESET_NAMES
 
 
@@ -54,12 +53,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_writable(Path(args.json))  # before minutes of timing, not after
     if args.cost_check:
-        checked = cost_check(args.cost_check, sys.stderr.isatty(), parse_overrides(args.overrides))
+        checked = cost_check(
+            args.cost_check, sys.stderr.isatty(), command_line_overrides(args.overrides)
+        )
         print(format_cost_check(checked))
         if args.json:
             write_json(Path(args.json), checked)
         return 0
-    configs = bench_configs(model_names(args.models), parse_overrides(args.overrides))
+    configs = bench_configs(model_names(args.models), command_line_overrides(args.overrides))
     result = bench(
         configs,
         seq_len=args.seq_len,

@@ -6,6 +6,7 @@ import argparse
 import math
 import re
 
+from mixit.arch import trust_module
 from mixit.devices import check_ranks_fit
 from mixit.errors import UsageError
 from mixit.launchers import Launch, check_launcher, parse_options
@@ -132,10 +133,19 @@ def add_arch_option(parser: argparse.ArgumentParser) -> None:
 
 
 def dotted_overrides(args: argparse.Namespace) -> dict[str, str]:
-    """The dotted overrides, with ``--arch`` as ``model.arch``."""
-    overrides = parse_overrides(args.overrides)
+    """The dotted overrides, with ``--arch`` as ``model.arch`` (``command_line_overrides``)."""
+    overrides = command_line_overrides(args.overrides)
     if args.arch is not None:
         overrides["model.arch"] = args.arch
+        trust_module(args.arch)
+    return overrides
+
+
+def command_line_overrides(items: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` items of the command line as a dict; a module its ``model.arch`` names is
+    trusted (``arch.trust_module``): the user named it here."""
+    overrides = parse_overrides(items)
+    trust_module(str(overrides.get("model.arch", "")))
     return overrides
 
 

@@ -13,6 +13,7 @@ from mixit.cli.options import (
     add_launch_options,
     add_progress_option,
     add_tune_options,
+    command_line_overrides,
     count,
     launch_options,
     names,
@@ -27,7 +28,6 @@ from mixit.experiments.estimate import (
     format_reproduction_estimate,
 )
 from mixit.experiments.registry import QUESTIONS
-from mixit.overrides import parse_overrides
 
 
 def add(commands: Any) -> None:
@@ -103,7 +103,7 @@ def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     out = args.out or f"runs/reproduce-{args.scale}"
     progress = sys.stderr.isatty() if args.progress is None else args.progress
-    experiment, overrides = args.what[0], parse_overrides(args.what[1:])
+    experiment, overrides = args.what[0], command_line_overrides(args.what[1:])
     how = Reproduction(
         args.scale,
         args.seeds,

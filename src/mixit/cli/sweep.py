@@ -11,12 +11,12 @@ from mixit.cli.options import (
     add_launch_options,
     add_overrides_argument,
     add_progress_option,
+    command_line_overrides,
     count,
     launch_options,
 )
 from mixit.errors import UsageError
 from mixit.io import write_json
-from mixit.overrides import parse_overrides
 from mixit.sweep import best_configs, sweep
 
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         storage=args.storage,
         seed=args.seed,
-        overrides=parse_overrides(args.overrides),
+        overrides=command_line_overrides(args.overrides),
         launch=launch_options(args),
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
     )
