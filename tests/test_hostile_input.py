@@ -47,6 +47,8 @@ KINDS = {
     "missing dependency": ("train", "compare", "suite", "sweep", "reproduce"),
     "accepted silently": ("train", "compare"),
     "misleading message": ("generate",),
+    "empty list": ("suite", "reproduce"),
+    "stored code": RUN_READERS,
 }
 HUGE_ROWS, HUGE_WIDTH = "task.n_train=1000000000000", "model.n_embd=2000000"
 
@@ -182,6 +184,28 @@ CASES = [
         Case("missing dependency", command, with_out(argv, "--launcher", "slurm"), "--launcher")
         for command, argv in TRAINER_ARGV.items()
         if command != "train"
+    ),
+    Case("empty list", "suite", with_out([*SUITE[:1], "--tasks", "", *SUITE[3:]]), "--tasks"),
+    Case("empty list", "suite", with_out([*SUITE[:1], "--tasks", ",", *SUITE[3:]]), "names"),
+    Case(
+        "empty list", "reproduce", with_out(["reproduce", "ablation", "--claims", ""]), "--claims"
+    ),
+    Case(
+        "empty list",
+        "reproduce",
+        with_out(["reproduce", "ablation", "--differences", ","]),
+        "--differences names nothing",
+    ),
+    Case("empty list", "reproduce", with_out([*REPRODUCE, "--claims", ""]), "belong to"),
+    *(
+        Case(
+            "stored code",
+            reader,
+            reader_argv(reader),
+            "MIXIT_TRUST_MODULES=evilmod",
+            stored("model.arch", "module:evilmod:build"),
+        )
+        for reader in RUN_READERS
     ),
     Case(
         "accepted silently",

@@ -237,8 +237,15 @@ def model_names(text: str) -> list[str]:
     return models
 
 
-def names(text: str | None) -> list[str] | None:
-    return [name.strip() for name in text.split(",") if name.strip()] if text else None
+def names(text: str | None, option: str) -> list[str] | None:
+    """A comma-separated ``option`` as a list; None when it was not given (its default). A
+    given list that names nothing (``""``, ``","``) is a usage error, never "everything"."""
+    if text is None:
+        return None
+    listed = [name.strip() for name in text.split(",") if name.strip()]
+    if not listed:
+        raise UsageError(f"{option} names nothing; leave it out for its default, or name some")
+    return listed
 
 
 # A dotted override, which may stand anywhere on the command line.

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if experiment == "ablation":
         return _ablation(args, how)
-    if args.claims or args.differences:
+    if args.claims is not None or args.differences is not None:
         raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
     if args.estimate:
         print(format_reproduction_estimate(estimate_reproduction([experiment], how, args.target)))
@@ -139,7 +139,7 @@ def _ablation(args: argparse.Namespace, how: Reproduction) -> int:
         raise UsageError(
             "`reproduce ablation` takes no --tuned or --tune: each row sets its own options"
         )
-    differences, claims = names(args.differences), names(args.claims)
+    differences, claims = names(args.differences, "--differences"), names(args.claims, "--claims")
     if args.estimate:
         estimate = estimate_ablation(differences, claims, how, args.target)
         print(format_reproduction_estimate(estimate))

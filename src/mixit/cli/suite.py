@@ -79,7 +79,7 @@ def estimate(args: argparse.Namespace) -> str:
             args.target,
             args.jobs,
         )
-        for task in suite_tasks(names(args.tasks))
+        for task in suite_tasks(names(args.tasks, "--tasks"))
     ]
     tunes = settings_to_tune(tune_choice(args), overrides)
     tuning = [tuning_seconds(e["rows"], overrides) for e in estimates] if tunes else []
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         print(estimate(args))
         return 0
     suite(
-        names(args.tasks),
+        names(args.tasks, "--tasks"),
         model_names(args.models),
         args.preset,
         args.seed,
