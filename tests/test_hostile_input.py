@@ -506,3 +506,67 @@ def test_a_damaged_checkpoint_state_is_a_usage_error(content, tmp_path):
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     with pytest.raises(UsageError):
         load_checkpoint(folder, model, optimizer, schedule, torch.Generator())
+
+
+def tool(name: str):
+    """A script under tools/, imported as a module."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"tool_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def linked_summary(tmp: Path) -> Path:
+    """An output folder whose one run's summary.json is a link to a file elsewhere."""
+    run = tmp / "out" / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    (run / "metrics.jsonl").write_text("")
+    (tmp / "elsewhere.json").write_text("{}")
+    (run / "summary.json").symlink_to(tmp / "elsewhere.json")
+    return tmp / "out"
+
+
+TOOL_CASES = [
+    ("tune_presets", lambda tmp: ["--scale", "nope"], "invalid choice"),
+    ("tune_presets", lambda tmp: ["--jobs", "0"], "must be >= 1"),
+    ("tuning_cost", lambda tmp: ["--task", "../x", "--out", str(tmp)], "invalid choice"),
+    ("tuning_cost", lambda tmp: ["--seeds", "0", "--out", str(tmp)], "must be >= 1"),
+    ("width_device", lambda tmp: ["--out", str(tmp), "--widths", "abc"], "not a whole number"),
+    ("width_device", lambda tmp: ["--out", str(tmp), "--widths", "0,-64"], "must be >= 1"),
+    ("width_device", lambda tmp: ["--out", str(tmp), "--budget-seconds", "nan"], "finite"),
+    ("init_finding", lambda tmp: ["--name", "../x"], "not a folder name"),
+    ("init_finding", lambda tmp: ["--jobs", "0"], "must be >= 1"),
+    ("publish_results", lambda tmp: [str(tmp / "none"), str(tmp / "d")], "not an output folder"),
+    ("publish_results", lambda tmp: ["--bogus"], "arguments are required: source"),
+    ("run_records", lambda tmp: [str(linked_summary(tmp)), str(tmp / "kept")], "is a link"),
+    ("doc_figures", lambda tmp: ["--bogus"], "unrecognized arguments"),
+]
+
+
+@pytest.mark.parametrize(("name", "argv", "fragment"), TOOL_CASES)
+def test_every_tool_keeps_the_promise_on_bad_input(name, argv, fragment, tmp_path, capsys):
+    from mixit.cli import run_tool
+
+    (tmp_path / "sibling").mkdir()
+    module = tool(name)
+    assert run_tool(name, lambda: module.main(argv(tmp_path))) == 2
+    error = capsys.readouterr().err.strip()
+    assert fragment in error and "\n" not in error and "Traceback" not in error, error
+    assert (tmp_path / "sibling").is_dir()  # nothing beside the output removed
+    assert not (tmp_path / "kept").exists()  # nothing half-copied
+
+
+def test_every_tool_is_named_in_the_table():
+    tools = Path(__file__).resolve().parents[1] / "tools"
+    assert {path.stem for path in tools.glob("*.py")} == {name for name, _, _ in TOOL_CASES}
+
+
+def test_a_tool_run_as_a_script_prints_one_line():
+    path = Path(__file__).resolve().parents[1] / "tools" / "tune_presets.py"
+    argv = [sys.executable, str(path), "--jobs", "0"]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

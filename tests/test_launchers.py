@@ -103,3 +103,12 @@ def test_tuning_refuses_not_to_wait(tmp_path, capsys):
     assert main(argv) == 2
     assert "drop --no-wait" in capsys.readouterr().err
     assert not (tmp_path / "o" / "slurm").exists()
+
+
+@pytest.mark.parametrize("settings", [{"jobs": 0}, {"jobs": -2}, {"gpus_per_run": 0}])
+def test_a_launch_of_no_processes_is_refused_in_the_api_too(settings):
+    from mixit.errors import UsageError
+    from mixit.launchers import Launch
+
+    with pytest.raises(UsageError, match="must be a whole number >= 1"):
+        Launch(**settings)

@@ -12,7 +12,6 @@ block therefore fails the suite until it agrees with the file it names.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import functools
 import importlib.util
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from mixit import litmus, suite
+from mixit.cli import run_tool
+from mixit.cli.options import OneLineParser
 from mixit.compare import format_table, judged_again, raised_budget
 from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN, mean_std
 from mixit.experiments.claims import CLAIMS
@@ -1166,7 +1167,7 @@ def stale(documents: tuple[Path, ...] | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="doc_figures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
     args = parser.parse_args(argv)
     if args.check:
@@ -1180,4 +1181,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool("doc_figures", main))

@@ -14,12 +14,14 @@ architecture. The rule and the predictions were committed before any of these ru
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from mixit.cli import run_tool
+from mixit.cli.options import OneLineParser, count, folder_name, whole_number
 from mixit.compare import compare
 from mixit.io import make_dir, write_json, write_text
 from mixit.launchers import Launch
@@ -142,19 +144,22 @@ def findings(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="init_finding", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/init-finding", help="where the runs go")
-    parser.add_argument("--jobs", type=int, default=1, help="runs trained at once")
-    parser.add_argument("--seed", type=int, default=SEEDS.start, help="first of 3 seeds")
-    parser.add_argument("--name", default="init-finding", help="the folder under results/")
-    args = parser.parse_args()
+    parser.add_argument("--jobs", type=count, default=1, help="runs trained at once")
+    parser.add_argument("--seed", type=whole_number, default=SEEDS.start, help="first of 3 seeds")
+    parser.add_argument(
+        "--name", type=folder_name, default="init-finding", help="the folder under results/"
+    )
+    args = parser.parse_args(argv)
     results = measure(Path(args.out) / args.name, args.jobs, range(args.seed, args.seed + 3))
     folder = make_dir(RESULTS / args.name)
     write_json(folder / "results.json", results)
     write_text(folder / "report.md", report(results))
     print(json.dumps(results["verdicts"]))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool("init_finding", main))

@@ -18,13 +18,14 @@ exists.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mixit.cli import run_tool
+from mixit.cli.options import OneLineParser
 from mixit.experiments.shared_runs import mark_same_runs
 from mixit.io import write_folder_atomic
 
@@ -76,7 +77,7 @@ def publish(source: Path, destination: Path, exclude: tuple[str, ...] = ()) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="publish_results", description=__doc__.split("\n\n")[0])
     parser.add_argument("source", type=Path, help="the output folder (OUT of the command)")
     parser.add_argument("destination", type=Path, nargs="?", help="the new folder under results/")
     parser.add_argument(
@@ -115,4 +116,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool("publish_results", main))

@@ -41,7 +41,6 @@ top or one level down.
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import os
 import shutil
@@ -49,6 +48,9 @@ import sys
 from pathlib import Path
 
 from mixit.checkpoint import CHECKPOINT, latest_checkpoint
+from mixit.cli import run_tool
+from mixit.cli.options import OneLineParser
+from mixit.errors import UsageError
 from mixit.io import write_folder_atomic
 
 RUNS = "runs"
@@ -61,11 +63,27 @@ TASK_FILES = ("compare.json", "results.csv", "tuning.json")
 SUITE_FILES = ("results.csv", "heatmap.png", "summary.md", "suite.json")
 
 
+def copy_file(source: Path, target: Path) -> None:
+    """``shutil.copy2`` of a plain file: a link (a shared folder's ``summary.json`` pointing at
+    a file elsewhere) is refused, as mixit refuses it."""
+    if source.is_symlink():
+        raise UsageError(f"{source} is a link; run records are copied from plain files only")
+    shutil.copy2(source, target)
+
+
+def refuse_links(folder: Path) -> None:
+    """Refuse ``folder`` when anything under it is a link (before a copy of it starts)."""
+    for path in (folder, *folder.rglob("*")):
+        if path.is_symlink():
+            raise UsageError(f"{path} is a link; run records are copied from plain files only")
+
+
 def save(out: Path, destination: Path, weights: str | None = None) -> tuple[int, int]:
     """Copy the records of OUT's runs (those with a config and metrics) into
     DESTINATION/runs/ (made under a temporary name, then renamed), with the weights or
     checkpoints (``copy_weights``) of those whose names match the pattern ``weights``; the
     number of runs copied, and of them the finished ones."""
+    refuse_links(out / RUNS)  # before anything is made
     runs = sorted(path.parent for path in (out / RUNS).glob("*/metrics.jsonl"))
     runs = [run for run in runs if (run / "config.json").is_file()]
 
@@ -74,7 +92,7 @@ def save(out: Path, destination: Path, weights: str | None = None) -> tuple[int,
             (staging / run.name).mkdir(parents=True)
             for name in RECORDS:
                 if (run / name).is_file():
-                    shutil.copy2(run / name, staging / run.name / name)
+                    copy_file(run / name, staging / run.name / name)
             if weights is not None and fnmatch.fnmatch(run.name, weights):
                 copy_weights(run, staging / run.name)
 
@@ -88,10 +106,11 @@ def copy_weights(run: Path, kept: Path) -> None:
     ``checkpoint/`` (from ``checkpoint.old`` too, when a kill came mid-swap)."""
     if (run / "summary.json").is_file():
         if (run / WEIGHTS).is_file():
-            shutil.copy2(run / WEIGHTS, kept / WEIGHTS)
+            copy_file(run / WEIGHTS, kept / WEIGHTS)
         return
     checkpoint = latest_checkpoint(run)
     if checkpoint is not None:
+        refuse_links(checkpoint)
         shutil.copytree(checkpoint, kept / CHECKPOINT)
 
 
@@ -99,6 +118,7 @@ def save_suite(out: Path, destination: Path, weights: str | None = None) -> tupl
     """``save`` for each task of a suite's OUT into DESTINATION/TASK/, with the task's and the
     suite's files (``TASK_FILES``, ``SUITE_FILES``) where written; DESTINATION is made under a
     temporary name, then renamed. The runs copied, and of them the finished ones."""
+    refuse_links(out)
     tasks = sorted(path.parent for path in out.glob(f"*/{RUNS}") if path.is_dir())
     counts: list[tuple[int, int]] = []
 
@@ -107,10 +127,10 @@ def save_suite(out: Path, destination: Path, weights: str | None = None) -> tupl
             counts.append(save(task, staging / task.name, weights))
             for name in TASK_FILES:
                 if (task / name).is_file():
-                    shutil.copy2(task / name, staging / task.name / name)
+                    copy_file(task / name, staging / task.name / name)
         for name in SUITE_FILES:
             if (out / name).is_file():
-                shutil.copy2(out / name, staging / name)
+                copy_file(out / name, staging / name)
 
     write_folder_atomic(destination, copy)
     return sum(c for c, _ in counts), sum(f for _, f in counts)
@@ -119,6 +139,7 @@ def save_suite(out: Path, destination: Path, weights: str | None = None) -> tupl
 def restore(kept: Path, out: Path) -> tuple[int, int]:
     """Copy every file of KEPT but its README.md to the same place under OUT where OUT has
     none (each under a temporary name, then renamed); the files copied, and those OUT had."""
+    refuse_links(kept)
     files = [path for path in sorted(kept.rglob("*")) if path.is_file()]
     files = [path for path in files if path.relative_to(kept) != Path(KEPT_NOTES)]
     copied = 0
@@ -135,7 +156,7 @@ def restore(kept: Path, out: Path) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="run_records", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "out", type=Path, help="the output folder (OUT of the command); DEST with --restore"
     )
@@ -184,4 +205,4 @@ def main_restore(kept: Path, out: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool("run_records", main))

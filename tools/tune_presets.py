@@ -12,13 +12,15 @@ committed before any verdict that uses it is seen. The runs stay in ``--out``; a
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from mixit.experiments.base import Reproduction
+from mixit.cli import run_tool
+from mixit.cli.options import OneLineParser, count, whole_number
+from mixit.experiments.base import SCALES, Reproduction
 from mixit.experiments.runner import plan_reproduction, tune_plan
 from mixit.experiments.tuned_presets import group_key, preset_path
 from mixit.io import write_json
@@ -42,19 +44,19 @@ def trials_train_seconds(runs_dir: Path, seed: int) -> float:
     return total
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", default="tiny")
-    parser.add_argument("--jobs", type=int, default=1)
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="tune_presets", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", default="tiny", choices=SCALES)
+    parser.add_argument("--jobs", type=count, default=1)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--checkpoint-every",
-        type=int,
+        type=whole_number,
         default=0,
         help="checkpoint each trial every N steps, so that a stopped tuning's long trials go on "
         "from there; an execution setting, which changes no result or run directory",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     out = args.out or ROOT / "runs" / f"presets-{args.scale}"
     how = Reproduction(
         args.scale,
@@ -96,7 +98,8 @@ def main() -> None:
         },
     )
     print(f"{len(groups)} groups tuned in {seconds / 60:.1f} min: {preset_path(args.scale)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool("tune_presets", main))

@@ -14,15 +14,18 @@ Writes ``results/tuning-cost/TASK.json``.
 
 from __future__ import annotations
 
-import argparse
 import math
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from mixit.cli import run_tool
+from mixit.cli.options import OneLineParser, count
 from mixit.compare import Comparison, compare
 from mixit.io import make_dir, write_json
+from mixit.tasks import TASKS
 from mixit.tuning import Tuner
 from mixit.tuning_rules import Candidate, Trial, candidate_config, tuning_seed
 
@@ -64,12 +67,12 @@ def full_grid(task: str, seeds: int, tuned: dict[str, Any], out: Path) -> tuple[
     return chosen, seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", default="dyck")
-    parser.add_argument("--seeds", type=int, default=3)
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="tuning_cost", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", default="dyck", choices=sorted(TASKS))
+    parser.add_argument("--seeds", type=count, default=3)
     parser.add_argument("--out", default="runs/tuning-cost", help="where the runs go")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     out = Path(args.out) / args.task
     untuned, untuned_seconds = timed_compare(args.task, args.seeds, out / "untuned", [])
     tuned, tuned_seconds = timed_compare(args.task, args.seeds, out / "tuned", ["lr"])
@@ -96,7 +99,8 @@ def main() -> None:
     print(f"untuned {untuned_seconds:.0f} s, tuned {tuned_seconds:.0f} s: {result['ratio']:.2f}x")
     for model, lr in result["halving"].items():
         print(f"{model:<11} halving {lr:.3g}  full grid {grid[model]['train.lr']:.3g}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool("tuning_cost", main))

@@ -19,10 +19,11 @@ and 115 s divided over 8 jobs, took about 593 s of wall time at ``--jobs 8``
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from mixit.cli import run_tool
+from mixit.cli.options import OneLineParser, count, counts, positive
 from mixit.experiments import estimate_reproduction, reproduce, width
 from mixit.experiments.base import Reproduction
 from mixit.launchers import Launch
@@ -34,7 +35,7 @@ TOY = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="width_device", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument(
         "--experiment",
@@ -42,12 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         default="width",
         help="every question (default) or the depth question (C8) alone",
     )
-    parser.add_argument("--widths", default="512,1024", help="comma-separated widths")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds per run (default 1)")
-    parser.add_argument("--jobs", type=int, default=4, help="runs trained at once (default 4)")
+    parser.add_argument("--widths", type=counts, default=[512, 1024], help="comma-separated widths")
+    parser.add_argument("--seeds", type=count, default=1, help="seeds per run (default 1)")
+    parser.add_argument("--jobs", type=count, default=4, help="runs trained at once (default 4)")
     parser.add_argument(
         "--budget-seconds",
-        type=float,
+        type=positive,
         default=480.0,
         help="refuse when the training predicted on one GPU exceeds this (default 480: 8 minutes)",
     )
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--toy", action="store_true", help="widths 16, 32, two steps a run")
     args = parser.parse_args(argv)
-    widths = TOY["widths"] if args.toy else tuple(int(w) for w in args.widths.split(","))
+    widths = TOY["widths"] if args.toy else tuple(args.widths)
     width.WIDTHS["tiny"] = widths  # the rule's runs at these widths (the scale's budgets)
     how = Reproduction(
         "tiny",
@@ -81,4 +82,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool("width_device", main))

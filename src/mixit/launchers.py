@@ -44,6 +44,13 @@ class Launch:
     gpus_per_run: int = 1
     jobs: int = 1
 
+    def __post_init__(self) -> None:
+        for name in ("jobs", "gpus_per_run"):  # the API's callers too, not only the CLI's
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise UsageError(
+                    f"Launch({name}={getattr(self, name)!r}): must be a whole number >= 1"
+                )
+
     @property
     def submits(self) -> bool:
         return self.launcher != "local"

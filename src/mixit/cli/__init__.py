@@ -4,10 +4,11 @@ carries it out); here, the parser they share and the mapping of errors to exit s
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -101,6 +102,24 @@ def os_error_line(error: OSError) -> str:
     """One line naming the file and the system's reason (a permission, a full disk)."""
     reason = error.strerror or str(error) or type(error).__name__
     return f"{error.filename}: {reason}" if error.filename else reason
+
+
+def run_tool(prog: str, run: Callable[[], int]) -> int:
+    """A script under tools/ under the command line's promise: bad input (a UsageError, a file
+    that cannot be read or written, a damaged JSON file) is one line and exit 2, Ctrl-C one
+    line and 130, never a traceback."""
+    try:
+        return run()
+    except UsageError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+    except OSError as error:
+        print(f"{prog}: error: {os_error_line(error)}", file=sys.stderr)
+    except json.JSONDecodeError as error:  # a damaged file; its name is the caller's to add
+        print(f"{prog}: error: a JSON file is damaged ({error})", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_USAGE
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -47,6 +47,20 @@ def count(text: str) -> int:
     return value
 
 
+def whole_number(text: str) -> int:
+    """argparse type of a whole number >= 0 (a seed, a checkpoint interval where 0 is off)."""
+    if text.strip() == "0":
+        return 0
+    return count(text)
+
+
+def folder_name(text: str) -> str:
+    """argparse type of one folder's name (no path: it cannot point outside its parent)."""
+    if not text or text in (".", "..") or "/" in text or "\\" in text:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a folder name (no '/', not '..')")
+    return text
+
+
 def margin(text: str) -> float:
     """argparse type of a margin in a metric's units: a finite number >= 0 (NaN would make
     every comparison false, and so every verdict wrong)."""
@@ -57,6 +71,22 @@ def margin(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value
+
+
+def positive(text: str) -> float:
+    """argparse type of a finite number > 0 (a budget in seconds: NaN would pass every check)."""
+    value = margin(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def counts(text: str) -> list[int]:
+    """argparse type of a comma-separated list of whole numbers >= 1 (widths, say)."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("names nothing; give whole numbers >= 1, e.g. 512,1024")
+    return [count(item) for item in items]
 
 
 def catalogue() -> str:
