@@ -530,6 +530,14 @@ def linked_summary(tmp: Path) -> Path:
     return tmp / "out"
 
 
+def linked_output(tmp: Path) -> Path:
+    """An output folder whose results.csv is a link to a file elsewhere."""
+    (tmp / "out").mkdir()
+    (tmp / "elsewhere.csv").write_text("task\n")
+    (tmp / "out" / "results.csv").symlink_to(tmp / "elsewhere.csv")
+    return tmp / "out"
+
+
 TOOL_CASES = [
     ("tune_presets", lambda tmp: ["--scale", "nope"], "invalid choice"),
     ("tune_presets", lambda tmp: ["--jobs", "0"], "must be >= 1"),
@@ -543,6 +551,7 @@ TOOL_CASES = [
     ("publish_results", lambda tmp: [str(tmp / "none"), str(tmp / "d")], "not an output folder"),
     ("publish_results", lambda tmp: ["--bogus"], "arguments are required: source"),
     ("run_records", lambda tmp: [str(linked_summary(tmp)), str(tmp / "kept")], "is a link"),
+    ("publish_results", lambda tmp: [str(linked_output(tmp)), str(tmp / "kept")], "is a link"),
     ("doc_figures", lambda tmp: ["--bogus"], "unrecognized arguments"),
 ]
 

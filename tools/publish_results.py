@@ -64,6 +64,9 @@ def publish(source: Path, destination: Path, exclude: tuple[str, ...] = ()) -> d
         raise PublishError(f"{source} is not an output folder (it has none of {markers})")
     if destination.exists():
         raise PublishError(f"{destination} exists; remove it or name a new folder")
+    for path in source.rglob("*"):
+        if path.is_symlink() and RUNS not in path.relative_to(source).parts[:1]:
+            raise PublishError(f"{path} is a link; an output is published from plain files only")
     destination.parent.mkdir(parents=True, exist_ok=True)
     skipped = {RUNS, *exclude}
 
