@@ -73,3 +73,15 @@ def test_a_claim_judged_on_the_same_runs_as_another_output_is_counted_once(tmp_p
     assert "1 of 2 claims reproduced" in text and "C6 (results/a-tiny)" in text
     assert "The same runs as results/a-tiny**, which counts this claim" in text
     assert mark_same_runs(tmp_path / "results") == marked  # marked once, the same again
+
+
+def test_a_suite_is_published_without_its_tasks_runs(tmp_path):
+    source = tmp_path / "suite"
+    (source / "addition" / "runs" / "r").mkdir(parents=True)
+    (source / "addition" / "runs" / "r" / "model.safetensors").write_bytes(b"weights")
+    (source / "addition" / "compare.json").write_text("{}")
+    (source / "results.csv").write_text("task,model\n")
+    destination = tmp_path / "results" / "suite"
+    publish_results.publish(source, destination)
+    copied = sorted(str(p.relative_to(destination)) for p in destination.rglob("*"))
+    assert copied == ["addition", "addition/compare.json", "results.csv"]

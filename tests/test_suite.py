@@ -109,3 +109,10 @@ def test_report_without_a_finished_task_exits_2(tmp_path, capsys):
     argv = ["suite", "--tasks", "dyck", "--out", str(tmp_path / "s"), "--report"]
     assert main(argv) == 2
     assert "no finished task in" in capsys.readouterr().err
+
+
+def test_a_suite_refused_for_bad_input_leaves_no_folder(tmp_path):
+    out = tmp_path / "s"
+    argv = ["suite", "--tasks", "addition", "--out", str(out), "model.no_such_key=1"]
+    assert main(argv) == 2
+    assert not out.exists()

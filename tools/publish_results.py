@@ -71,7 +71,10 @@ def publish(source: Path, destination: Path, exclude: tuple[str, ...] = ()) -> d
     skipped = {RUNS, *exclude}
 
     def top_level_skips(folder: str, names: list[str]) -> set[str]:
-        return skipped.intersection(names) if Path(folder) == source else set()
+        """``exclude`` and ``runs/`` at the top; a suite's task folders' ``runs/`` too."""
+        if Path(folder) == source:
+            return skipped.intersection(names)
+        return {RUNS}.intersection(names) if Path(folder).parent == source else set()
 
     write_folder_atomic(
         destination, lambda staging: shutil.copytree(source, staging, ignore=top_level_skips)

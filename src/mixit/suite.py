@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.compare import compare, raised_budget, seeds_auto_text
+from mixit.compare import Comparison, compare, raised_budget, seeds_auto_text
 from mixit.errors import UsageError
 from mixit.experiments.base import markdown_table
 from mixit.experiments.plots import pyplot
@@ -25,6 +25,7 @@ from mixit.litmus import AUTO, AUTO_SEEDS, VERDICTS
 from mixit.results import read_results_csv, write_rows
 from mixit.rundir import read_records
 from mixit.tasks import TASKS
+from mixit.variants import VARIANTS
 
 # Every task that needs no corpus or user file (TaskSpec.synthetic): the suite's default.
 SYNTHETIC = tuple(name for name, spec in TASKS.items() if spec.synthetic)
@@ -67,6 +68,10 @@ def suite(
     train nothing, and write the files from the tasks whose ``OUT/TASK/compare.json`` exists
     (the others are named as unfinished)."""
     tasks = suite_tasks(tasks)
+    if not report_only:  # every task's configs, so that bad input leaves no folder behind
+        for task in tasks:
+            Comparison(task, tuple(models or VARIANTS), preset, range(seed, seed + 1),
+                       Path(out) / task, dict(overrides or {})).configs()  # fmt: skip
     out = make_dir(Path(out))
     if report_only:
         results = finished_tasks(out, tasks)

@@ -205,7 +205,10 @@ def _train(
     for step in steps:
         loss_value, grad_norm = training.step()
         if not math.isfinite(loss_value):
-            raise TrainingDiverged(f"training diverged: loss is {loss_value} at step {step}")
+            raise TrainingDiverged(
+                f"training diverged: loss is {loss_value} at step {step} "
+                f"({config.variant} on {config.task_name}, seed {config.seed}, run {out})"
+            )
         schedule.step()
         running_loss = loss_value if running_loss is None else smoothed(running_loss, loss_value)
         step_reached, last = step + 1, step + 1 == config.train.steps
