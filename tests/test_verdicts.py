@@ -132,7 +132,9 @@ def test_c11_judges_each_gain_on_its_size(samples_per_s, verdict):
     assert throughput.judge({"samples_per_s": speed})[0].verdict == verdict
 
 
-def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path, monkeypatch):
+def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(
+    tmp_path, monkeypatch, capsys
+):
     out = tmp_path / "rep"
     how = Reproduction("tiny", seeds=1, out=out, overrides=QUICK)
     first = {c.id: c for c in reproduce(["table4"], how)}["C6"]
@@ -159,9 +161,13 @@ def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(tmp_path, 
         "reproduced"
     )
 
+    # Another setting: its results.json says nothing of it, and --no-train writes nothing
+    # rather than less than it found (#70), naming what differs.
+    kept = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
     argv = ["reproduce", "table4", "--no-train", "--seeds", "2", "--out", str(out)]
-    assert main(argv) == 0  # another setting: its results.json says nothing of it
-    assert "Not reported yet" in (out / "table4" / "report.md").read_text()
+    assert main(argv) == 2
+    assert "--seeds: stored 1, now 2" in capsys.readouterr().err
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == kept
 
 
 def test_seeds_seen_before_a_rule_was_written_do_not_confirm_it():
@@ -329,3 +335,42 @@ def test_an_interval_that_crosses_a_margin_leaves_a_claim_inconclusive(sentiment
         assert "Undecided by the seeds:** sentiment" in claims_markdown(
             [c5], Setting("tiny", 3, 0, {})
         )
+
+
+@pytest.fixture(scope="module")
+def judged_output(tmp_path_factory):
+    """A table 4 reproduction (1 seed, quick) whose runs are gone, as a committed output is."""
+    out = tmp_path_factory.mktemp("judged") / "rep"
+    overrides = [f"{key}={value}" for key, value in QUICK.items()]
+    assert main(["reproduce", "table4", "--seeds", "1", "--out", str(out), *overrides]) == 0
+    for summary in (out / "runs").glob("*/summary.json"):
+        summary.unlink()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("damage", "fragment"),
+    [
+        (b"not json at all", "is damaged"),
+        (b'{"scale": "tiny", "seeds": 1, "bits_per', "is damaged"),  # truncated
+        (b"[]", "is damaged"),
+        (b'{"scale": "tiny", "seeds": NaN}', "is damaged"),
+        (None, "nothing"),  # undamaged: judged again, every file as it was
+    ],
+)
+def test_no_train_writes_what_it_found_or_nothing(
+    judged_output, tmp_path, damage, fragment, capsys
+):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(judged_output, out)
+    if damage is not None:
+        (out / "table4" / "results.json").write_bytes(damage)
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    overrides = [f"{key}={value}" for key, value in QUICK.items()]
+    argv = ["reproduce", "table4", "--no-train", "--seeds", "1", "--out", str(out), *overrides]
+    assert main(argv) == (0 if damage is None else 2)
+    error = capsys.readouterr().err
+    assert damage is None or (fragment in error and "results.json" in error)
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before

@@ -1,5 +1,4 @@
-"""``mixit reproduce``: plan every run of the chosen experiments, train the missing ones (in
-parallel with ``jobs`` processes), then write each report and the claims verdict.
+"""``mixit reproduce``: plan the experiments' runs, train the missing ones, write the reports.
 
 Run directories live in ``OUT/runs/`` under a name that hashes the resolved config, so a run
 shared by two experiments trains once, a finished run is never retrained, and an interrupted
@@ -26,6 +25,7 @@ from mixit.experiments.references import (
     unlearned_references,
 )
 from mixit.experiments.registry import EXPERIMENTS, QUESTIONS
+from mixit.experiments.rereading import check_rereadable
 from mixit.experiments.setting import Setting
 from mixit.experiments.tuned_presets import (
     capped_groups,
@@ -46,9 +46,8 @@ from mixit.runs import run_dir_name, train_missing
 def experiment_seconds(
     planned: Sequence[Run], summaries: Mapping[Run, Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """The experiment's distinct runs and their summed training seconds (as measured when
-    each was trained, in this reproduction or an earlier one; a run two experiments share
-    counts in both)."""
+    """The experiment's distinct runs and their summed training seconds as measured when each
+    trained, here or earlier (a run two experiments share counts in both)."""
     dirs = {summaries[run]["run_dir"]: summaries[run] for run in planned if run in summaries}
     seconds = sum(summary.get("train_seconds", 0.0) for summary in dirs.values())
     stopped = [summary.get("stopped", "budget") for summary in dirs.values()]
@@ -62,8 +61,7 @@ def experiment_seconds(
 
 
 def stops_note(seconds: Mapping[str, Any]) -> str:
-    """How the experiment's runs ended: ``24 runs: target 14, budget 10; 61 % of the steps
-    budget trained.``"""
+    """How the runs ended: ``24 runs: target 14, budget 10; 61 % of the steps budget ...``"""
     if not seconds["runs"]:
         return ""
     reasons = ", ".join(f"{reason} {count}" for reason, count in seconds["stopped"].items())
@@ -85,8 +83,7 @@ def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def judged_under(how: Reproduction) -> Setting:
-    """What this reproduction's verdicts depend on beyond the rules, as claims.json and each
-    results.json record it."""
+    """What the verdicts depend on beyond the rules, as claims.json and results.json say."""
     return Setting(
         how.scale,
         how.seeds,
@@ -257,10 +254,9 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     """Run the named experiments (or ``["all"]``) and write their reports and the claims.
 
     ``how.overrides`` apply to every training run on top of the experiment's own, e.g.
-    ``{"train.steps": 50}`` for a quick look. ``train=False`` trains nothing and reports the
-    experiments whose runs are all finished (a look at a reproduction still running
-    elsewhere); an experiment whose runs are gone but whose ``results.json`` was written under
-    the same setting is judged again from it under the current rules, its report kept.
+    ``{"train.steps": 50}`` for a quick look. ``train=False`` trains nothing, and reports the
+    experiments whose runs are all finished or judges them again from their ``results.json``
+    (``rereading``: never writing less than it found, nor timing.json).
     """
     out = Path(how.out)
     experiments, configs = plan_reproduction(names, how)
@@ -275,6 +271,9 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     summaries, trained = train_missing(
         configs, out / "runs", how.progress, train, launch=how.launch
     )
+    setting = judged_under(how)
+    if not train:
+        check_rereadable(experiments, how, summaries.keys(), setting)
     write_results_csv(out / "results.csv", summaries.values(), keep_earlier=True)
     this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": how.jobs}
     this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
@@ -285,7 +284,6 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     # The other experiments' seconds stay as the calls that reported them wrote them.
     kept = {name: seconds for name, seconds in earlier.items() if isinstance(seconds, dict)}
     timing: dict[str, Any] = {**kept, **this_call, "calls": [*earlier_calls(earlier), this_call]}
-    setting = judged_under(how)
     judged: list[Claim] = []
     # The summaries, and results.csv's rows of runs that are gone: the references' check.
     recorded = recorded_summaries(out, configs, summaries)
@@ -296,7 +294,8 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
         judged += _judge(
             experiment, how, configs, (summaries, recorded), setting, train, timing, earlier
         )
-    write_json(out / "timing.json", timing)
+    if train:
+        write_json(out / "timing.json", timing)
     return record_claims(out, judged, setting, how.seed_range, dependence(out, setting))
 
 
@@ -327,7 +326,8 @@ def _judge(
     changed = changed_settings_note(setting)
     header = report_header(experiment, scale, seed_range, construction, changed, stops)
     missing = sum(run not in summaries for run in planned)
-    again = rejudged(experiment, folder, setting) if missing and not train else None
+    rereads = (missing or not planned) and not train  # --no-train measures nothing either
+    again = rejudged(experiment, folder, setting) if rereads else None
     if again is not None:
         claims, construction = again
         # The runs' seconds as the call that trained them measured them.
