@@ -116,3 +116,27 @@ def test_a_suite_refused_for_bad_input_leaves_no_folder(tmp_path):
     argv = ["suite", "--tasks", "addition", "--out", str(out), "model.no_such_key=1"]
     assert main(argv) == 2
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fragment"),
+    [
+        ("compare.json", "[]", "not a compare.json this version reads"),
+        ("compare.json", '{"rows": [{"model": "standard"}]}', "not a compare.json"),
+        ("compare.json", "{garbage", "is not a UTF-8 JSON file"),
+        ("results.csv", "a,b\n1,2\n", "not a results.csv this version writes"),
+    ],
+)
+def test_report_on_another_versions_output_changes_nothing(
+    tmp_path, capsys, name, content, fragment
+):
+    out = tmp_path / "s"
+    argv = ["suite", "--out", str(out), "--models", "standard", *QUICK, "--tasks", "dyck"]
+    assert main(argv) == 0
+    (out / "dyck" / name).write_text(content)
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    capsys.readouterr()
+    assert main([*argv, "--report"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert fragment in error and "\n" not in error
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before

@@ -10,6 +10,7 @@ suite that takes hours can be read while it runs or after it was stopped.
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ from mixit.experiments.plots import pyplot
 from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.launchers import LOCAL, Launch
 from mixit.litmus import AUTO, AUTO_SEEDS, VERDICTS
-from mixit.results import read_results_csv, write_rows
+from mixit.results import COLUMNS, read_results_csv, write_rows
 from mixit.rundir import read_records
 from mixit.tasks import TASKS
 from mixit.variants import VARIANTS
@@ -106,7 +107,7 @@ def suite(
 def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
     """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished."""
     finished = {
-        task: read_json(out / task / "compare.json", str(out / task / "compare.json"))
+        task: checked_comparison(out / task)
         for task in tasks
         if (out / task / "compare.json").is_file()
     }
@@ -116,6 +117,34 @@ def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
             "run the suite without --report first"
         )
     return finished
+
+
+def checked_comparison(folder: Path) -> dict[str, Any]:
+    """A finished task's compare.json, and its results.csv, checked for what the suite's files
+    read, so that one from another version is refused (UsageError) before anything is written."""
+    path = folder / "compare.json"
+    result = read_json(path, str(path))
+    rows = result.get("rows") if isinstance(result, dict) else None
+    shaped = isinstance(rows, list) and all(
+        isinstance(row, dict) and isinstance(row.get("model"), str)
+        and isinstance(row.get("mean"), int | float) for row in rows
+    )  # fmt: skip
+    if not shaped or not isinstance(result.get("higher_is_better"), bool):
+        raise UsageError(
+            f"{path}: not a compare.json this version reads (rows with a model and a mean, "
+            "and higher_is_better); run the suite again without --report"
+        )
+    csv_path = folder / "results.csv"
+    try:
+        with csv_path.open(newline="") as file:
+            columns = set(next(csv.reader(file), []))
+    except FileNotFoundError:
+        columns = set(COLUMNS)
+    except (ValueError, csv.Error):  # not text, or not CSV
+        columns = set()
+    if not set(COLUMNS) <= columns:
+        raise UsageError(f"{csv_path}: not a results.csv this version writes (its columns)")
+    return result
 
 
 def logged_cost(runs: Path) -> dict[str, Any]:
