@@ -194,3 +194,20 @@ def test_a_factory_is_called_only_when_defined_there_and_its_failures_are_one_li
     assert main([*argv, "--out", str(tmp_path / "run"), "train.steps=2"]) == 2
     error = capsys.readouterr().err.strip()
     assert fragment in error and "\n" not in error
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (["model.construction=authors"], "model.construction is an option of mixit's own decoder"),
+        (["model.attention_sink=true"], "model.attention_sink is an option"),
+        (["model.mixing_causal=false"], "model.mixing_causal is an option"),
+        (["--arch", "mixit"], "--arch mixit and model.arch=hf:gpt2 disagree"),
+    ],
+)
+def test_an_option_an_arch_model_would_not_apply_is_refused(extra, fragment, tmp_path, capsys):
+    argv = ["train", "--task", "retrieval", "--model", "mixit", "model.arch=hf:gpt2", *extra]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert fragment in error and "\n" not in error
+    assert not (tmp_path / "run").exists()

@@ -164,18 +164,44 @@ def add_arch_option(parser: argparse.ArgumentParser) -> None:
 
 def dotted_overrides(args: argparse.Namespace) -> dict[str, str]:
     """The dotted overrides, with ``--arch`` as ``model.arch`` (``command_line_overrides``)."""
-    overrides = command_line_overrides(args.overrides)
-    if args.arch is not None:
-        overrides["model.arch"] = args.arch
-        trust_module(args.arch)
-    return overrides
+    given = parse_overrides(args.overrides).get("model.arch")
+    if args.arch is not None and given is not None and given != args.arch:
+        raise UsageError(f"--arch {args.arch} and model.arch={given} disagree; give one")
+    arch = [] if args.arch is None else [f"model.arch={args.arch}"]
+    return command_line_overrides([*args.overrides, *arch])
+
+
+# The model settings an ``--arch`` model takes from mixit's config (mixit.arch): its sizes,
+# MixiT's mixing scale and the initialisation it may choose. Every other ``model.*`` key is an
+# option of mixit's own decoder, which such a model would record and never apply.
+ARCH_SETTINGS = (
+    "arch",
+    "arch_init",
+    "n_layer",
+    "n_embd",
+    "n_head",
+    "mlp_ratio",
+    "vocab_size",
+    "block_size",
+    "mixing_scale",
+    "output_init_std",
+)
 
 
 def command_line_overrides(items: list[str]) -> dict[str, str]:
     """``KEY=VALUE`` items of the command line as a dict; a module its ``model.arch`` names is
-    trusted (``arch.trust_module``): the user named it here."""
+    trusted (``arch.trust_module``): the user named it here. An option of mixit's decoder
+    given to another architecture is refused: it would be recorded and never applied."""
     overrides = parse_overrides(items)
-    trust_module(str(overrides.get("model.arch", "")))
+    arch = str(overrides.get("model.arch", "mixit"))
+    trust_module(arch)
+    if arch != "mixit":
+        unused = [k for k in overrides if k.startswith("model.") and k[6:] not in ARCH_SETTINGS]
+        if unused:
+            raise UsageError(
+                f"{unused[0]} is an option of mixit's own decoder, which model.arch={arch} does "
+                f"not apply; it takes only model.{', model.'.join(ARCH_SETTINGS[1:])}"
+            )
     return overrides
 
 
