@@ -234,3 +234,10 @@ def test_suite_seeds_auto_decides_task_by_task(tmp_path, monkeypatch):
     summary = (tmp_path / "summary.md").read_text()
     assert "seeds auto (3 to 6): retrieval 4, selective-copying 4" in summary
     assert summary.count("--seeds auto: 4 seeds") == 2
+
+
+def test_a_comparison_scored_on_validation_says_so(tmp_path):
+    quick = RETRIEVAL | {"train.steps": 2, "train.eval_every": 2, "train.validation_fraction": 0.5}
+    result = compare("retrieval", ["standard", "mixit"], out=tmp_path, overrides=quick, tune=[])
+    assert result["evaluated_on"] == "validation"
+    assert "scored on the validation split, not the test split" in format_table(result)

@@ -217,6 +217,10 @@ def comparison_result(
         else task_chance(configs[plan.models[0], first]),
         "rows": rows,
     }
+    # train.validation_fraction > 0 scores every run on held-out training rows, not the test
+    # split: the table and compare.json say so instead of calling the number a test score.
+    if any(s.get("evaluated_on") == "validation" for ss in by_model.values() for s in ss):
+        result["evaluated_on"] = "validation"
     if tuned:
         result["tuned"] = dict(tuned)
     if tolerance is None:
@@ -300,6 +304,8 @@ def format_table(result: Mapping[str, Any]) -> str:
     )
     changed = " ".join(f"{k}={v}" for k, v in result.get("overrides", {}).items())
     title = f"task: {result['task']} (preset {result['preset']}{', ' + changed if changed else ''})"
+    if result.get("evaluated_on") == "validation":
+        title += f"; {result['metric']} is scored on the validation split, not the test split"
     lines = [title, header, "-" * len(header)]
     for row in result["rows"]:
         spread = row["std"] if len(row.get("values", [])) > 1 else None
