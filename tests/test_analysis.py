@@ -142,3 +142,21 @@ def test_frozen_queries_and_keys_at_std_002_attend_uniformly():
         scores[init] = uniformity(attention_patterns(model, ids))
     assert scores["gpt2"].min() > 0.99
     assert scores["small-output"].max() < 0.97
+
+
+def test_uniformity_is_undefined_for_signed_mixing_rows():
+    import math
+
+    import torch
+
+    from mixit.analysis.attention import scores_of_patterns, uniformity
+
+    T = 4
+    causal = torch.ones(T, T).tril()
+    averaging = (causal / causal.sum(-1, keepdim=True))[None, None, None]  # (1, 1, 1, T, T)
+    signed = averaging - 0.5 * causal[None, None, None]  # rows with negative weights
+    patterns = torch.cat([averaging, signed], dim=2)  # (L=1, B=1, H=2, T, T)
+    scores = uniformity(patterns)
+    assert scores[0, 0].item() == pytest.approx(1.0) and math.isnan(scores[0, 1].item())
+    stored = scores_of_patterns(patterns, torch.zeros(1, T, dtype=torch.long))
+    assert stored["uniformity"] == [[pytest.approx(1.0), None]]  # JSON, not NaN

@@ -17,6 +17,7 @@ authors' N(0, 0.02^2) initialisation) can never leave it.
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import torch
@@ -87,7 +88,7 @@ def uniformity(
 ) -> torch.Tensor:
     """(L, H) mean over rows of the entropy of attention over log(positions the row sees): the
     real positions (``mask`` (B, T)) at or before it (every real position when not
-    ``causal``), over rows that see at least two."""
+    ``causal``), over rows that see at least two; NaN for a head with negative weights."""
     _, B, _, T, _ = patterns.shape
     sees = torch.ones(B, T, T, dtype=torch.bool, device=patterns.device)  # (B, T, T)
     if causal:
@@ -99,7 +100,11 @@ def uniformity(
     entropy = -(weights * weights.clamp_min(1e-30).log()).sum(-1)  # (L, B, H, T)
     rows = (seen >= 2)[None, :, None].expand_as(entropy)  # (L, B, H, T)
     ratio = entropy / seen.clamp(min=2).log()[None, :, None]
-    return (ratio * rows).sum((1, 3)) / rows.sum((1, 3)).clamp(min=1)  # (L, H)
+    score = (ratio * rows).sum((1, 3)) / rows.sum((1, 3)).clamp(min=1)  # (L, H)
+    # Entropy is defined for probabilities: a head whose rows hold negative weights (MixiT's
+    # centred mixing) has no uniformity, NaN, which the reports print as n/a.
+    signed = (weights < 0).any(-1).any(-1).any(1)  # (L, H)
+    return score.masked_fill(signed, float("nan"))
 
 
 def logit_spread(patterns: torch.Tensor) -> float:
@@ -118,7 +123,7 @@ def logit_spread(patterns: torch.Tensor) -> float:
 
 def head_scores(
     model: Decoder, input_ids: torch.Tensor, mask: torch.Tensor | None = None
-) -> dict[str, list[list[float]]]:
+) -> dict[str, list[list[float | None]]]:
     """``{"previous_token": [[...H] * L], "induction": ..., "uniformity": ...}`` on
     ``input_ids``."""
     patterns = attention_patterns(model, input_ids)
@@ -130,12 +135,16 @@ def scores_of_patterns(
     input_ids: torch.Tensor,
     mask: torch.Tensor | None = None,
     causal: bool = True,
-) -> dict[str, list[list[float]]]:
+) -> dict[str, list[list[float | None]]]:
     """``head_scores`` from attention already read (L, B, H, T, T) on ``input_ids``."""
     return {
         "previous_token": previous_token_score(patterns, mask).tolist(),
         "induction": induction_score(patterns, input_ids, mask).tolist(),
-        "uniformity": uniformity(patterns, mask, causal).tolist(),
+        # None where a head has no uniformity (signed weights), so the JSON stays JSON.
+        "uniformity": [
+            [None if math.isnan(u) else u for u in heads]
+            for heads in uniformity(patterns, mask, causal).tolist()
+        ],
     }
 
 

@@ -40,7 +40,10 @@ def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str
     columns = ("previous_token", "induction", "uniformity")
     for layer, heads in enumerate(zip(*(scores[c] for c in columns), strict=True)):
         for head, (p, i, u) in enumerate(zip(*heads, strict=True)):
-            lines.append(f"{layer:>5} {head:>4} {p:>14.3f} {i:>9.3f} {u:>10.3f}")
+            shown = "n/a" if u is None else f"{u:.3f}"
+            lines.append(f"{layer:>5} {head:>4} {p:>14.3f} {i:>9.3f} {shown:>10}")
+    if any(u is None for heads in scores["uniformity"] for u in heads):
+        lines.append("uniformity n/a: the head's rows hold negative weights (MixiT's mixing)")
     lines.append(f"written: {folder}/head_scores.json, {folder}/attention.png")
     return "\n".join(lines)
 
@@ -57,4 +60,5 @@ def mean_uniformity(run_dir: str | Path, sequences: int = 64) -> float | None:
     inputs = get_task(config.task_name).make_data(config.task, config.seed).train.inputs
     inputs = inputs[:sequences]  # (S, T)
     by_head = head_scores(model, inputs, mask=inputs != PAD)["uniformity"]
-    return sum(map(sum, by_head)) / sum(map(len, by_head))
+    defined = [u for heads in by_head for u in heads if u is not None]
+    return sum(defined) / len(defined) if defined else None
