@@ -243,3 +243,12 @@ def test_compare_estimate_adds_the_halving_only_when_it_tunes(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1].startswith("plus tuning (docs/tuning.md)")
     assert main(argv) == 0
     assert "plus tuning" not in capsys.readouterr().out
+
+
+def test_an_estimate_counts_no_more_jobs_at_once_than_the_machine_has_cores(monkeypatch):
+    from mixit import workers
+    from mixit.runs import list_schedule
+
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    assert workers.parallel_jobs(1_000_000) == 2 and workers.parallel_jobs(1) == 1
+    assert list_schedule([10.0] * 4, workers.parallel_jobs(1_000_000)) == 20.0  # not 10

@@ -12,7 +12,7 @@ from mixit.cost import fewest_pieces, get_target
 from mixit.resolve import resolve_device
 from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
 from mixit.tuning_rules import GRID, halving_budgets
-from mixit.workers import worker_threads
+from mixit.workers import parallel_jobs, worker_threads
 
 
 def estimate_comparison(
@@ -55,7 +55,8 @@ def estimate_comparison(
         "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
         "jobs": jobs,
         "wall_seconds": list_schedule(
-            [row["run_seconds"] for row in rows for _ in range(row["runs"])], jobs
+            [row["run_seconds"] for row in rows for _ in range(row["runs"])],
+            jobs if target else parallel_jobs(jobs),
         ),
     }
 

@@ -116,6 +116,12 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
         worker.terminate()
 
 
+def parallel_jobs(jobs: int) -> int:
+    """How many of ``jobs`` training processes make progress at once here: no more than the
+    machine's cores (the rest wait for one), which a wall-time estimate counts."""
+    return min(jobs, os.cpu_count() or 1)
+
+
 def worker_threads(jobs: int) -> int:
     """Threads per training process: the machine's cores shared between ``jobs`` processes."""
     return torch.get_num_threads() if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)

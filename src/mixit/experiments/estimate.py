@@ -17,7 +17,7 @@ from mixit.experiments.base import Experiment, Reproduction, Run
 from mixit.experiments.runner import plan_reproduction, tuning_groups
 from mixit.resolve import resolve_device
 from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
-from mixit.workers import worker_threads
+from mixit.workers import parallel_jobs, worker_threads
 
 
 def estimate_reproduction(
@@ -118,7 +118,9 @@ def _estimate(
         "runs_to_train": len(seconds),
         "configs_timed": len({id(timing) for timing in timings.values()}),
         "train_seconds": sum(seconds.values()),
-        "wall_seconds": list_schedule(list(seconds.values()), how.jobs),
+        "wall_seconds": list_schedule(
+            list(seconds.values()), how.jobs if target else parallel_jobs(how.jobs)
+        ),
     }
     if target is not None:
         result |= memory_summary(timings, target)
