@@ -15,3 +15,16 @@ def test_a_single_missing_run_trains_with_every_core_despite_jobs(tmp_path, monk
     config = resolve_config("addition", "standard", "tiny", 0, overrides)
     summaries, trained = runs.train_missing({"one": config}, tmp_path, launch=Launch(jobs=2))
     assert trained == 1 and summaries["one"]["steps_run"] == 2
+
+
+def test_a_config_dict_is_what_dataclasses_asdict_gives_for_every_task_and_model():
+    """Run directories are named by these dicts' hash: the fast conversion moves none."""
+    import dataclasses
+
+    from mixit.tasks import TASKS
+    from mixit.variants import VARIANTS
+
+    for task in [name for name in TASKS if name != "custom"]:  # custom needs its files
+        for model in VARIANTS:
+            config = resolve_config(task, model)
+            assert config.to_dict() == dataclasses.asdict(config)

@@ -124,7 +124,7 @@ def test_a_suite_refused_for_bad_input_leaves_no_folder(tmp_path):
         ("compare.json", "[]", "not a compare.json this version reads"),
         ("compare.json", '{"rows": [{"model": "standard"}]}', "not a compare.json"),
         ("compare.json", "{garbage", "is not a UTF-8 JSON file"),
-        ("results.csv", "a,b\n1,2\n", "not a results.csv this version writes"),
+        ("results.csv", "a,b\n1,2\n", "not a results.csv this version reads"),
     ],
 )
 def test_report_on_another_versions_output_changes_nothing(

@@ -306,6 +306,26 @@ ADDED_LATER = {
 }
 
 
+def _plain(value: Any) -> Any:
+    """``dataclasses.asdict`` without its deep copy of every leaf: a config's leaves are
+    numbers, strings and None, and planning a reproduction turns thousands of configs into
+    dicts (their run directories' hashes)."""
+    if isinstance(value, int | float | str | None):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {name: _plain(getattr(value, name)) for name in _field_names(type(value))}
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def without_execution_settings(config: dict[str, Any]) -> dict[str, Any]:
     """A copy of a config dict (``RunConfig.to_dict``) without ``EXECUTION_SETTINGS`` (and
     without ``ADDED_LATER`` settings at their original value): what identifies a run."""
@@ -333,7 +353,7 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return _plain(self)
 
     def result_dict(self) -> dict[str, Any]:
         """``to_dict`` without the settings that change how a run executes but not what it

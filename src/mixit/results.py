@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +66,17 @@ def write_results_csv(
     seed; written whole, under a temporary name first. ``keep_earlier`` keeps the rows an
     earlier call wrote for runs not among ``summaries`` (another experiment's, or runs since
     removed whose results an output still reports)."""
+    # A run is known by its directory's name (its config's hash): the same run read from
+    # another folder (records copied under results/) replaces its earlier row.
     rows: dict[Any, Mapping[str, Any]] = {}
     if keep_earlier and path.is_file():
         try:
-            rows = {row["run_dir"]: row for row in read_results_csv(path) if row.get("run_dir")}
+            earlier = read_results_csv(path)
+            rows = {Path(row["run_dir"]).name: row for row in earlier if row.get("run_dir")}
         except (OSError, ValueError, KeyError, csv.Error):  # damaged: written anew
             rows = {}
     for summary in summaries:
-        rows[summary.get("run_dir") or id(summary)] = result_row(summary)
+        rows[Path(summary.get("run_dir") or "").name or id(summary)] = result_row(summary)
     write_rows(path, rows.values())
 
 
@@ -85,6 +88,31 @@ def write_rows(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     writer.writeheader()
     writer.writerows(ordered)
     write_text(path, text.getvalue())
+
+
+# What a run's row is found by: a results.csv of an earlier version, without the later
+# columns, still keeps its rows when an output is judged again.
+KEYS = ("task", "model", "seed", "run_dir")
+
+
+def csv_problem(path: Path, columns: Collection[str] = COLUMNS) -> str:
+    """Why ``path`` is not a results.csv with ``columns`` and whole seeds ("" when it is, or
+    when there is none), for a command to refuse before it writes over one."""
+    try:
+        rows = read_results_csv(path)
+        with path.open(newline="") as file:
+            header = set(next(csv.reader(file), []))
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError, csv.Error) as error:  # not text, or not CSV
+        return f"{path} is damaged ({error})"
+    # A row cut short (a truncated file) lacks its last fields: None, as one too long has.
+    whole = all(None not in row and None not in row.values() for row in rows)
+    if not set(columns) <= header or not whole:
+        return f"{path}: not a results.csv this version reads (its columns, or rows cut short)"
+    if not all(str(row["seed"]).isdigit() for row in rows):
+        return f"{path}: not a results.csv this version reads (a seed that is not a number)"
+    return ""
 
 
 def read_results_csv(path: Path) -> list[dict[str, str]]:

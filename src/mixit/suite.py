@@ -10,7 +10,6 @@ suite that takes hours can be read while it runs or after it was stopped.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +22,7 @@ from mixit.experiments.plots import pyplot
 from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.launchers import LOCAL, Launch
 from mixit.litmus import AUTO, AUTO_SEEDS, VERDICTS
-from mixit.results import COLUMNS, read_results_csv, write_rows
+from mixit.results import csv_problem, read_results_csv, write_rows
 from mixit.rundir import read_records
 from mixit.tasks import TASKS
 from mixit.variants import VARIANTS
@@ -134,16 +133,9 @@ def checked_comparison(folder: Path) -> dict[str, Any]:
             f"{path}: not a compare.json this version reads (rows with a model and a mean, "
             "and higher_is_better); run the suite again without --report"
         )
-    csv_path = folder / "results.csv"
-    try:
-        with csv_path.open(newline="") as file:
-            columns = set(next(csv.reader(file), []))
-    except FileNotFoundError:
-        columns = set(COLUMNS)
-    except (ValueError, csv.Error):  # not text, or not CSV
-        columns = set()
-    if not set(COLUMNS) <= columns:
-        raise UsageError(f"{csv_path}: not a results.csv this version writes (its columns)")
+    problem = csv_problem(folder / "results.csv")
+    if problem:
+        raise UsageError(f"{problem}; run the suite again without --report")
     return result
 
 

@@ -15,6 +15,7 @@ The flips come before an experiment's own settings: where an experiment fixes an
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -104,6 +105,8 @@ def ablate(
     )
     wall = time.perf_counter() - started
     claims, ready, left_out = reportable(differences, claims, how, summaries)
+    if not train:
+        check_nothing_dropped(out / "ablation" / "results.json", claims, ready)
     unfinished = [d for d in differences if d not in ready]
     differences = ready
     names = [name for name in names if name in {experiment_of(c) for c in claims}]
@@ -125,6 +128,24 @@ def ablate(
     write_json(folder / "results.json", results)
     annotate_claims(out)
     return results
+
+
+def check_nothing_dropped(path: Path, claims: Sequence[str], differences: Sequence[str]) -> None:
+    """Before ``--no-train`` writes the ablation's report: refuse (UsageError) when the stored
+    ``results.json`` holds claims or differences this call cannot report, as their runs are
+    not all in OUT/runs (gone, or planned otherwise by this version): it would drop them."""
+    try:
+        stored = json.loads(path.read_text()) if path.is_file() else {}
+        had_claims, had = list(stored.get("claims", [])), list(stored.get("differences", {}))
+    except (OSError, ValueError, TypeError, AttributeError) as error:
+        raise UsageError(f"--no-train would replace {path}: it is damaged ({error})") from None
+    dropped = [c for c in had_claims if c not in claims]
+    dropped += [d for d in had if d not in (EQUATIONS, *differences)]
+    if dropped:
+        raise UsageError(
+            f"--no-train would drop {', '.join(map(str, dropped))} from {path}: their runs "
+            "are not all in the output's runs/ (the same command without --no-train trains them)"
+        )
 
 
 def reportable(

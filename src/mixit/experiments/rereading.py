@@ -6,6 +6,8 @@ is neither, whose folder holds a ``results.json`` written under another setting 
 now, the task presets then) or a damaged one, would have its report replaced by a note of
 missing runs and its verdicts by "not run". That stops the command before it writes anything,
 naming the file and what differs, and the flag that matches where one does (``--no-tune``).
+``claims.json`` is held to the same: a call that would drop its verdicts (judged under
+another setting, damaged, or of an experiment with neither runs nor results.json) stops too.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from mixit.errors import UsageError
-from mixit.experiments.base import Experiment, Reproduction, Run
+from mixit.experiments.base import NOT_RUN, Experiment, Reproduction, Run
+from mixit.experiments.claims import experiment_of
 from mixit.experiments.setting import Setting
+from mixit.results import KEYS, csv_problem
 
 # What each setting field is called on the command line, to name a mismatch.
 FLAGS = {
@@ -82,6 +86,29 @@ def stored_problem(experiment: Experiment, folder: Path, setting: Setting) -> st
     return ""
 
 
+def stored_verdicts(out: Path, setting: Setting) -> dict[str, str]:
+    """``{claim id: verdict}`` of the claims ``OUT/claims.json`` judged (not "not run"),
+    which ``--no-train`` must not drop; UsageError when the file is damaged, or was judged
+    under another setting, as merging would then start it anew."""
+    path = out / "claims.json"
+    if not path.is_file():
+        return {}
+    try:
+        stored = json.loads(path.read_text())
+        judged = {c["id"]: c["verdict"] for c in stored["claims"] if c["verdict"] != NOT_RUN}
+        differences = setting_differences(setting, stored)
+        if not (isinstance(stored["scale"], str) and isinstance(stored["seeds"], int)):
+            raise TypeError("its scale or seeds")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise UsageError(f"--no-train would replace {path}: it is damaged ({error!r})") from None
+    if judged and differences:
+        raise UsageError(
+            f"--no-train would replace the verdicts of {path}, judged under another setting: "
+            + "; ".join(differences)
+        )
+    return judged
+
+
 def check_rereadable(
     experiments: Sequence[Experiment],
     how: Reproduction,
@@ -90,11 +117,32 @@ def check_rereadable(
 ) -> None:
     """Before ``--no-train`` writes anything: refuse (UsageError, one line) when an
     experiment whose runs are not all ``finished`` has a results.json it cannot judge again
-    (``stored_problem``), which the call would replace by less."""
+    (``stored_problem``), or whose claims.json verdicts would become "not run" because
+    the experiment has neither (``stored_verdicts``), which the call would replace by less."""
+    judged = stored_verdicts(Path(how.out), setting)
+    problem = csv_problem(Path(how.out) / "results.csv", KEYS)
+    if problem:
+        raise UsageError(f"--no-train would replace the rows of {problem}")
     for experiment in experiments:
         planned = experiment.plan(how.scale, how.seed_range)
-        if all(run in finished for run in planned):
+        if planned and all(run in finished for run in planned):
             continue
-        problem = stored_problem(experiment, Path(how.out) / experiment.name, setting)
+        folder = Path(how.out) / experiment.name
+        problem = stored_problem(experiment, folder, setting)
         if problem:
             raise UsageError(f"--no-train would replace {experiment.name}'s report: {problem}")
+        lost = [cid for cid in judged if experiment_of(cid) == experiment.name]
+        if lost and not (folder / "results.json").is_file():
+            raise UsageError(
+                f"--no-train would turn {', '.join(lost)} in {how.out}/claims.json into "
+                f"'{NOT_RUN}': {experiment.name} has neither its runs nor {folder}/results.json"
+            )
+
+
+def not_reported(missing: int, planned: int) -> str:
+    """The report of an experiment that cannot be judged: ``missing`` of its ``planned``
+    runs not finished, or, under ``--no-train``, a measuring experiment with no results.json
+    to judge again (``--no-train`` measures nothing)."""
+    if missing:
+        return f"Not reported yet: {missing} of {planned} runs are not finished.\n"
+    return "Not measured yet: `--no-train` measures nothing, and no results.json was stored.\n"

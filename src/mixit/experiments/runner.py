@@ -25,7 +25,7 @@ from mixit.experiments.references import (
     unlearned_references,
 )
 from mixit.experiments.registry import EXPERIMENTS, QUESTIONS
-from mixit.experiments.rereading import check_rereadable
+from mixit.experiments.rereading import check_rereadable, not_reported
 from mixit.experiments.setting import Setting
 from mixit.experiments.tuned_presets import (
     capped_groups,
@@ -332,9 +332,8 @@ def _judge(
         claims, construction = again
         # The runs' seconds as the call that trained them measured them.
         timing[experiment.name] = earlier.get(experiment.name, timing[experiment.name])
-    elif missing:
-        note = f"Not reported yet: {missing} of {len(planned)} runs are not finished.\n"
-        write_text(folder / "report.md", header + note)
+    elif missing or rereads:
+        write_text(folder / "report.md", header + not_reported(missing, len(planned)))
         return []
     else:
         started = time.perf_counter()
