@@ -15,6 +15,7 @@ from mixit.litmus import (
     reading,
     reference_problems,
 )
+from mixit.results import read_results_csv
 
 RETRIEVAL = {
     "task.vocab_size": 24,
@@ -241,3 +242,5 @@ def test_a_comparison_scored_on_validation_says_so(tmp_path):
     result = compare("retrieval", ["standard", "mixit"], out=tmp_path, overrides=quick, tune=[])
     assert result["evaluated_on"] == "validation"
     assert "scored on the validation split, not the test split" in format_table(result)
+    rows = read_results_csv(tmp_path / "results.csv")
+    assert {row["evaluated_on"] for row in rows} == {"validation"}

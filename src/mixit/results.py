@@ -30,6 +30,9 @@ COLUMNS = (
     # blank where the headline metric is the peer's own.
     "peer_metric",
     "peer_value",
+    # Which split `value` was scored on: `test`, or `validation` where the run held rows out
+    # of its training data (train.validation_fraction), which the metric's name does not say.
+    "evaluated_on",
 )
 PEER_METRIC = "test_macro_accuracy"
 
@@ -56,6 +59,7 @@ def result_row(summary: Mapping[str, Any]) -> dict[str, Any]:
         "lr": summary.get("lr", ""),
         "peer_metric": peer,
         "peer_value": summary["metrics"].get(peer, "") if peer else "",
+        "evaluated_on": summary.get("evaluated_on", "test"),
     }
 
 

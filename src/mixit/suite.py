@@ -22,7 +22,7 @@ from mixit.experiments.plots import pyplot
 from mixit.io import make_dir, read_json, write_json, write_text
 from mixit.launchers import LOCAL, Launch
 from mixit.litmus import AUTO, AUTO_SEEDS, VERDICTS
-from mixit.results import csv_problem, read_results_csv, write_rows
+from mixit.results import KEYS, csv_problem, read_results_csv, write_rows
 from mixit.rundir import read_records
 from mixit.tasks import TASKS
 from mixit.variants import VARIANTS
@@ -133,7 +133,7 @@ def checked_comparison(folder: Path) -> dict[str, Any]:
             f"{path}: not a compare.json this version reads (rows with a model and a mean, "
             "and higher_is_better); run the suite again without --report"
         )
-    problem = csv_problem(folder / "results.csv")
+    problem = csv_problem(folder / "results.csv", (*KEYS, "metric", "value"))
     if problem:
         raise UsageError(f"{problem}; run the suite again without --report")
     return result
