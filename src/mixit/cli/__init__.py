@@ -110,8 +110,8 @@ def run_tool(prog: str, run: Callable[[], int]) -> int:
     line and 130, never a traceback."""
     try:
         return run()
-    except UsageError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
+    except UsageError as error:  # the tool's own parser names it already
+        print(f"{prog}: error: {str(error).removeprefix(f'{prog}: ')}", file=sys.stderr)
     except OSError as error:
         print(f"{prog}: error: {os_error_line(error)}", file=sys.stderr)
     except json.JSONDecodeError as error:  # a damaged file; its name is the caller's to add
