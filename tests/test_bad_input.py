@@ -4,6 +4,7 @@ wrong, prints no traceback, and writes nothing."""
 import pytest
 
 from mixit.cli import main
+from mixit.data.files import read_columns
 
 TRAIN = ["train", "--task", "addition", "--model", "standard"]
 RETRIEVAL = ["train", "--task", "retrieval", "--model", "mixit"]
@@ -281,6 +282,12 @@ def test_a_byte_order_mark_is_not_data(tmp_path):
     argv += [f"task.data_files={train_file},{test_file}", "train.steps=2", "train.eval_every=2"]
     argv += ["task.tokenizer=words", "task.seq_len=8"]
     assert main([*argv, f"task.cache_dir={tmp_path / 'cache'}", "--out", str(tmp_path / "o")]) == 0
+    # Nothing of the mark reaches the data: the first column is `text`, its first row as typed.
+    read = read_columns(train_file, ("text", "label"))
+    assert read == {"text": ["good film", "bad film"], "label": ["1", "0"]}
+    jsonl = tmp_path / "train.jsonl"
+    jsonl.write_bytes('\ufeff{"input": "ab", "target": "b"}\n'.encode())
+    assert read_columns(jsonl, ("input", "target")) == {"input": ["ab"], "target": ["b"]}
 
 
 def test_an_override_may_stand_before_an_option(tmp_path):

@@ -60,6 +60,24 @@ def test_any_override_values_give_a_valid_config_or_a_usage_error(overrides):
     assert config.model.n_embd % config.model.n_head == 0 and config.model.rope_base > 0
 
 
+def test_every_option_given_its_own_resolved_value_resolves_to_it():
+    """The other side of the property above: a resolver that refused everything would pass
+    it, so every key typed back as the text of the value it resolves to is accepted."""
+    base = resolve_config("addition", "mixit", "tiny", 0)
+    for key in KEYS:
+        section, _, name = key.partition(".")
+        value = getattr(getattr(base, section), name)
+        text = (
+            "none"
+            if value is None
+            else str(value).lower()
+            if isinstance(value, bool)
+            else str(value)
+        )
+        config = resolve_config("addition", "mixit", "tiny", 0, {key: text})
+        assert getattr(getattr(config, section), name) == value, key
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(min_value=-(2**70), max_value=2**70))
 def test_any_seed_is_accepted_in_range_or_refused(seed):

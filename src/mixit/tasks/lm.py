@@ -135,7 +135,14 @@ def tokenize_corpus(config: LMConfig) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def windows(stream: np.ndarray, seq_len: int) -> Split:
-    """Non-overlapping windows: inputs (N, T) = stream[iT : iT+T], targets shifted by one."""
+    """Non-overlapping windows: inputs (N, T) = stream[iT : iT+T], targets shifted by one.
+
+    >>> split = windows(np.array([17, 93, 40, 5, 2, 21, 88, 9, 2]), seq_len=4)
+    >>> split.inputs.tolist()  # two windows of four tokens; the last token only as a target
+    [[17, 93, 40, 5], [2, 21, 88, 9]]
+    >>> split.targets.tolist()  # each position predicts the next token
+    [[93, 40, 5, 2], [21, 88, 9, 2]]
+    """
     tokens = torch.from_numpy(np.array(stream, dtype=np.int32))  # (tokens,) in memory
     n = (len(tokens) - 1) // seq_len
     if n < 1:
