@@ -190,7 +190,7 @@ def _rates(claims: dict[str, Any]) -> str:
 
 
 def reproductions() -> str:
-    """README: every committed reproduction, what it ran and what it found."""
+    """docs/reproducing.md: every committed reproduction, what it ran and what it found."""
     rows = [
         "| output | scale | construction | seeds | rates | runs trained | training wall time "
         "| rules | reproduced | confirmed on fresh seeds |",
@@ -206,6 +206,30 @@ def reproductions() -> str:
             f"| {_reproduced(claims)} "
             f"| {_confirmed(claims)} |"
         )
+    return "\n".join(rows)
+
+
+# The README's claim table: the outputs judged on seeds nothing was tuned on, under the
+# current rules, one per scale and way of choosing rates.
+CONFIRMING = ("tiny-seed100", "tiny-tuned-seed200", "small-seed100", "small-tuned-seed200")
+
+
+def claim_verdicts() -> str:
+    """README: each claim of the paper and its verdict in the outputs on fresh seeds; a
+    verdict counted in another output (the same runs) is marked, not repeated."""
+    outputs = [RESULTS / name for name in CONFIRMING]
+    stored = [_json(out / "claims.json") for out in outputs]
+    heads = [f"{c['scale']}, {_rates(c)}{_old_rules(c)}, seeds {_seeds(c)}" for c in stored]
+    rows = ["| claim | " + " | ".join(heads) + " |", "|---|" + "---|" * len(outputs)]
+    claims = [{c["id"]: c for c in judged["claims"]} for judged in stored]
+    for claim_id in CLAIM_IDS:
+        topic = claims[0][claim_id]["statement"].split(":")[0].split(" (")[0]
+        cells = []
+        for judged in claims:
+            claim = judged[claim_id]
+            shared = claim.get("same_runs_as", "")
+            cells.append(claim["verdict"] + (f" (= `{Path(shared).name}`)" if shared else ""))
+        rows.append(f"| {claim_id} {topic} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
@@ -339,8 +363,8 @@ def c11_measured() -> str:
 
 
 def bench() -> str:
-    """README: `mixit bench` on the development CPU, one table row per variant and shape, from
-    the JSON files in docs/bench/."""
+    """docs/speed.md: `mixit bench` on the development CPU, one table row per variant and
+    shape, from the JSON files in docs/bench/."""
     rows = [
         "| shape | model | tokens/s | MFU | speed-up | FLOP ratio | compiled speed-up |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -369,7 +393,8 @@ def bench() -> str:
 
 
 def decode() -> str:
-    """README: cached decoding and data generation, from the bench file that measured them."""
+    """docs/speed.md: cached decoding and data generation, from the bench file that measured
+    them."""
     measured = next(bench for bench in _benches() if "decode" in bench)
     base = measured["rows"][0]
     rows = [
@@ -1099,6 +1124,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "demo": functools.partial(transcript, "demo-retrieval"),
     "custom-example": functools.partial(transcript, "custom-reverse"),
     "reproductions": reproductions,
+    "claim-verdicts": claim_verdicts,
     "rejudged": rejudged,
     "rejudged-changes": rejudged_changes,
     "c11-measured": c11_measured,
@@ -1125,6 +1151,10 @@ BLOCKS: dict[str, Callable[[], str]] = {
 }
 DOCUMENTS = (
     ROOT / "README.md",
+    ROOT / "docs" / "reproducing.md",
+    ROOT / "docs" / "speed.md",
+    ROOT / "docs" / "suites.md",
+    ROOT / "docs" / "your-task.md",
     ROOT / "docs" / "reproduce.md",
     ROOT / "docs" / "tuning.md",
     ROOT / "docs" / "architecture.md",

@@ -177,7 +177,7 @@ class TrainConfig:
     # fp32, or bf16 autocast (mixed precision: weights and optimizer stay fp32).
     precision: Precision = "fp32"
     # torch.compile the training forward: fuses the element-wise work; the first steps pay
-    # the compilation (see the README's performance table for both).
+    # the compilation (docs/speed.md's performance table has both).
     compile: bool = False
     # Multiply lr by (model.residual_depth_base / n_layer) * (model.width_base / n_embd), the
     # authors' --scale_lr (their scripts leave it off).

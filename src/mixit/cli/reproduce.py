@@ -44,7 +44,7 @@ def add(commands: Any) -> None:
         help="tiny (laptop CPU, shortened budgets; default), small (the tiny models at their "
         "presets' full budgets, k-hop at the paper's 5 layers and 5,000 steps, each budget "
         "then as the scale's tuned presets set it; hours on 2 cores: --estimate times it "
-        "here, the README gives the measured times) or paper (the "
+        "here, docs/reproducing.md gives the measured times) or paper (the "
         "paper's configurations, GPUs)",
     )
     parser.add_argument("--seeds", type=count, default=3, help="seeds per run (default 3)")
