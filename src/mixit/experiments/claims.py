@@ -81,7 +81,7 @@ def judged(
     return verdict
 
 
-# The seeds of the reproductions judged before the rules of #37 were written (docs/reproduce.md).
+# Seeds whose results had been seen when the size rules were written (docs/reproduce.md).
 SEEN_BEFORE_THE_SIZE_RULES = (*range(3), *range(100, 103))
 
 
