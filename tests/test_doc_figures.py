@@ -10,6 +10,7 @@ TOOL = Path(__file__).parent.parent / "tools" / "doc_figures.py"
 spec = importlib.util.spec_from_file_location("doc_figures", TOOL)
 doc_figures = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(doc_figures)
+from figures import common  # noqa: E402 (beside doc_figures.py, on the path it set)
 
 
 def test_every_quoted_figure_agrees_with_its_result_file():
@@ -63,7 +64,7 @@ def test_fresh_seeds_sets_a_fresh_output_beside_its_seen_twin(tmp_path, monkeypa
 
     output("seen", 0, [], "reproduced")
     output("fresh", 200, [200, 201, 202], "not reproduced")
-    monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
     block = doc_figures.fresh_seeds()
     assert "`results/fresh` (tuned presets, seeds 200-202) beside `results/seen`" in block
     assert "| C1 | reproduced | **not reproduced** | x = 0 | x = 200 |" in block
@@ -91,7 +92,7 @@ def test_a_tuned_run_on_fresh_seeds_is_read_beside_the_untuned_seed_sets(tmp_pat
     output("seen", 0, None, {"C1": no, "C2": yes, "C3": yes})
     output("other", 100, None, {"C1": no, "C2": no, "C3": yes})
     output("tuned", 200, "tuned (small.json)", {"C1": yes, "C2": yes, "C3": yes})
-    monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
     block = doc_figures.tuned_beside_untuned_seeds()
     assert "| C1 | not reproduced | not reproduced | reproduced | moved with the tuning |" in block
     assert "| C2 | not reproduced | reproduced | reproduced | the untuned seed sets" in block
@@ -103,8 +104,8 @@ def test_an_output_that_judged_no_claim_is_not_a_reproduction(tmp_path, monkeypa
         (tmp_path / name).mkdir()
         claims = {"claims": [{"id": "C1", "verdict": verdict}]}
         (tmp_path / name / "claims.json").write_text(json.dumps(claims))
-    monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
-    assert doc_figures._outputs() == [tmp_path / "judged"]
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    assert common._outputs() == [tmp_path / "judged"]
 
 
 def test_a_width_tuning_shows_the_choice_and_only_the_kept_verdict_runs(tmp_path, monkeypatch):
@@ -127,6 +128,6 @@ def test_a_width_tuning_shows_the_choice_and_only_the_kept_verdict_runs(tmp_path
         "budgets": [{"score": 0.7}, {"score": 0.95}],
     }
     (out / "tuning.json").write_text(json.dumps([group, {**group, "experiments": ["table6"]}]))
-    monkeypatch.setattr(doc_figures, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
     rows = [line for line in doc_figures.width_tuning().splitlines() if line.startswith("| 64")]
     assert rows == ["| 64 | mixit | 0.0002 | fan-in | bound | 1,200 | 0.950 | 0.900 |"]

@@ -1,0 +1,76 @@
+"""Figures of docs/speed.md: `mixit bench`'s training and decoding speed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from figures.common import ROOT, _json
+
+
+def bench() -> str:
+    """docs/speed.md: `mixit bench` on the development CPU, one table row per variant and
+    shape, from the JSON files in docs/bench/."""
+    rows = [
+        "| shape | model | tokens/s | MFU | speed-up | FLOP ratio | compiled speed-up |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for bench_run in _benches():
+        measured = bench_run["rows"]
+        by = {(r["impl"], r["variant"]): r for r in measured}
+        base = by["mixit", "standard"]
+        shape = (
+            f"n={base['n_embd']} L={base['n_layer']} H={base['n_head']} T={base['seq_len']} "
+            f"B={base['batch']}"
+        )
+        for impl, variant, name in _BENCH_ROWS:
+            if (impl, variant) not in by:
+                continue
+            row = by[impl, variant]
+            compiled = by.get(("mixit+compile", variant)) if impl == "mixit" else None
+            rows.append(
+                f"| {shape} | {name} | {row['tokens_per_s']:,.0f} | {row['mfu']:.1%} "
+                f"| {row['tokens_per_s'] / base['tokens_per_s']:.2f}x "
+                f"| {base['flops_per_token'] / row['flops_per_token']:.2f}x | "
+                + (f"{compiled['tokens_per_s'] / base['tokens_per_s']:.2f}x |" if compiled else "|")
+            )
+            shape = ""
+    return "\n".join(rows)
+
+
+def decode() -> str:
+    """docs/speed.md: cached decoding and data generation, from the bench file that measured
+    them."""
+    measured = next(bench for bench in _benches() if "decode" in bench)
+    base = measured["rows"][0]
+    rows = [
+        f"| model (n={base['n_embd']}, batch {base['batch']}) | decode tokens/s "
+        "| cache bytes per token per sequence |",
+        "|---|---:|---:|",
+    ]
+    rows += [
+        f"| {r['variant']} | {r['decode_tokens_per_s']:,.0f} | {r['cache_bytes_per_token']:,} |"
+        for r in measured["decode"]
+    ]
+    data = measured["data_seconds_per_100k"]
+    rows += [
+        "",
+        "| task | ms to generate 100k examples |",
+        "|---|---:|",
+        *(f"| {task} | {1000 * seconds:.0f} |" for task, seconds in data.items()),
+    ]
+    return "\n".join(rows)
+
+
+_BENCH_ROWS = (
+    ("mixit", "standard", "standard"),
+    ("mixit", "frozen-qk", "frozen-qk"),
+    ("mixit", "frozen-mlp", "frozen-mlp"),
+    ("mixit", "mixit", "mixit"),
+    ("hf", "standard", "HF Llama"),
+)
+
+
+def _benches() -> list[dict[str, Any]]:
+    """The bench runs in docs/bench/, narrowest model first."""
+    runs = [_json(path) for path in (ROOT / "docs" / "bench").glob("*.json")]
+    return sorted(runs, key=lambda run: run["rows"][0]["n_embd"])
