@@ -1,16 +1,20 @@
 """Every committed output under results/ read again as a user would: ``reproduce EXPERIMENT
 --no-train`` on a copy of each reproduction, and ``suite --report`` on a copy of each suite,
 either write byte-identical files or exit 2 having changed nothing; on a damaged copy
-(garbage, truncated, wrong types) they exit 2 having changed nothing."""
+(garbage, truncated, wrong types) they exit 2 having changed nothing. And every committed run
+is still named by its config's hash."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import filecmp
 import io
+import itertools
 import json
 import shlex
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +23,8 @@ import pytest
 from mixit.cli import main
 from mixit.experiments.claims import experiment_of
 from mixit.experiments.setting import Setting
+from mixit.resolve import stored_config
+from mixit.runs import run_dir_name
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 REPRODUCTIONS = sorted(p.parent for p in RESULTS.glob("*/claims.json"))
@@ -174,3 +180,27 @@ def test_no_train_under_another_setting_than_the_claims_exits_2(tmp_path, monkey
     assert main(argv) == 2
     assert "judged under another setting: --seed: stored 0, now 100" in capsys.readouterr().err
     assert _differences(output, copy) == []
+
+
+def _names(stored: dict) -> set[str]:
+    """The run directory names a stored config gets from ``run_dir_name``: its vocabulary and
+    length as stored, or at 0 where the plan left them to be filled in from the task's data
+    (``checkpoint.stored_config_matches`` reads a run back the same way)."""
+    config = stored_config(stored)
+    found = set()
+    for vocab, block in itertools.product(
+        (config.model.vocab_size, 0), (config.model.block_size, 0)
+    ):
+        model = dataclasses.replace(config.model, vocab_size=vocab, block_size=block)
+        found.add(run_dir_name(dataclasses.replace(config, model=model)))
+    return found
+
+
+def test_every_committed_run_is_named_by_its_configs_hash():
+    tracked = subprocess.run(
+        ["git", "ls-files", "*/runs/*/config.json"], cwd=RESULTS, capture_output=True, text=True
+    ).stdout.split()
+    configs = [RESULTS / path for path in tracked]
+    assert len(configs) > 1000
+    misnamed = [p for p in configs if p.parent.name not in _names(json.loads(p.read_text()))]
+    assert misnamed == []
