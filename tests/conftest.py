@@ -10,10 +10,17 @@ import torch
 from mixit import devices
 from mixit.config import ModelConfig
 
+# Under pytest-xdist (`make test` runs two workers) each worker trains on one thread, and the
+# processes the tests start wait passively: two processes' OpenMP threads spinning on two
+# cores slow each other several times over, not two.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if WORKERS > 1:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 @pytest.fixture(autouse=True)
-def _two_threads():
-    torch.set_num_threads(2)
+def _threads():
+    torch.set_num_threads(1 if WORKERS > 1 else 2)
 
 
 @pytest.fixture(autouse=True, scope="session")

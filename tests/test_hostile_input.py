@@ -412,10 +412,14 @@ def unreadable_outcomes(finished_run, tmp_path_factory) -> dict[str, tuple[int, 
     if prefix is None:
         pytest.skip("running as root without setpriv: no user for whom a file is unreadable")
     argvs = []
+    # pytest's base folders are 0700, from pytest-of-USER down (pytest-N, and a worker's own
+    # popen-gwK under pytest-xdist): the other user must be let through each of them.
+    base = tmp_path_factory.getbasetemp()
+    top = next((p for p in base.parents if p.name.startswith("pytest-of-")), base.parent)
     for command, name in UNREADABLE.values():
         scratch = Path(tmp_path_factory.mktemp("unreadable"))
-        for folder in [scratch, *scratch.parents]:  # pytest's base folders are 0700
-            if folder.is_relative_to(tmp_path_factory.getbasetemp().parent):
+        for folder in [scratch, *scratch.parents]:
+            if folder.is_relative_to(top):
                 folder.chmod(folder.stat().st_mode | 0o755)
         scratch.chmod(0o777)  # the other user writes its output here
         run = scratch / "run"
