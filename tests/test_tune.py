@@ -99,7 +99,8 @@ def quick_base(steps=16):
 
 
 def halve(tmp_path, grid=None):
-    return Tuner(1000, tmp_path).halve({"standard": (quick_base(), grid or tuning_rules.grid())})
+    halved = Tuner(1000, tmp_path).halve({"standard": (quick_base(), grid or tuning_rules.grid())})
+    return {key: halving.record for key, halving in halved.items()}
 
 
 def test_halving_keeps_the_best_rate_and_trains_the_others_part_of_the_budget(

@@ -15,7 +15,7 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from mixit.config import RunConfig
 from mixit.errors import UsageError
@@ -38,6 +38,39 @@ from mixit.tuning_rules import (
     tolerance,
     tuning_seed,
 )
+
+# One key's entry of tuning.json (the keys are the file's own, some dotted); the halving
+# writes the first ones, ``tune`` the rest.
+TuningRecord = TypedDict(
+    "TuningRecord",
+    {
+        "train.lr": float,
+        "init": Any,
+        "edge": str,
+        "extended_with": list[float],
+        "validation": list[list[Any]],
+        "rungs": list[Mapping[str, Any]],
+        "run_dir": str,
+        "steps": int,
+        "budgets": list[dict[str, Any]],
+        "seed": int,
+        "overrides": dict[str, Any],
+        "raised_from": int,
+        "capped": bool,
+        "init_tuned": bool,
+        "learned": bool,
+    },
+    total=False,
+)
+
+
+@dataclass(frozen=True)
+class Halving:
+    """One key's successive halving: its record, and the trial it chose (alive: the budget
+    rule trains it on)."""
+
+    record: TuningRecord
+    winner: Trial
 
 
 @dataclass
@@ -94,9 +127,9 @@ class Tuner:
 
     def halve(
         self, grids: Mapping[Hashable, tuple[RunConfig, Sequence[Candidate]]]
-    ) -> dict[Hashable, dict[str, Any]]:
-        """Successive halving of every key's grid at once (their runs train side by side);
-        each key's record (``record``), with its ``winner`` trial."""
+    ) -> dict[Hashable, Halving]:
+        """Successive halving of every key's grid at once (their runs train side by side):
+        each key's record (``record``) and its winning trial."""
         trials = {
             key: [Trial(c, candidate_config(base, c, self.seed)) for c in grid]
             for key, (base, grid) in grids.items()
@@ -120,7 +153,10 @@ class Tuner:
                     )
                     live[key] = self.promote(ts, len(rungs[key]) - depth - 1)
         return {
-            key: self.record(trials[key], live[key][0], extended[key], history[key])
+            key: Halving(
+                self.record(trials[key], live[key][0], extended[key], history[key]),
+                live[key][0],
+            )
             for key in grids
         }
 
@@ -181,8 +217,8 @@ class Tuner:
         winner: Trial,
         extended: Sequence[float],
         history: Sequence[Mapping[str, Any]],
-    ) -> dict[str, Any]:
-        """What ``tuning.json`` keeps of one key's halving (and its ``winner`` trial)."""
+    ) -> TuningRecord:
+        """What ``tuning.json`` keeps of one key's halving."""
         init = winner.candidate.init
         exponents = [t.candidate.exponent for t in trials if t.candidate.init == init]
         k = winner.candidate.exponent
@@ -202,7 +238,6 @@ class Tuner:
             ],
             "rungs": list(history),
             "run_dir": winner.run_dir,
-            "winner": winner,
         }
 
 
@@ -296,7 +331,7 @@ def tune(
     families: Mapping[Hashable, Hashable] | None = None,
     launch: Launch | None = None,
     progress: bool | None = None,
-) -> dict[Hashable, dict[str, Any]]:
+) -> dict[Hashable, TuningRecord]:
     """Each key's tuned settings under the protocol, from its base config (a verdict run's),
     with what chose them: ``{key: {"overrides": {...}, "train.lr", "steps", "init", "edge",
     "validation", "rungs", "budgets", "capped", "learned", "seed"}}``.
@@ -313,13 +348,14 @@ def tune(
         )
     tuner = Tuner(tuning_seed(verdict_seeds), runs_dir, launch, progress)
     choosing = {key: tuple((inits or {}).get(key, ())) for key in bases}
-    records = tuner.halve(
+    halved = tuner.halve(
         {
             key: (base, [c for init in choosing[key] for c in grid(init)] or grid())
             for key, base in bases.items()
         }
     )
-    winners: dict[Hashable, Trial] = {key: records[key].pop("winner") for key in bases}
+    records = {key: halving.record for key, halving in halved.items()}
+    winners = {key: halving.winner for key, halving in halved.items()}
     reached = budgets(tuner, {key: (bases[key], winners[key]) for key in bases}, families)
     for key, base in bases.items():
         record, winner = records[key], winners[key]
