@@ -1,8 +1,10 @@
-"""Typed run configuration and dotted ``section.key=value`` overrides.
+"""Typed run configuration: the model, training and run dataclasses, and what identifies a
+run among its settings (``without_execution_settings``, the run directory's hash).
 
-A run is resolved in this order, each layer overriding the one before:
-dataclass defaults < the variant's model defaults < the task preset < the user's overrides.
-The fully resolved result is what ``config.json`` holds.
+``mixit.overrides`` parses the dotted ``section.key=value`` overrides and ``mixit.resolve``
+layers a run's config: dataclass defaults < the variant's model defaults < the task preset <
+the construction < the user's overrides. The fully resolved result is what ``config.json``
+holds.
 """
 
 from __future__ import annotations

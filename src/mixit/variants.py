@@ -1,4 +1,5 @@
-"""The model spectrum: what each named model freezes and which attention it uses.
+"""The five variants' definitions: what each named model freezes and which attention it uses
+(``mixit.spectrum`` applies them to any causal LM).
 
 A Variant names parameter groups, never parameter-name substrings. The groups are exposed by
 the model (see ``Decoder.param_groups``): ``qk`` (W_Q, W_K), ``vo`` (W_V, W_O), ``mlp``
