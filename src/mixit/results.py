@@ -103,9 +103,9 @@ def csv_problem(path: Path, columns: Collection[str] = COLUMNS) -> str:
     """Why ``path`` is not a results.csv with ``columns`` and whole seeds ("" when it is, or
     when there is none), for a command to refuse before it writes over one."""
     try:
-        rows = read_results_csv(path)
         with path.open(newline="") as file:
-            header = set(next(csv.reader(file), []))
+            reader = csv.DictReader(file)
+            rows, header = list(reader), set(reader.fieldnames or [])
     except FileNotFoundError:
         return ""
     except (OSError, ValueError, csv.Error) as error:  # not text, or not CSV
