@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from mixit import devices
-from mixit.config import ModelConfig
+from mixit.config.schema import ModelConfig
+from mixit.training import devices
 
 # Under pytest-xdist (`make test` runs two workers) each worker trains on one thread, and the
 # processes the tests start wait passively: two processes' OpenMP threads spinning on two

@@ -9,7 +9,7 @@ from mixit.experiments.ablation import ablate, plan_ablation
 from mixit.experiments.base import Reproduction
 from mixit.experiments.differences import EQUATIONS, flips
 from mixit.experiments.setting import Setting
-from mixit.runs import run_dir_name
+from mixit.running.runs import run_dir_name
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "train.eval_examples": 64}
 
@@ -101,11 +101,11 @@ def test_claims_option_belongs_to_the_ablation(tmp_path, capsys):
 
 
 def test_every_option_the_authors_construction_changes_has_a_difference():
-    from mixit.constructions import construction_overrides
     from mixit.experiments.differences import DIFFERENCES
-    from mixit.resolve import resolve_config
+    from mixit.models.constructions import construction_overrides
+    from mixit.models.variants import VARIANTS, get_variant
     from mixit.tasks import get_task
-    from mixit.variants import VARIANTS, get_variant
+    from mixit.training.resolve import resolve_config
 
     ablated = {key for _, keys in DIFFERENCES.values() for key in keys}
     for task in ("retrieval", "khop", "addition", "dyck", "memorization", "sentiment"):

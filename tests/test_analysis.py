@@ -16,11 +16,11 @@ from mixit.analysis import (
 )
 from mixit.analysis.attention import induction_targets
 from mixit.cli import main
-from mixit.config import ModelConfig
-from mixit.errors import UsageError
-from mixit.model import Decoder
-from mixit.train import train
-from mixit.variants import get_variant
+from mixit.common.errors import UsageError
+from mixit.config.schema import ModelConfig
+from mixit.models.decoder import Decoder
+from mixit.models.variants import get_variant
+from mixit.training.train import train
 
 
 def test_taps_are_named_and_read(small_config):

@@ -8,12 +8,12 @@ import torch
 
 pytest.importorskip("transformers")
 
-from mixit.arch import TRUST_ENV, trust_module
 from mixit.cli import main
-from mixit.errors import UsageError
-from mixit.resolve import resolve_config
-from mixit.rundir import load_run, stored_config
-from mixit.train import build_model, train
+from mixit.common.errors import UsageError
+from mixit.models.build import TRUST_ENV, trust_module
+from mixit.training.resolve import resolve_config
+from mixit.training.rundir import load_run, stored_config
+from mixit.training.train import build_model, train
 
 SHORT = {
     "model.n_layer": "1",

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from mixit.bench import bench_configs, synthetic_data_seconds
+from mixit.bench.speed import bench_configs, synthetic_data_seconds
 from mixit.cli import main
-from mixit.cost import flops_per_token
+from mixit.cost.predict import flops_per_token
 from mixit.tasks import TASKS
 
 

@@ -12,9 +12,9 @@ import time
 import pytest
 import torch
 
-from mixit.checkpoint import CHECKPOINT, PREVIOUS, latest_checkpoint
 from mixit.cli import main
-from mixit.train import train
+from mixit.training.checkpoint import CHECKPOINT, PREVIOUS, latest_checkpoint
+from mixit.training.train import train
 
 ARGS = ["--task", "addition", "--model", "standard", "--preset", "tiny"]
 OVERRIDES = [

@@ -23,8 +23,8 @@ import pytest
 from mixit.cli import main
 from mixit.experiments.claims import experiment_of
 from mixit.experiments.setting import Setting
-from mixit.resolve import stored_config
-from mixit.runs import run_dir_name
+from mixit.running.runs import run_dir_name
+from mixit.training.resolve import stored_config
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 REPRODUCTIONS = sorted(p.parent for p in RESULTS.glob("*/claims.json"))

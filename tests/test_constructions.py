@@ -8,13 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mixit.attention import attention_sink_matrix, mixing_matrices
-from mixit.config import ModelConfig
-from mixit.errors import UsageError
-from mixit.model import Decoder
-from mixit.resolve import resolve_config
-from mixit.step import lr_multiplier
-from mixit.variants import VARIANTS
+from mixit.common.errors import UsageError
+from mixit.config.schema import ModelConfig
+from mixit.models.attention import attention_sink_matrix, mixing_matrices
+from mixit.models.decoder import Decoder
+from mixit.models.variants import VARIANTS
+from mixit.training.resolve import resolve_config
+from mixit.training.step import lr_multiplier
 
 
 def build(config: ModelConfig, name: str) -> Decoder:
@@ -144,9 +144,9 @@ def test_authors_sentiment_is_the_non_causal_right_padded_classifier():
 
 
 def test_the_label_readout_scores_among_the_two_labels_and_trains_the_decoders_weights():
-    from mixit.arch import build_model
-    from mixit.readout import AnswerReadout
-    from mixit.scoring import sequence_loss
+    from mixit.models.build import build_model
+    from mixit.models.readout import AnswerReadout
+    from mixit.training.scoring import sequence_loss
 
     config = resolve_config("sentiment", "mixit", overrides={"task.readout": "labels"})
     config.model.vocab_size, config.model.block_size = 40, 12  # 37 tokens, 2 labels, BOS none
@@ -187,7 +187,7 @@ def test_non_causal_mixing_is_refused_on_a_task_scored_at_many_positions():
     config = resolve_config(
         "addition", "mixit", overrides={"model.mixing_causal": "false", "train.steps": "1"}
     )
-    from mixit.train import run
+    from mixit.training.train import run
 
     with pytest.raises(UsageError, match="non-causal mixing"):
         run(config)
@@ -293,7 +293,7 @@ def test_pad_masking_leaves_every_real_row_reading_no_pad(small_config, model_na
 
 
 def test_masked_mixing_without_pads_is_the_mixing_itself():
-    from mixit.attention import mask_pads
+    from mixit.models.attention import mask_pads
 
     for causal in (True, False):
         mixing = mixing_matrices(torch.randn(2, 6, 6), causal=causal)

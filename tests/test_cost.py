@@ -6,7 +6,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from mixit.cli import main
-from mixit.cost import (
+from mixit.cost.counts import counted
+from mixit.cost.memory import sized_counts, training_bytes
+from mixit.cost.predict import (
     GIB,
     TARGETS,
     forward_flops_per_token,
@@ -14,11 +16,9 @@ from mixit.cost import (
     predict,
     shapes,
 )
-from mixit.counts import counted
-from mixit.memory import sized_counts, training_bytes
-from mixit.resolve import holds_mixing_matrices, resolve_config
-from mixit.train import build_model
-from mixit.variants import VARIANTS
+from mixit.models.variants import VARIANTS
+from mixit.training.resolve import holds_mixing_matrices, resolve_config
+from mixit.training.train import build_model
 
 CPU = TARGETS["cpu"]
 
@@ -184,7 +184,7 @@ def test_a_declared_shape_is_the_shape_of_the_built_data(task, overrides):
 def test_cost_check_measures_a_step_on_random_tokens_in_the_runs_shape():
     # The check trains on random tokens shaped like the run's data: the same rows' length,
     # the same share of scored positions (the last ones), answers among the task's labels.
-    from mixit.cost_check import _measure_in_child, synthetic_data
+    from mixit.bench.cost_check import _measure_in_child, synthetic_data
     from mixit.tasks import get_task
 
     overrides = {"task.readout": "labels", "task.tokenizer": "words", "task.vocab_size": 64}
@@ -246,8 +246,8 @@ def test_compare_estimate_adds_the_halving_only_when_it_tunes(tmp_path, capsys):
 
 
 def test_an_estimate_counts_no_more_jobs_at_once_than_the_machine_has_cores(monkeypatch):
-    from mixit import workers
-    from mixit.runs import list_schedule
+    from mixit.running import workers
+    from mixit.running.runs import list_schedule
 
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     assert workers.parallel_jobs(1_000_000) == 2 and workers.parallel_jobs(1) == 1

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mixit.common.errors import UsageError
 from mixit.data import (
     EOS,
     PAD,
@@ -26,7 +27,6 @@ from mixit.data import (
     tokenizer_vocab_size,
     train_bpe,
 )
-from mixit.errors import UsageError
 
 DOCS = [f"Document {i}: the quick brown fox jumps over {i} lazy dogs." for i in range(200)]
 

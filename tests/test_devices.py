@@ -6,9 +6,10 @@ import os
 
 import pytest
 
-from mixit import devices, runs, workers
-from mixit.errors import UsageError
-from mixit.resolve import resolve_config
+from mixit.common.errors import UsageError
+from mixit.running import runs, workers
+from mixit.training import devices
+from mixit.training.resolve import resolve_config
 
 
 def pinned_device_together(barrier):
@@ -30,8 +31,8 @@ def pinned_device_together(barrier):
 )
 def test_worker_i_trains_on_gpu_i_mod_g(gpus, jobs, expected, monkeypatch):
     monkeypatch.setattr(devices, "gpu_count", lambda: gpus)
-    assert devices.worker_devices(jobs) == expected
-    shared = devices.sharing_note(jobs)
+    assert workers.worker_devices(jobs) == expected
+    shared = workers.sharing_note(jobs)
     assert bool(shared) == (gpus > 0 and jobs > gpus)
 
 
@@ -92,14 +93,14 @@ def test_auto_is_the_cpu_without_gpus(monkeypatch):
 )
 def test_a_run_of_k_gpus_takes_its_workers_k_gpus(gpus, jobs, per_run, expected, monkeypatch):
     monkeypatch.setattr(devices, "gpu_count", lambda: gpus)
-    assert devices.worker_gpus(jobs, per_run) == expected
-    assert bool(devices.sharing_note(jobs, per_run)) == (gpus > 0 and jobs * per_run > gpus)
+    assert workers.worker_gpus(jobs, per_run) == expected
+    assert bool(workers.sharing_note(jobs, per_run)) == (gpus > 0 and jobs * per_run > gpus)
 
 
 @pytest.mark.processes
 def test_two_processes_per_run_train_what_one_does(tmp_path, cpu_only):
     """``--gpus-per-run 2`` on a machine without GPUs: a torchrun group of two CPU processes
-    per run, which trains the single process's run (mixit.distributed)."""
+    per run, which trains the single process's run (mixit.training.distributed)."""
     from mixit.cli import main
 
     quick = ["train.steps=6", "train.eval_every=6", "task.n_train=512", "task.n_test=64"]
@@ -146,8 +147,8 @@ def test_a_run_on_gpus_has_one_gpu_per_process(gpus, ranks, device, fits, monkey
 def test_more_processes_than_gpus_is_one_line_before_anything_starts(
     argv, monkeypatch, tmp_path, capsys
 ):
-    from mixit import memory
     from mixit.cli import main
+    from mixit.cost import memory
 
     monkeypatch.setattr(devices, "gpu_count", lambda: 1)
     monkeypatch.setattr(memory, "available_bytes", lambda device: 2**40)  # the faked GPU's

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from mixit.cli import main
-from mixit.rundir import load_run
-from mixit.train import train
+from mixit.training.rundir import load_run
+from mixit.training.train import train
 
 transformers = pytest.importorskip("transformers")
 

@@ -4,10 +4,10 @@ values only (half a softmax layer's)."""
 import pytest
 import torch
 
-from mixit.config import ModelConfig
-from mixit.generate import cache_bytes_per_token, generate
-from mixit.model import Decoder
-from mixit.variants import get_variant
+from mixit.config.schema import ModelConfig
+from mixit.inference.generate import cache_bytes_per_token, generate
+from mixit.models.decoder import Decoder
+from mixit.models.variants import get_variant
 
 
 def model_of(variant: str) -> Decoder:
@@ -56,7 +56,7 @@ def test_mixit_cache_is_half_of_a_softmax_cache():
 
 def test_generate_command_continues_token_ids(tmp_path, capsys):
     from mixit.cli import main
-    from mixit.train import train
+    from mixit.training.train import train
 
     run_dir = tmp_path / "run"
     overrides = {"train.steps": 3, "model.n_embd": 32, "task.n_test": 100}

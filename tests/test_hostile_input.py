@@ -22,11 +22,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mixit.checkpoint import finished_summary, load_checkpoint
 from mixit.cli import main
-from mixit.errors import UsageError
-from mixit.rundir import load_run, read_records
-from mixit.runs import halted_on_disk
+from mixit.common.errors import UsageError
+from mixit.running.runs import halted_on_disk
+from mixit.training.checkpoint import finished_summary, load_checkpoint
+from mixit.training.rundir import load_run, read_records
 
 QUICK = ["train.steps=2", "train.eval_every=2", "task.n_train=100", "task.n_test=20"]
 QUICK += ["train.eval_examples=20", "model.n_embd=32", "model.n_head=2", "model.n_layer=1"]
@@ -482,7 +482,7 @@ def _readers(run: Path, config) -> dict[str, Callable[[], object]]:
 def test_each_reader_of_a_run_folder_returns_or_says_one_usage_error(
     name, content, finished_run, tmp_path
 ):
-    from mixit.resolve import stored_config
+    from mixit.training.resolve import stored_config
 
     config = stored_config(json.loads((finished_run / "config.json").read_text()))
     config.train.halt_at = config.train.steps
@@ -499,7 +499,7 @@ def test_each_reader_of_a_run_folder_returns_or_says_one_usage_error(
 )
 @given(content=CONTENTS)
 def test_a_damaged_checkpoint_state_is_a_usage_error(content, tmp_path):
-    from mixit.train import setup  # noqa: F401  (the same modules a resume imports
+    from mixit.training.train import setup  # noqa: F401  (the same modules a resume imports
 
     folder = Path(tempfile.mkdtemp(dir=tmp_path))
     (folder / "checkpoint").mkdir(parents=True)

@@ -1,8 +1,8 @@
-"""mixit.io's atomic folder: the whole folder or none of it."""
+"""mixit.common.io's atomic folder: the whole folder or none of it."""
 
 import pytest
 
-from mixit.io import write_folder_atomic
+from mixit.common.io import write_folder_atomic
 
 
 def test_a_folder_appears_whole_and_a_failed_fill_leaves_nothing(tmp_path):

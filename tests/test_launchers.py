@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from mixit import launchers
 from mixit.cli import main
-from mixit.launchers import JOBS_FILE, parse_options
+from mixit.running import launchers
+from mixit.running.launchers import JOBS_FILE, parse_options
 
 pytest.importorskip("submitit")
 QUICK = ["train.steps=4", "train.eval_every=4", "train.eval_examples=256"]
@@ -107,8 +107,8 @@ def test_tuning_refuses_not_to_wait(tmp_path, capsys):
 
 @pytest.mark.parametrize("settings", [{"jobs": 0}, {"jobs": -2}, {"gpus_per_run": 0}])
 def test_a_launch_of_no_processes_is_refused_in_the_api_too(settings):
-    from mixit.errors import UsageError
-    from mixit.launchers import Launch
+    from mixit.common.errors import UsageError
+    from mixit.running.launchers import Launch
 
     with pytest.raises(UsageError, match="must be a whole number >= 1"):
         Launch(**settings)

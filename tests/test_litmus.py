@@ -6,8 +6,8 @@ import statistics
 import pytest
 
 from mixit import compare
-from mixit.compare import format_table
-from mixit.litmus import (
+from mixit.comparisons.compare import format_table
+from mixit.readings.litmus import (
     CROSSES,
     DOES_NOT_DISCRIMINATE,
     STRADDLES,
@@ -15,7 +15,7 @@ from mixit.litmus import (
     reading,
     reference_problems,
 )
-from mixit.results import read_results_csv
+from mixit.readings.results import read_results_csv
 
 RETRIEVAL = {
     "task.vocab_size": 24,
@@ -198,7 +198,7 @@ def plant_gaps(monkeypatch, gaps):
         gap = gaps.get(config.seed, 0.0) if config.variant == "mixit" else 0.0
         return {get_task(config.task_name).metric: 0.9 + gap}
 
-    monkeypatch.setattr(importlib.import_module("mixit.train"), "evaluate_run", planted)
+    monkeypatch.setattr(importlib.import_module("mixit.training.train"), "evaluate_run", planted)
 
 
 def test_seeds_auto_stops_adding_seeds_once_the_verdict_is_decided(tmp_path, monkeypatch):
@@ -224,7 +224,7 @@ def test_seeds_auto_stops_adding_seeds_once_the_verdict_is_decided(tmp_path, mon
 
 def test_suite_seeds_auto_decides_task_by_task(tmp_path, monkeypatch):
     # The same planted gaps on two tasks: each stops at four seeds, and the summary says so.
-    from mixit.suite import suite
+    from mixit.comparisons.suite import suite
 
     plant_gaps(monkeypatch, {1: -0.015})
     quick = {"train.steps": 2, "train.eval_every": 2, "train.stop_at": None}

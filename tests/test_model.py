@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from mixit.attention import mixing_matrices
-from mixit.config import ModelConfig, RunConfig
-from mixit.model import PARAM_GROUPS, Decoder
-from mixit.resolve import resolve_config
-from mixit.scoring import sequence_loss
-from mixit.step import make_optimizer
-from mixit.variants import VARIANTS
+from mixit.config.schema import ModelConfig, RunConfig
+from mixit.models.attention import mixing_matrices
+from mixit.models.decoder import PARAM_GROUPS, Decoder
+from mixit.models.variants import VARIANTS
+from mixit.training.resolve import resolve_config
+from mixit.training.scoring import sequence_loss
+from mixit.training.step import make_optimizer
 
 ALL = list(VARIANTS)
 

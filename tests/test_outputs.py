@@ -8,10 +8,10 @@ import stat
 import pytest
 
 from mixit.cli import main
-from mixit.errors import UsageError
-from mixit.io import DirLock, write_json
-from mixit.rundir import load_run
-from mixit.train import train
+from mixit.common.errors import UsageError
+from mixit.common.io import DirLock, write_json
+from mixit.training.rundir import load_run
+from mixit.training.train import train
 
 SHORT = {"train.steps": 2, "train.eval_every": 2, "model.n_embd": 16, "task.n_test": 100}
 ARGS = ["train", "--task", "addition", "--model", "standard"]
@@ -188,7 +188,7 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_last_one_and_says_so(
 
     import torch
 
-    import mixit.checkpoint
+    import mixit.training.checkpoint
 
     whole = train(
         "addition", "standard", out=tmp_path / "whole", overrides=CHECKPOINTED, progress=False
@@ -201,7 +201,7 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_last_one_and_says_so(
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_save(obj, path, *args, **kwargs)
 
-    monkeypatch.setattr(mixit.checkpoint.torch, "save", disk_fills_up)
+    monkeypatch.setattr(mixit.training.checkpoint.torch, "save", disk_fills_up)
     run_dir = tmp_path / "run"
     argv = [*ARGS, "--out", str(run_dir), *_overrides(**{"train.checkpoint_every": 1})]
     assert main(argv) == 2

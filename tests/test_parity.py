@@ -14,10 +14,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mixit.attention import attention_sink_matrix, mixing_matrices
-from mixit.model import Decoder
-from mixit.resolve import resolve_config
-from mixit.variants import VARIANTS
+from mixit.models.attention import attention_sink_matrix, mixing_matrices
+from mixit.models.decoder import Decoder
+from mixit.models.variants import VARIANTS
+from mixit.training.resolve import resolve_config
 
 FIXTURE = Path(__file__).parent / "fixtures" / "authors"
 CASES = json.loads((FIXTURE / "cases.json").read_text())

@@ -99,7 +99,7 @@ def test_mqars_earlier_layout_is_scored_against_elimination():
 
 @pytest.mark.parametrize("preset", ["tiny", "small", "paper"])
 def test_mqars_presets_keep_zoologys_constraint(preset):
-    from mixit.resolve import resolve_config
+    from mixit.training.resolve import resolve_config
 
     task = resolve_config("mqar", "standard", preset, 0).task
     assert task.vocab_size > task.seq_len and task.seq_len % 2 == 0
@@ -136,7 +136,7 @@ def test_noisy_recall_is_mads():
 
 
 def test_the_macro_accuracy_is_mads():
-    from mixit.scoring import macro_accuracy
+    from mixit.training.scoring import macro_accuracy
 
     for case in json.loads((PEERS / "mad-accuracy.json").read_text())["cases"]:
         targets, predictions = torch.tensor(case["targets"]), torch.tensor(case["predictions"])
@@ -259,7 +259,7 @@ def test_compression_is_mads():
 
 @pytest.mark.parametrize("size", sorted(COMPRESSION["cases"]["sincos"]))
 def test_the_bottleneck_readouts_positions_are_mads(size):
-    from mixit.readout import sincos_positions
+    from mixit.models.readout import sincos_positions
 
     length, width = map(int, size.split("x"))
     expected = torch.tensor(COMPRESSION["cases"]["sincos"][size])
@@ -268,7 +268,7 @@ def test_the_bottleneck_readouts_positions_are_mads(size):
 
 def test_the_bottleneck_readout_is_mads_decoder():
     # MAD's: norm, Linear(d, d), GELU, norm, Linear(d, d), GELU, then norm and Linear(d, V).
-    from mixit.readout import BottleneckReadout
+    from mixit.models.readout import BottleneckReadout
 
     d, vocab = 8, 16
     readout = BottleneckReadout(torch.nn.Identity(), d, 32, vocab)

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from mixit.resolve import fit_model_to_data, resolve_config
+from mixit.models.variants import VARIANTS
 from mixit.tasks import PRESET_NAMES, TASKS, get_task
-from mixit.variants import VARIANTS
+from mixit.training.resolve import fit_model_to_data, resolve_config
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "custom"
 # The custom task has no data of its own: the presets are tried on the shipped example.

@@ -11,10 +11,10 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from mixit.config import ModelConfig, TrainConfig  # noqa: E402
-from mixit.errors import UsageError  # noqa: E402
-from mixit.overrides import parse_overrides  # noqa: E402
-from mixit.resolve import resolve_config  # noqa: E402
+from mixit.common.errors import UsageError  # noqa: E402
+from mixit.config.overrides import parse_overrides  # noqa: E402
+from mixit.config.schema import ModelConfig, TrainConfig  # noqa: E402
+from mixit.training.resolve import resolve_config  # noqa: E402
 
 KEYS = [f"model.{f.name}" for f in dataclasses.fields(ModelConfig)] + [
     f"train.{f.name}" for f in dataclasses.fields(TrainConfig)

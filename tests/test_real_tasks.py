@@ -6,11 +6,11 @@ import json
 import pytest
 
 from mixit import train
-from mixit.arch import build_model
 from mixit.cli import main
-from mixit.resolve import resolve_config
-from mixit.rundir import load_run
+from mixit.models.build import build_model
 from mixit.tasks import custom, get_task, lm, sentiment
+from mixit.training.resolve import resolve_config
+from mixit.training.rundir import load_run
 
 PROSE = "\n\n".join(
     f"Paragraph {i}: the committee met on day {i % 7} and voted {i % 3} times on the budget."

@@ -14,19 +14,19 @@ import torch
 import torch.nn.functional as F
 
 from mixit.cli import main
-from mixit.compare import compare
+from mixit.comparisons.compare import compare
 from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce, table1, throughput
 from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.experiments.runner import plan_reproduction
-from mixit.launchers import Launch
-from mixit.model import Decoder
-from mixit.results import read_results_csv
-from mixit.runs import list_schedule, run_dir_name
-from mixit.scoring import correct_rows as rows
-from mixit.step import make_optimizer
-from mixit.train import time_training
-from mixit.variants import get_variant
+from mixit.models.decoder import Decoder
+from mixit.models.variants import get_variant
+from mixit.readings.results import read_results_csv
+from mixit.running.launchers import Launch
+from mixit.running.runs import list_schedule, run_dir_name
+from mixit.training.scoring import correct_rows as rows
+from mixit.training.step import make_optimizer
+from mixit.training.train import time_training
 
 TWO_JOBS = Launch(jobs=2)
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
@@ -136,7 +136,7 @@ def test_run_directory_name_follows_the_config():
 def test_every_recorded_run_keeps_its_directory_name():
     """A result setting added without its ``config.ADDED_LATER`` entry renames every earlier
     run directory, so no finished run would be found again: the committed records pin them."""
-    from mixit.overrides import from_dict
+    from mixit.config.overrides import from_dict
     from mixit.tasks import get_task
 
     records = sorted((Path(__file__).parents[1] / "results").glob("*/runs/*/config.json"))
@@ -326,7 +326,7 @@ def test_small_scale_trains_the_tiny_models_without_tiny_cuts():
 def test_workers_end_when_reproduce_is_killed(tmp_path, alive):
     script = (
         "import os, time\n"
-        "from mixit.workers import worker_pool\n"
+        "from mixit.running.workers import worker_pool\n"
         "pool = worker_pool(1)\n"
         "print(pool.submit(os.getpid).result(), flush=True)\n"
         "pool.submit(time.sleep, 120)\n"

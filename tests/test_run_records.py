@@ -5,9 +5,9 @@ caller's config as it was."""
 import importlib.util
 from pathlib import Path
 
-from mixit.checkpoint import latest_checkpoint
-from mixit.resolve import resolve_config
-from mixit.runs import run_dir_name, train_missing
+from mixit.running.runs import run_dir_name, train_missing
+from mixit.training.checkpoint import latest_checkpoint
+from mixit.training.resolve import resolve_config
 
 TOOL = Path(__file__).parent.parent / "tools" / "run_records.py"
 spec = importlib.util.spec_from_file_location("run_records", TOOL)

@@ -1,8 +1,8 @@
 """Where missing runs train: fewer runs than jobs get the machine's cores among themselves."""
 
-from mixit import runs
-from mixit.launchers import Launch
-from mixit.resolve import resolve_config
+from mixit.running import runs
+from mixit.running.launchers import Launch
+from mixit.training.resolve import resolve_config
 
 
 def test_a_single_missing_run_trains_with_every_core_despite_jobs(tmp_path, monkeypatch):
@@ -21,8 +21,8 @@ def test_a_config_dict_is_what_dataclasses_asdict_gives_for_every_task_and_model
     """Run directories are named by these dicts' hash: the fast conversion moves none."""
     import dataclasses
 
+    from mixit.models.variants import VARIANTS
     from mixit.tasks import TASKS
-    from mixit.variants import VARIANTS
 
     for task in [name for name in TASKS if name != "custom"]:  # custom needs its files
         for model in VARIANTS:

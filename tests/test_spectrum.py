@@ -7,11 +7,11 @@ import torch
 pytest.importorskip("transformers")
 from transformers import GPT2Config, LlamaConfig
 
-from mixit.config import ModelConfig
-from mixit.errors import UsageError
-from mixit.model import Decoder
-from mixit.spectrum import MODELS, FixedMixingAttention, spectrum
-from mixit.variants import VARIANTS
+from mixit.common.errors import UsageError
+from mixit.config.schema import ModelConfig
+from mixit.models.adapters import MODELS, FixedMixingAttention, spectrum
+from mixit.models.decoder import Decoder
+from mixit.models.variants import VARIANTS
 
 GPT2 = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=50, n_positions=16)
 LLAMA = LlamaConfig(
@@ -143,7 +143,7 @@ def test_a_model_without_a_hugging_face_form_is_refused_before_it_trains(monkeyp
     """Every variant of today's spectrum has an --arch form; a variant whose mixer has none
     (a mixer added to the decoder only) is refused when its config is validated, not built
     as if it were softmax attention."""
-    from mixit import resolve
+    from mixit.training import resolve
 
     assert {"standard", "frozen-qk", "frozen-mlp", "mixit", "random"} <= set(MODELS)
     monkeypatch.setattr(resolve, "SPECTRUM_MODELS", ("standard",))

@@ -117,6 +117,67 @@ def test_imports_run_one_way():
     assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
 
 
+# The layers of ``src/mixit``, from the floor up (docs/architecture.md): a package imports
+# only the packages before it in this list, and nothing outside a package stands in
+# ``src/mixit`` but the package's face (``__init__``, ``__main__``).
+LAYERS = (
+    "common",
+    "config",
+    "data",
+    "tasks",
+    "models",
+    "cost",
+    "readings",
+    "training",
+    "analysis",
+    "inference",
+    "running",
+    "tuning",
+    "comparisons",
+    "experiments",
+    "bench",
+    "cli",
+)
+FACE = ("mixit", "mixit.__main__")
+
+
+def layer_imports() -> dict[str, set[str]]:
+    """Each layer's imports of other layers (a package counted as one node)."""
+    found = modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in found.items():
+        if name in FACE:
+            continue
+        layer = name.split(".")[1]
+        targets = {target.split(".")[1] for target in imported(name, path, set(found))}
+        graph.setdefault(layer, set()).update(targets - {layer})
+    return graph
+
+
+def test_every_module_sits_in_a_layer():
+    strays = [name for name in modules() if name not in FACE and name.split(".")[1] not in LAYERS]
+    assert not strays, f"modules outside the layers {LAYERS}: {strays}"
+
+
+def test_a_layer_imports_only_the_layers_below_it():
+    upward = [
+        f"{layer} -> {target}"
+        for layer, targets in layer_imports().items()
+        for target in targets
+        if target in LAYERS and LAYERS.index(target) > LAYERS.index(layer)
+    ]
+    assert not upward, f"imports that run up the layers: {upward}"
+
+
+def test_every_layer_says_what_it_does_and_may_import():
+    silent = [
+        layer
+        for layer in LAYERS
+        if not (SOURCE / "mixit" / layer / "__init__.py").read_text().startswith('"""Layer ')
+    ]
+    assert not silent, f"packages whose __init__ does not name their layer: {silent}"
+
+
 def _a_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     state: dict[str, str] = {}
     stack: list[str] = []

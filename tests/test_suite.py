@@ -5,8 +5,8 @@ import json
 import pytest
 
 from mixit.cli import main
-from mixit.results import COLUMNS, read_results_csv
-from mixit.suite import relative_score
+from mixit.comparisons.suite import relative_score
+from mixit.readings.results import COLUMNS, read_results_csv
 
 QUICK = ["train.steps=4", "train.eval_every=4", "train.stop_at=none", "train.eval_examples=64"]
 QUICK += ["task.n_train=500", "task.n_test=64"]  # both tasks have these keys

@@ -9,11 +9,11 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from mixit import runs
-from mixit import sweep as sweeping
 from mixit.cli import main
-from mixit.errors import TrainingDiverged, UsageError
-from mixit.launchers import Launch
+from mixit.common.errors import TrainingDiverged, UsageError
+from mixit.running import runs
+from mixit.running.launchers import Launch
+from mixit.tuning import sweep as sweeping
 
 FAST = {
     "task.num_digits": 2,

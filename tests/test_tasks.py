@@ -230,8 +230,8 @@ def test_fuzzy_recall_scores_the_values_of_keys_shown_before_and_asks_a_whole_ke
 
 
 def test_compression_rebuilds_every_token_from_the_last_position_only():
-    from mixit.arch import build_model
-    from mixit.resolve import resolve_config
+    from mixit.models.build import build_model
+    from mixit.training.resolve import resolve_config
 
     data = make("compression")
     assert torch.equal(data.train.targets, data.train.inputs)  # MAD scores the last token too
@@ -286,7 +286,7 @@ def test_100k_examples_generate_quickly(task):
 
 
 def test_impossible_configs_are_usage_errors():
-    from mixit.errors import UsageError
+    from mixit.common.errors import UsageError
 
     for task, overrides in [
         ("dyck", {"length": 11}),

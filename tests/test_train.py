@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from mixit import load_run, train
-from mixit.config import RunConfig, TrainConfig
-from mixit.errors import TrainingDiverged, UsageError
-from mixit.resolve import resolve_config
-from mixit.runs import run_dir_name
-from mixit.step import lr_factor
-from mixit.train import run
-from mixit.variants import VARIANTS
+from mixit.common.errors import TrainingDiverged, UsageError
+from mixit.config.schema import RunConfig, TrainConfig
+from mixit.models.variants import VARIANTS
+from mixit.running.runs import run_dir_name
+from mixit.training.resolve import resolve_config
+from mixit.training.step import lr_factor
+from mixit.training.train import run
 
 # A retrieval problem small enough to train in about a second.
 MICRO = {
@@ -154,7 +154,7 @@ def test_bf16_trains_and_keeps_earlier_run_identities(tmp_path):
     overrides = {"train.steps": 2, "model.n_embd": 32, "task.n_test": 64, "task.n_train": 256}
     summary = train("addition", "mixit", overrides={**overrides, "train.precision": "bf16"})
     assert math.isfinite(summary["metrics"]["test_loss"])
-    from mixit.resolve import resolve_config
+    from mixit.training.resolve import resolve_config
 
     fp32 = resolve_config("addition", "mixit", "tiny", 0, overrides).result_dict()
     assert "precision" not in fp32["train"]  # identities of runs made before the setting
@@ -170,7 +170,7 @@ def test_compile_trains_to_the_eager_metrics():
     eager = train("addition", "standard", overrides=overrides)["metrics"]
     compiled = train("addition", "standard", overrides={**overrides, "train.compile": True})
     assert compiled["metrics"]["test_loss"] == pytest.approx(eager["test_loss"], rel=1e-4)
-    from mixit.resolve import resolve_config
+    from mixit.training.resolve import resolve_config
 
     assert (
         "compile" not in resolve_config("addition", "mixit", "tiny", 0, {}).result_dict()["train"]
@@ -211,7 +211,7 @@ def test_bf16_steps_track_fp32_and_resume_exactly(model, tmp_path, monkeypatch):
     """CPU autocast runs the GPU's default precision: a few steps of every variant stay finite
     and near fp32, and a bf16 run resumed from its step-2 checkpoint ends where the
     uninterrupted run did."""
-    from mixit.checkpoint import CHECKPOINT, save_checkpoint
+    from mixit.training.checkpoint import CHECKPOINT, save_checkpoint
 
     fp32_dir, bf16_dir, kept = tmp_path / "fp32", tmp_path / "bf16", tmp_path / "step2"
 
@@ -221,7 +221,9 @@ def test_bf16_steps_track_fp32_and_resume_exactly(model, tmp_path, monkeypatch):
             shutil.copytree(out / CHECKPOINT, kept)
 
     # ``mixit.train`` is also the package's ``train`` function: the module is reached by name.
-    monkeypatch.setattr(sys.modules["mixit.train"], "save_checkpoint", save_and_keep_step_2)
+    monkeypatch.setattr(
+        sys.modules["mixit.training.train"], "save_checkpoint", save_and_keep_step_2
+    )
     train("addition", model, out=fp32_dir, overrides=BF16_CHECK)
     shutil.rmtree(kept)
     bf16_settings = {**BF16_CHECK, "train.precision": "bf16"}

@@ -1,4 +1,4 @@
-"""The tuning protocol (docs/tuning.md, `mixit.tuning`): selection on held-out training data
+"""The tuning protocol (docs/tuning.md, `mixit.tuning.halving`): selection on held-out training data
 only, edges that extend the grid, halving that keeps the best rate, the budget rule, the
 initialisation choice of a `model.arch` model, and `--no-tune`."""
 
@@ -11,19 +11,19 @@ from pathlib import Path
 import pytest
 import torch
 
-import mixit.tuning as tuning
-import mixit.tuning_rules as tuning_rules
 from mixit import compare
 from mixit.cli import main
-from mixit.compare import Comparison
-from mixit.resolve import resolve_config
-from mixit.rundir import read_records
-from mixit.runs import run_dir_name
+from mixit.comparisons.compare import Comparison
+from mixit.running.runs import run_dir_name
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData, hold_out_validation
-from mixit.train import run as train_run
-from mixit.tuning import Tuner
-from mixit.tuning_rules import GRID, GRID_STEP, Candidate, Trial
+from mixit.training.resolve import resolve_config
+from mixit.training.rundir import read_records
+from mixit.training.train import run as train_run
+from mixit.tuning import halving as tuning
+from mixit.tuning import rules as tuning_rules
+from mixit.tuning.halving import Tuner
+from mixit.tuning.rules import GRID, GRID_STEP, Candidate, Trial
 
 QUICK = {
     "task.vocab_size": 16,
@@ -137,7 +137,7 @@ def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
     # Every evaluation of the real test split says the lowest rate is best, every other one
     # (the validation split) the highest: only a protocol that reads the test split can pick
     # a low rate.
-    train_module = importlib.import_module("mixit.train")  # the module, not mixit.train()
+    train_module = importlib.import_module("mixit.training.train")  # the module, not mixit.train()
     evaluate = train_module.evaluate_run
     spec = get_task("retrieval")
 
@@ -220,7 +220,7 @@ def test_an_arch_model_tunes_by_default_and_every_variant_chooses_its_own_init(t
 def test_a_variants_initialisation_is_chosen_apart_from_the_references(tmp_path, monkeypatch):
     # Planted: the reference learns under its own initialisation only, Frozen-QK under
     # small-output only (uniform frozen attention under the other).
-    train_module = importlib.import_module("mixit.train")
+    train_module = importlib.import_module("mixit.training.train")
     learns_under = {"standard": "own", "frozen-qk": "small-output"}
 
     def planted_evaluate(model, data, config):
@@ -322,7 +322,7 @@ def test_a_lead_within_the_tolerance_does_not_grow_the_grid(tmp_path, monkeypatc
 
 def test_a_tuning_resumed_over_its_finished_runs_chooses_as_it_did(tmp_path, monkeypatch):
     # A score that moves at every step: the weights' size.
-    train_module = importlib.import_module("mixit.train")
+    train_module = importlib.import_module("mixit.training.train")
 
     def planted_evaluate(model, data, config):
         size = sum(float(p.detach().abs().sum()) for p in model.parameters())

@@ -11,7 +11,7 @@ from mixit.experiments import tuned_presets
 from mixit.experiments.base import Reproduction
 from mixit.experiments.estimate import tuning_costs
 from mixit.experiments.runner import judged_under, plan_reproduction
-from mixit.tuning_rules import GRID, halving_budgets
+from mixit.tuning.rules import GRID, halving_budgets
 
 CHOSEN_LR = 0.0123
 

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from mixit.analysis.attention import attention_patterns, logit_spread
-from mixit.config import ModelConfig
+from mixit.config.schema import ModelConfig
 from mixit.experiments import reproduce, table1, table4, table6, width, width_reading
 from mixit.experiments.base import Reproduction
 from mixit.experiments.runner import plan_reproduction
-from mixit.model import Decoder
-from mixit.variants import VARIANTS
+from mixit.models.decoder import Decoder
+from mixit.models.variants import VARIANTS
 
 TOOL = Path(__file__).parent.parent / "tools" / "width_device.py"
 

@@ -22,10 +22,10 @@ from typing import Any
 
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count, folder_name, whole_number
-from mixit.compare import compare
-from mixit.io import make_dir, write_json, write_text
-from mixit.launchers import Launch
-from mixit.litmus import DEFAULT_TOLERANCE, LEARNED_MARGIN
+from mixit.common.io import make_dir, write_json, write_text
+from mixit.comparisons.compare import compare
+from mixit.readings.litmus import DEFAULT_TOLERANCE, LEARNED_MARGIN
+from mixit.running.launchers import Launch
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser
+from mixit.common.io import write_folder_atomic
 from mixit.experiments.shared_runs import mark_same_runs
-from mixit.io import write_folder_atomic
 
 RUNS = "runs"
 MARKERS = ("results.csv", "claims.json", "timing.json")

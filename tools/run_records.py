@@ -47,11 +47,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from mixit.checkpoint import CHECKPOINT, latest_checkpoint
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser
-from mixit.errors import UsageError
-from mixit.io import write_folder_atomic
+from mixit.common.errors import UsageError
+from mixit.common.io import write_folder_atomic
+from mixit.training.checkpoint import CHECKPOINT, latest_checkpoint
 
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")

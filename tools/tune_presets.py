@@ -20,12 +20,12 @@ from pathlib import Path
 
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count, whole_number
+from mixit.common.io import write_json
 from mixit.experiments.base import SCALES, Reproduction
 from mixit.experiments.runner import plan_reproduction, tune_plan
 from mixit.experiments.tuned_presets import group_key, preset_path
-from mixit.io import write_json
-from mixit.launchers import Launch
-from mixit.tuning_rules import RULES
+from mixit.running.launchers import Launch
+from mixit.tuning.rules import RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 # What the file keeps of each group's record: the choice and its evidence, not the local

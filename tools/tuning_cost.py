@@ -23,11 +23,11 @@ from typing import Any
 
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count
-from mixit.compare import Comparison, compare
-from mixit.io import make_dir, write_json
+from mixit.common.io import make_dir, write_json
+from mixit.comparisons.compare import Comparison, compare
 from mixit.tasks import TASKS
-from mixit.tuning import Tuner
-from mixit.tuning_rules import Candidate, Trial, candidate_config, tuning_seed
+from mixit.tuning.halving import Tuner
+from mixit.tuning.rules import Candidate, Trial, candidate_config, tuning_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "tuning-cost"

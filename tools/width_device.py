@@ -26,7 +26,7 @@ from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count, counts, positive
 from mixit.experiments import estimate_reproduction, reproduce, width
 from mixit.experiments.base import Reproduction
-from mixit.launchers import Launch
+from mixit.running.launchers import Launch
 
 TOY = {
     "widths": (16, 32),

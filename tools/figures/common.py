@@ -8,7 +8,7 @@ from typing import Any
 
 from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.experiments.claims import CLAIMS
-from mixit.results import read_results_csv
+from mixit.readings.results import read_results_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"

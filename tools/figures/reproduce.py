@@ -25,10 +25,10 @@ from figures.common import (
     _training,
     _verdicts,
 )
-from mixit.compare import format_table
+from mixit.comparisons.compare import format_table
 from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.experiments.verdicts import format_measurements
-from mixit.results import read_results_csv
+from mixit.readings.results import read_results_csv
 
 
 def reproductions() -> str:

@@ -8,10 +8,11 @@ from typing import Any
 
 from figures import common
 from figures.common import ROOT, _json
-from mixit import litmus, suite
-from mixit.compare import judged_again
-from mixit.litmus import VERDICTS
-from mixit.results import read_results_csv
+from mixit.comparisons import suite
+from mixit.comparisons.compare import judged_again
+from mixit.readings import litmus
+from mixit.readings.litmus import VERDICTS
+from mixit.readings.results import read_results_csv
 from mixit.tasks import TASKS
 
 PEER_SUITE = ROOT / "docs" / "suite" / "peer-tiny.csv"

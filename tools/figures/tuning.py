@@ -20,10 +20,10 @@ from figures.common import (
     _verdicts,
     _wall,
 )
-from mixit.compare import raised_budget
+from mixit.comparisons.compare import raised_budget
 from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.experiments.verdicts import format_measurements
-from mixit.litmus import VERDICTS
+from mixit.readings.litmus import VERDICTS
 
 
 def tuning_cost() -> str:

@@ -11,7 +11,7 @@ from figures.common import _json
 from mixit.experiments.base import mean_std
 from mixit.experiments.width import INIT_STD
 from mixit.experiments.width_reading import reading
-from mixit.results import read_results_csv
+from mixit.readings.results import read_results_csv
 
 
 def _frozen_attention_line(results: dict[str, Any]) -> str:

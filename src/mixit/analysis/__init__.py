@@ -1,4 +1,5 @@
-"""Analyses of models and run directories, read through the model's named taps.
+"""Layer 7: analyses of models and run directories, read through the model's named taps. It
+imports ``training`` and the layers below it.
 
 - ``taps``: run a model and collect activations by tap name (``blocks.0.attn.hook_pattern``).
 - ``attention``: attention maps, previous-token, induction and uniformity scores per head,

@@ -23,12 +23,12 @@ from pathlib import Path
 import torch
 
 from mixit.analysis.taps import run_with_taps
-from mixit.arch import build_model
-from mixit.config import RunConfig
-from mixit.io import make_dir
-from mixit.model import Decoder
-from mixit.resolve import fit_model_to_data
+from mixit.common.io import make_dir
+from mixit.config.schema import RunConfig
+from mixit.models.build import build_model
+from mixit.models.decoder import Decoder
 from mixit.tasks import get_task
+from mixit.training.resolve import fit_model_to_data
 
 
 def attention_patterns(model: Decoder, input_ids: torch.Tensor) -> torch.Tensor:

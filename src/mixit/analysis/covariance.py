@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 
 from mixit.analysis.taps import run_with_taps
-from mixit.config import RunConfig
-from mixit.model import Decoder
-from mixit.train import build_model
+from mixit.config.schema import RunConfig
+from mixit.models.decoder import Decoder
+from mixit.training.train import build_model
 
 
 def token_covariance(model: Decoder, input_ids: torch.Tensor) -> dict[str, float]:

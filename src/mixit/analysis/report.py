@@ -7,10 +7,10 @@ from pathlib import Path
 
 from mixit.analysis.attention import attention_patterns, head_scores, plot_attention_maps
 from mixit.analysis.covariance import token_covariance
-from mixit.errors import UsageError
-from mixit.io import write_json
-from mixit.rundir import load_run
+from mixit.common.errors import UsageError
+from mixit.common.io import write_json
 from mixit.tasks import get_task
+from mixit.training.rundir import load_run
 
 ANALYSES = ("attention", "covariance")
 PAD = 0  # every task pads (left or right) with token 0

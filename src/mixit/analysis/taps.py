@@ -1,4 +1,4 @@
-"""Read activations at the model's named taps (``mixit.attention.Tap``) with forward hooks.
+"""Read activations at the model's named taps (``mixit.models.attention.Tap``) with forward hooks.
 
 Tap names are module paths: ``hook_embed``, ``blocks.{l}.hook_resid_pre``,
 ``blocks.{l}.hook_attn_out``, ``blocks.{l}.hook_mlp_out``, ``blocks.{l}.hook_resid_post``,
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from mixit.attention import Tap
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
+from mixit.models.attention import Tap
 
 
 def tap_names(model: nn.Module) -> list[str]:

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 import torch
 import torch.nn.functional as F
 
-from mixit.config import RunConfig
-from mixit.model import Decoder
-from mixit.step import make_optimizer, mixed_precision, use_tensor_cores
-from mixit.variants import get_variant
+from mixit.config.schema import RunConfig
+from mixit.models.decoder import Decoder
+from mixit.models.variants import get_variant
+from mixit.training.step import make_optimizer, mixed_precision, use_tensor_cores
 
 Step = Callable[[], None]
 

@@ -1,5 +1,6 @@
-"""The `mixit` command line: one module per subcommand (``add`` registers its parser, ``run``
-carries it out); here, the parser they share and the mapping of errors to exit statuses."""
+"""Layer 11, the top: the `mixit` command line, one module per subcommand (``add`` registers
+its parser, ``run`` carries it out); parsing only. Here, the parser they share and the mapping of
+errors to exit statuses."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 
 from mixit.cli import analyze, bench, compare, export, generate, reproduce, suite, sweep, train
 from mixit.cli.options import FORMATTER, OVERRIDE, OneLineParser, catalogue
-from mixit.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
+from mixit.common.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1  # a run diverged, or submitted runs ended without their summaries

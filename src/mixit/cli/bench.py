@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mixit.bench import bench, bench_configs, format_bench
+from mixit.bench.cost_check import cost_check, format_cost_check
+from mixit.bench.speed import bench, bench_configs, format_bench
 from mixit.cli.options import add_overrides_argument, command_line_overrides, count, model_names
-from mixit.cost_check import cost_check, format_cost_check
-from mixit.io import check_writable, write_json
+from mixit.common.io import check_writable, write_json
 from mixit.tasks import PRESET_NAMES
 
 

@@ -20,15 +20,15 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
-from mixit.compare import Comparison, compare, format_table, settings_to_tune
-from mixit.estimate import (
+from mixit.comparisons.compare import Comparison, compare, format_table, settings_to_tune
+from mixit.comparisons.estimate import (
     estimate_comparison,
     format_comparison_estimate,
     tuning_estimate_line,
     tuning_seconds,
 )
-from mixit.litmus import AUTO, AUTO_SEEDS
-from mixit.variants import VARIANTS
+from mixit.models.variants import VARIANTS
+from mixit.readings.litmus import AUTO, AUTO_SEEDS
 
 
 def add(commands: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mixit.export import export_hf
+from mixit.inference.export_hf import export_hf
 
 
 def add(commands: Any) -> None:

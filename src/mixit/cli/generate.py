@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from mixit.cli.options import count
-from mixit.generate import generate_from_run
+from mixit.inference.generate import generate_from_run
 
 
 def add(commands: Any) -> None:

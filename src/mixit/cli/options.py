@@ -6,13 +6,13 @@ import argparse
 import math
 import re
 
-from mixit.arch import trust_module
-from mixit.devices import check_ranks_fit
-from mixit.errors import UsageError
-from mixit.launchers import Launch, check_launcher, parse_options
-from mixit.overrides import parse_overrides
+from mixit.common.errors import UsageError
+from mixit.config.overrides import parse_overrides
+from mixit.models.build import trust_module
+from mixit.models.variants import VARIANTS
+from mixit.running.launchers import Launch, check_launcher, parse_options
 from mixit.tasks import PRESET_NAMES, TASKS
-from mixit.variants import VARIANTS
+from mixit.training.devices import check_ranks_fit
 
 FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the task and model catalogue's lines
 
@@ -25,7 +25,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def seed_count(text: str) -> int | str:
-    """argparse type of ``--seeds``: a count, or ``auto`` (``mixit.litmus.AUTO_SEEDS``)."""
+    """argparse type of ``--seeds``: a count, or ``auto`` (``mixit.readings.litmus.AUTO_SEEDS``)."""
     if text == "auto":
         return text
     try:
@@ -171,7 +171,7 @@ def dotted_overrides(args: argparse.Namespace) -> dict[str, str]:
     return command_line_overrides([*args.overrides, *arch])
 
 
-# The model settings an ``--arch`` model takes from mixit's config (mixit.arch): its sizes,
+# The model settings an ``--arch`` model takes from mixit's config (mixit.models.build): its sizes,
 # MixiT's mixing scale and the initialisation it may choose. Every other ``model.*`` key is an
 # option of mixit's own decoder, which such a model would record and never apply.
 ARCH_SETTINGS = (

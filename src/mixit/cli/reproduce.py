@@ -19,7 +19,7 @@ from mixit.cli.options import (
     names,
     tune_choice,
 )
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
 from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce
 from mixit.experiments.ablation import ablate
 from mixit.experiments.base import Reproduction

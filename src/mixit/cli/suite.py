@@ -21,11 +21,11 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
-from mixit.compare import Comparison, settings_to_tune
-from mixit.estimate import estimate_comparison, format_suite_estimate, tuning_seconds
-from mixit.litmus import AUTO, AUTO_SEEDS
-from mixit.suite import suite, suite_tasks
-from mixit.variants import VARIANTS
+from mixit.comparisons.compare import Comparison, settings_to_tune
+from mixit.comparisons.estimate import estimate_comparison, format_suite_estimate, tuning_seconds
+from mixit.comparisons.suite import suite, suite_tasks
+from mixit.models.variants import VARIANTS
+from mixit.readings.litmus import AUTO, AUTO_SEEDS
 
 
 def add(commands: Any) -> None:

@@ -15,9 +15,9 @@ from mixit.cli.options import (
     count,
     launch_options,
 )
-from mixit.errors import UsageError
-from mixit.io import write_json
-from mixit.sweep import best_configs, sweep
+from mixit.common.errors import UsageError
+from mixit.common.io import write_json
+from mixit.tuning.sweep import best_configs, sweep
 
 
 def add(commands: Any) -> None:

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from mixit.cli.options import FORMATTER, add_common, catalogue, count, dotted_overrides
-from mixit.compare import Comparison
-from mixit.devices import check_ranks_fit
-from mixit.errors import UsageError
-from mixit.estimate import estimate_comparison, format_comparison_estimate
-from mixit.resolve import resolve_config
-from mixit.train import train
+from mixit.common.errors import UsageError
+from mixit.comparisons.compare import Comparison
+from mixit.comparisons.estimate import estimate_comparison, format_comparison_estimate
+from mixit.training.devices import check_ranks_fit
+from mixit.training.resolve import resolve_config
+from mixit.training.train import train
 
 
 def add(commands: Any) -> None:

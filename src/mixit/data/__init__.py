@@ -1,4 +1,5 @@
-"""Real-data plumbing: corpora (hub, local files, offline fallbacks), tokenizers, array cache.
+"""Layer 2: real-data plumbing: corpora (hub, local files, offline fallbacks), tokenizers,
+array cache. It imports only ``common``.
 
 Heavy packages (datasets, tokenizers, transformers, pyarrow) are imported only when used.
 """

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mixit.errors import UsageError
-from mixit.io import make_dir
+from mixit.common.errors import UsageError
+from mixit.common.io import make_dir
 
 
 def default_cache_dir(configured: str = "") -> Path:

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from mixit.common.errors import UsageError
 from mixit.data.files import check_file, first_line, read_columns, split_files
-from mixit.errors import UsageError
 
 LM_SOURCES = ("sotu", "wikitext-103", "fineweb-edu", "files")
 SENTIMENT_SOURCES = ("rotten-tomatoes", "yelp-polarity", "files")

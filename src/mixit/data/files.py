@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
 
 
 def first_line(error: BaseException) -> str:

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mixit.common.errors import UsageError
+from mixit.common.io import make_dir
 from mixit.data.cache import cache_key
-from mixit.errors import UsageError
-from mixit.io import make_dir
 
 PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
 SPECIAL_TOKENS = (PAD, SEP, EOS)  # ids 0, 1, 2 in every tokenizer mixit trains

@@ -1,4 +1,5 @@
-"""One module per result of the paper; ``EXPERIMENTS`` in the order ``reproduce all`` runs."""
+"""Layer 9: the paper's results, one module per table or figure, and the machinery that plans,
+trains and judges them; ``EXPERIMENTS`` in the order ``reproduce all`` runs."""
 
 from mixit.experiments.base import Experiment
 from mixit.experiments.estimate import estimate_reproduction

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
+from mixit.common.io import make_dir, write_json, write_text
 from mixit.experiments.ablation_report import (
     ablation_markdown,
     annotate_claims,
@@ -37,9 +38,8 @@ from mixit.experiments.differences import (
 )
 from mixit.experiments.registry import EXPERIMENTS
 from mixit.experiments.runner import plan_reproduction
-from mixit.io import make_dir, write_json, write_text
-from mixit.runs import train_missing
-from mixit.variants import VARIANTS
+from mixit.models.variants import VARIANTS
+from mixit.running.runs import train_missing
 
 
 def plan_ablation(

@@ -12,21 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mixit.experiments.base import (
-    REPRODUCED,
-    Claim,
-    Reproduction,
-    Run,
-    markdown_table,
-    seeds_text,
-)
+from mixit.common.io import make_dir
+from mixit.experiments.base import REPRODUCED, Claim, Reproduction, Run, seeds_text
 from mixit.experiments.claims import experiment_of
 from mixit.experiments.differences import DIFFERENCES, EQUATIONS, WHOLE
 from mixit.experiments.references import per_seed, unlearned_reference
 from mixit.experiments.registry import EXPERIMENTS
 from mixit.experiments.setting import Setting
 from mixit.experiments.verdicts import write_claims
-from mixit.io import make_dir
+from mixit.readings.text import markdown_table
 
 
 def _shift(base: dict[int, float], flipped: dict[int, float]) -> str:

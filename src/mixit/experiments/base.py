@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mixit.config import RunConfig
-from mixit.io import write_json
-from mixit.launchers import LOCAL, Launch
-from mixit.resolve import resolve_config
+from mixit.common.io import write_json
+from mixit.config.schema import RunConfig
+from mixit.running.launchers import LOCAL, Launch
 from mixit.tasks import Split, get_task
+from mixit.training.resolve import resolve_config
 
 SCALES = ("tiny", "small", "paper")
 # The task preset each scale trains. `small` is the 2-core, two-hour reproduction: the tiny
@@ -56,7 +56,7 @@ class Reproduction:
     tuned: str | Path | None = None
     progress: bool = False
     launch: Launch = LOCAL
-    # Tune every group of runs first (mixit.tuning, docs/tuning.md): `reproduce --tune lr`.
+    # Tune every group of runs first (mixit.tuning.halving, docs/tuning.md): `reproduce --tune lr`.
     tune: bool = False
     # Train each group of runs at the choice the scale's tuned presets recorded
     # (experiments/tuned_presets.py); off: the task presets' own rates (`reproduce --no-tune`).
@@ -147,7 +147,7 @@ class Claim:
     rule: str
     measured: dict[str, Any] = field(default_factory=dict)
     verdict: str = NOT_RUN
-    # The model construction(s) of the runs behind the verdict (mixit.constructions).
+    # The model construction(s) of the runs behind the verdict (mixit.models.constructions).
     construction: str = ""
     # The detail of the authors' code the verdict turns on, from ``mixit reproduce ablation``
     # at the same scale and seeds (ablation.dependence); "" when no ablation covered it.
@@ -308,12 +308,6 @@ def by_model(summaries: Summaries, selected: Sequence[Run], metric: str) -> dict
     for run in selected:
         table.setdefault(run.model, []).append(float(summaries[run]["metrics"][metric]))
     return table
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def percent(value: float) -> str:

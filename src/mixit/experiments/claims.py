@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mixit.experiments.base import Claim
-from mixit.litmus import ROUNDING, interval_95
+from mixit.readings.litmus import ROUNDING, interval_95
 
 # How a rule reads its seeds (docs/reproduce.md, "Reading rules", 2026-12-01, written before
 # any run it judges). A comparison is read on its per-seed values (a paired difference: the

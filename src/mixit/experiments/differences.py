@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mixit.constructions import construction_overrides
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
+from mixit.models.constructions import construction_overrides
+from mixit.models.variants import get_variant
 from mixit.tasks import get_task
-from mixit.variants import get_variant
 
 # The differences: a name, what it is, and the option keys whose authors' values it flips.
 DIFFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -1,5 +1,5 @@
 """What a reproduction would cost before it runs (``reproduce --estimate``): each pending run
-timed for a few steps here, or predicted for a target device (``--target``, ``mixit.cost``),
+timed for a few steps here, or predicted for a target device (``--target``, ``mixit.cost.predict``),
 and the wall time of the whole plan on ``--jobs`` workers."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit import tuning_rules
-from mixit.config import RunConfig
-from mixit.cost import GIB, fewest_pieces, get_target
-from mixit.estimate import duration
+from mixit.config.schema import RunConfig
+from mixit.cost.predict import GIB, fewest_pieces, get_target
 from mixit.experiments.ablation import plan_ablation, selection
 from mixit.experiments.base import Experiment, Reproduction, Run
 from mixit.experiments.runner import plan_reproduction, tuning_groups
-from mixit.resolve import resolve_device
-from mixit.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
-from mixit.workers import parallel_jobs, worker_threads
+from mixit.readings.text import duration
+from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
+from mixit.running.workers import parallel_jobs, worker_threads
+from mixit.training.resolve import resolve_device
+from mixit.tuning import rules
 
 
 def estimate_reproduction(
@@ -25,8 +25,8 @@ def estimate_reproduction(
 ) -> dict[str, Any]:
     """What ``reproduce`` with these arguments would train, and for how long, without
     training: each distinct config (seeds share one) is timed for a few steps on this machine
-    at the thread count a worker would get (``mixit.runs.pending_timings``), or, with
-    ``target`` (``mixit.cost.TARGETS``), predicted for that device from its FLOPs, with its
+    at the thread count a worker would get (``mixit.running.runs.pending_timings``), or, with
+    ``target`` (``mixit.cost.predict.TARGETS``), predicted for that device from its FLOPs, with its
     memory. Runs already finished in ``out`` cost nothing. The wall-time estimate assumes the
     ``jobs`` processes (one per GPU on a target) do not slow each other down; it covers
     training, not the reports.
@@ -54,12 +54,12 @@ def tuning_costs(
     tuning seed, that config, and the budgets of one run its halving trains (its grid once per
     initialisation its experiment tunes among). A group whose middle run is finished in
     ``how.out`` costs nothing: an earlier call tuned it."""
-    seed = tuning_rules.tuning_seed(how.seed_range)
+    seed = rules.tuning_seed(how.seed_range)
     costs = {}
     for (_, inits), runs in tuning_groups(experiments, configs, how)[0].items():
-        middle = tuning_rules.Candidate(0, inits[0] if inits else None)
-        config = tuning_rules.candidate_config(configs[runs[0]], middle, seed)
-        cost = tuning_rules.halving_budgets(len(tuning_rules.GRID) * max(1, len(inits)))
+        middle = rules.Candidate(0, inits[0] if inits else None)
+        config = rules.candidate_config(configs[runs[0]], middle, seed)
+        cost = rules.halving_budgets(len(rules.GRID) * max(1, len(inits)))
         costs[run_dir_name(config)] = (config, cost)
     return costs
 

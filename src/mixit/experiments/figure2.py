@@ -14,14 +14,14 @@ from mixit.experiments.base import (
     Run,
     Summaries,
     by_model,
-    markdown_table,
     mean,
     mean_std,
     runs,
     seeds_note,
 )
 from mixit.experiments.claims import judged, paired, per_seed
-from mixit.experiments.plots import line_plot
+from mixit.readings.plots import line_plot
+from mixit.readings.text import markdown_table
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 # The tiny preset has 8 pairs; the paper's x axis reaches 30 (Table 1 uses m_max = 30). The

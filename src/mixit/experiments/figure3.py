@@ -26,13 +26,13 @@ from mixit.experiments.base import (
     Report,
     Run,
     Summaries,
-    markdown_table,
     runs,
     test_split,
 )
 from mixit.experiments.claims import claim, margin
-from mixit.rundir import load_run
+from mixit.readings.text import markdown_table
 from mixit.tasks.retrieval import value_positions
+from mixit.training.rundir import load_run
 
 MODELS = ("standard", "frozen-qk", "frozen-mlp", "mixit", "random")
 PAD = 0  # retrieval's padding token

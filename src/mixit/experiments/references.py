@@ -2,8 +2,8 @@
 
 A claim such as C5 reads MixiT against the standard model (``Headline.reference``). When the
 standard model did not learn the task on one of the seeds, by the litmus test's rule
-(``mixit.litmus.short_of_chance``), the comparison on that task means nothing, whichever way
-it points: the claim gets no verdict (``Claim.refuse``), and claims.md says which seeds fell
+(``mixit.readings.litmus.short_of_chance``), the comparison on that task means nothing, whichever
+way it points: the claim gets no verdict (``Claim.refuse``), and claims.md says which seeds fell
 short. The check reads the runs' summaries, or the row ``OUT/results.csv`` keeps of each, so
 an output whose runs are gone is checked too.
 """
@@ -16,13 +16,13 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from mixit.config import RunConfig
+from mixit.config.schema import RunConfig
 from mixit.experiments.base import Experiment, Headline, Run, Summaries
-from mixit.litmus import DEFAULT_TOLERANCE, NO_CEILING, short_of_chance
-from mixit.results import read_results_csv
-from mixit.runs import run_dir_name
+from mixit.readings.litmus import DEFAULT_TOLERANCE, NO_CEILING, short_of_chance
+from mixit.readings.results import read_results_csv
+from mixit.running.runs import run_dir_name
 from mixit.tasks import get_task
-from mixit.tuning_rules import rising_at_end
+from mixit.tuning.rules import rising_at_end
 
 
 def per_seed(summaries: Summaries, selected: Collection[Run], metric: str) -> dict[int, float]:
@@ -37,8 +37,8 @@ def per_seed(summaries: Summaries, selected: Collection[Run], metric: str) -> di
 
 def unlearned_reference(summaries: Summaries, headline: Headline) -> str:
     """Why the headline's standard runs cannot be its reference: the seeds that did not learn
-    the task, by the litmus test's rule (``mixit.litmus.short_of_chance``); "" when they all
-    did, or when the headline has no reference or its runs no chance level."""
+    the task, by the litmus test's rule (``mixit.readings.litmus.short_of_chance``); "" when they
+    all did, or when the headline has no reference or its runs no chance level."""
     if not headline.reference:
         return ""
     values = per_seed(summaries, headline.reference, headline.metric)

@@ -18,11 +18,11 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
 from mixit.experiments.base import NOT_RUN, Experiment, Reproduction, Run
 from mixit.experiments.claims import experiment_of
 from mixit.experiments.setting import Setting
-from mixit.results import KEYS, csv_problem
+from mixit.readings.results import KEYS, csv_problem
 
 # What each setting field is called on the command line, to name a mismatch.
 FLAGS = {

@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit import tuning, tuning_rules
-from mixit.config import EXECUTION_SETTINGS, MAX_SEED, RunConfig
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
+from mixit.common.io import make_dir, read_json, write_json, write_text
+from mixit.config.overrides import apply_overrides
+from mixit.config.schema import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.experiments.ablation_report import dependence
 from mixit.experiments.base import SCALES, Claim, Experiment, Reproduction, Run, seeds_text
 from mixit.experiments.references import (
@@ -36,11 +37,10 @@ from mixit.experiments.tuned_presets import (
     with_choices,
 )
 from mixit.experiments.verdicts import changed_settings_note, record_claims
-from mixit.io import make_dir, read_json, write_json, write_text
-from mixit.overrides import apply_overrides
-from mixit.resolve import validate
-from mixit.results import write_results_csv
-from mixit.runs import run_dir_name, train_missing
+from mixit.readings.results import write_results_csv
+from mixit.running.runs import run_dir_name, train_missing
+from mixit.training.resolve import validate
+from mixit.tuning import halving, rules
 
 
 def experiment_seconds(
@@ -172,21 +172,21 @@ def tuning_groups(
 def tune_plan(
     experiments: Sequence[Experiment], configs: Mapping[Run, RunConfig], how: Reproduction
 ) -> dict[Run, RunConfig]:
-    """The plan's configs under the tuning protocol (``mixit.tuning``): each group of runs
+    """The plan's configs under the tuning protocol (``mixit.tuning.halving``): each group of runs
     that differ only in their seed (``tuning_groups``) is tuned once on the tuning seed (among
     its experiment's ``tune_inits`` as well) and its runs take the choice. Writes
     ``OUT/tuning.json``: each group's task, model, experiments and record."""
     groups, experiments_of = tuning_groups(experiments, configs, how)
     bases = {key: configs[runs[0]] for key, runs in groups.items()}
     inits = {
-        key: tuning_rules.initialisations(
-            bases[key], key[1], any(k in dict(runs[0].overrides) for k in tuning_rules.INIT_KEYS)
+        key: rules.initialisations(
+            bases[key], key[1], any(k in dict(runs[0].overrides) for k in rules.INIT_KEYS)
         )
         for key, runs in groups.items()
     }
     # One budget per task and setting: the groups that differ only in their model.
     families = {key: (runs[0].task, runs[0].overrides) for key, runs in groups.items()}
-    records = tuning.tune(
+    records = halving.tune(
         bases,
         how.seed_range,
         Path(how.out) / "runs",

@@ -17,7 +17,6 @@ from mixit.experiments.base import (
     Summaries,
     against_standard,
     by_model,
-    markdown_table,
     mean,
     mean_std,
     percent,
@@ -27,10 +26,11 @@ from mixit.experiments.base import (
     test_split,
 )
 from mixit.experiments.claims import every_seed, judged, margin, paired, per_seed
-from mixit.experiments.plots import bar_plot
-from mixit.rundir import load_run
-from mixit.scoring import correct_rows
+from mixit.readings.plots import bar_plot
+from mixit.readings.text import markdown_table
 from mixit.tasks.khop import HOPS_METRIC, accuracy_by_hops
+from mixit.training.rundir import load_run
+from mixit.training.scoring import correct_rows
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 PAPER = {  # Table 1, test accuracy

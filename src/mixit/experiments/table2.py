@@ -18,7 +18,6 @@ from mixit.experiments.base import (
     Run,
     Summaries,
     by_model,
-    markdown_table,
     mean,
     mean_std,
     runs,
@@ -26,7 +25,8 @@ from mixit.experiments.base import (
     settings_note,
 )
 from mixit.experiments.claims import judged, paired, per_seed
-from mixit.experiments.plots import bar_plot
+from mixit.readings.plots import bar_plot
+from mixit.readings.text import markdown_table
 
 MODELS = ("standard", "frozen-qk", "mixit")
 PAPER = {  # Table 2, log perplexity

@@ -16,7 +16,6 @@ from mixit.experiments.base import (
     Summaries,
     against_standard,
     by_model,
-    markdown_table,
     mean,
     mean_std,
     percent,
@@ -25,6 +24,7 @@ from mixit.experiments.base import (
     settings_note,
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
+from mixit.readings.text import markdown_table
 
 MODELS = ("standard", "frozen-qk", "mixit")
 TASKS = ("addition", "dyck", "modular-addition", "memorization", "sentiment")

@@ -15,14 +15,14 @@ from mixit.experiments.base import (
     Run,
     Summaries,
     by_model,
-    markdown_table,
     mean,
     mean_std,
     runs,
     seeds_note,
 )
 from mixit.experiments.claims import judged, margin, per_seed
-from mixit.experiments.plots import bar_plot
+from mixit.readings.plots import bar_plot
+from mixit.readings.text import markdown_table
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 PAPER = {  # Table 4: accuracy, bits per parameter, trainable parameters

@@ -14,7 +14,6 @@ from mixit.experiments.base import (
     Report,
     Run,
     Summaries,
-    markdown_table,
     mean,
     mean_std,
     metric_values,
@@ -23,7 +22,8 @@ from mixit.experiments.base import (
     seeds_note,
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
-from mixit.experiments.plots import line_plot
+from mixit.readings.plots import line_plot
+from mixit.readings.text import markdown_table
 
 TASKS = ("addition", "dyck", "sentiment")
 # Head counts the width allows (the tiny models are 64 or 128 wide, so 64 heads stand in for

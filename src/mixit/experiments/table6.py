@@ -14,7 +14,6 @@ from mixit.experiments.base import (
     Report,
     Run,
     Summaries,
-    markdown_table,
     mean,
     mean_std,
     metric_values,
@@ -23,7 +22,8 @@ from mixit.experiments.base import (
     seeds_note,
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
-from mixit.experiments.plots import line_plot
+from mixit.readings.plots import line_plot
+from mixit.readings.text import markdown_table
 
 # Each series: the variant and its own settings. C8 is judged on `mixit`, MixiT as the paper
 # and the authors' code build it (shaped residual, lam = sqrt(1/2)); `mixit-plain-residual`

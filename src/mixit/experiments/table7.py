@@ -15,7 +15,7 @@ from typing import Any
 
 from mixit.analysis import token_covariance
 from mixit.analysis.covariance import covariance_at_initialisation
-from mixit.config import RunConfig
+from mixit.config.schema import RunConfig
 from mixit.experiments.base import (
     Claim,
     Experiment,
@@ -24,7 +24,6 @@ from mixit.experiments.base import (
     Run,
     Summaries,
     cached_measurement,
-    markdown_table,
     mean,
     mean_std,
     measured_overrides,
@@ -33,10 +32,11 @@ from mixit.experiments.base import (
     seeds_note,
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
-from mixit.experiments.plots import line_plot
-from mixit.resolve import fit_model_to_data
-from mixit.rundir import load_run
+from mixit.readings.plots import line_plot
+from mixit.readings.text import markdown_table
 from mixit.tasks import get_task
+from mixit.training.resolve import fit_model_to_data
+from mixit.training.rundir import load_run
 
 MODELS = ("random", "mixit")
 DEPTHS = (2, 4, 8, 16, 32)

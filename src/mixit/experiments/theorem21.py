@@ -27,7 +27,7 @@ import torch
 
 from mixit.analysis.covariance import covariance_at_initialisation
 from mixit.analysis.theory import compare, simulate_recursion, solve_sde, upper_indices
-from mixit.config import RunConfig
+from mixit.config.schema import RunConfig
 from mixit.experiments.base import (
     OVERRIDES,
     Claim,
@@ -37,7 +37,6 @@ from mixit.experiments.base import (
     Run,
     Summaries,
     cached_measurement,
-    markdown_table,
     mean,
     mean_std,
     measured_overrides,
@@ -45,8 +44,9 @@ from mixit.experiments.base import (
     seeds_text,
 )
 from mixit.experiments.claims import claim, margin
-from mixit.experiments.plots import line_plot
-from mixit.resolve import resolve_config
+from mixit.readings.plots import line_plot
+from mixit.readings.text import markdown_table
+from mixit.training.resolve import resolve_config
 
 WIDTHS = {
     "tiny": (32, 64, 128, 256),

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.analysis.throughput import training_throughput
-from mixit.config import RunConfig
-from mixit.devices import auto_device
+from mixit.config.schema import RunConfig
 from mixit.experiments.base import (
     SCALE_PRESET,
     SEEDS,
@@ -33,14 +32,15 @@ from mixit.experiments.base import (
     Run,
     Summaries,
     cached_measurement,
-    markdown_table,
     mean_std,
     measured_overrides,
     measurement_key,
 )
 from mixit.experiments.claims import claim, margin
-from mixit.experiments.plots import bar_plot
-from mixit.resolve import resolve_config
+from mixit.readings.plots import bar_plot
+from mixit.readings.text import markdown_table
+from mixit.training.devices import auto_device
+from mixit.training.resolve import resolve_config
 
 MODELS = ("standard", "frozen-qk", "mixit")
 PAPER = {"standard": 1022.8, "frozen-qk": 1267.1, "mixit": 1349.0}  # samples/s, appendix D

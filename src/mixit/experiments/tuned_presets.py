@@ -19,11 +19,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mixit.config import RunConfig
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
+from mixit.config.overrides import apply_overrides
+from mixit.config.schema import RunConfig
 from mixit.experiments.base import Run
-from mixit.overrides import apply_overrides
-from mixit.tuning_rules import capped_record
+from mixit.tuning.rules import capped_record
 
 TUNED = Path(__file__).with_name("tuned")
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mixit.common.io import write_json, write_text
 from mixit.experiments.base import (
     INCONCLUSIVE,
     NO_REFERENCE,
@@ -21,7 +22,6 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import CLAIMS
 from mixit.experiments.setting import Setting
-from mixit.io import write_json, write_text
 
 
 def record_claims(

@@ -30,8 +30,7 @@ from typing import Any
 import torch
 
 from mixit.analysis.attention import attention_patterns, logit_spread, uniformity
-from mixit.arch import build_model
-from mixit.config import RunConfig
+from mixit.config.schema import RunConfig
 from mixit.experiments import table4, table6
 from mixit.experiments.base import (
     Claim,
@@ -42,7 +41,6 @@ from mixit.experiments.base import (
     Summaries,
     by_model,
     cached_measurement,
-    markdown_table,
     mean,
     mean_std,
     measured_overrides,
@@ -52,11 +50,13 @@ from mixit.experiments.base import (
     runs,
     seeds_note,
 )
-from mixit.experiments.plots import line_plot
 from mixit.experiments.width_reading import CONSTRUCTIONS, DEPTH, reading
-from mixit.resolve import fit_model_to_data
-from mixit.rundir import load_run
+from mixit.models.build import build_model
+from mixit.readings.plots import line_plot
+from mixit.readings.text import markdown_table
 from mixit.tasks import get_task
+from mixit.training.resolve import fit_model_to_data
+from mixit.training.rundir import load_run
 
 WIDTHS = {"tiny": (64, 128, 256), "small": (64, 128, 256), "paper": (512, 1024)}
 QUESTIONS = ("retrieval", "depth", "memorization")  # C1, C8, C6

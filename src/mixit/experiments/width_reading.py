@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mixit.experiments import table4
-from mixit.experiments.base import markdown_table, mean, mean_std, spread
+from mixit.experiments.base import mean, mean_std, spread
 from mixit.experiments.claims import margin
-from mixit.litmus import DEFAULT_TOLERANCE, short_of_chance
+from mixit.readings.litmus import DEFAULT_TOLERANCE, short_of_chance
+from mixit.readings.text import markdown_table
 
 CONSTRUCTIONS = ("equations", "authors")
 DEPTH = 16

@@ -1,4 +1,5 @@
-"""The task registry: importing this package registers every task in ``TASKS``."""
+"""Layer 3: the tasks, one module each, and their registry: importing this package registers
+every task in ``TASKS``. It imports ``common`` and ``data``."""
 
 from mixit.tasks import (
     addition,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
 from mixit.tasks.base import (
     PAD,
     TaskData,

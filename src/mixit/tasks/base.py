@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
 
 IGNORE_INDEX = -100
 PAD = 0  # the padding token of every task that pads
@@ -151,20 +151,22 @@ class TaskSpec:
     # the litmus test needs the reference clearly beyond it.
     chance: Callable[[TaskData, Any], float] = constant_answer_accuracy
     # The dotted settings ``model.construction=authors`` adds for this task: its data layout
-    # and set-up where the authors' scripts differ from the paper's text (mixit.constructions).
+    # and set-up where the authors' scripts differ from the paper's text
+    # (mixit.models.constructions).
     authors_settings: Mapping[str, Any] = field(default_factory=dict)
     # For a task whose data may be out of reach (a hub corpus): its sequence length,
     # vocabulary and share of scored tokens from the config alone, where the config says them,
-    # so that a cost estimate (mixit.cost) need not build the data; else (None) it builds them.
+    # so that a cost estimate (mixit.cost.predict) need not build the data; else (None) it builds
+    # them.
     declared_shape: Callable[[Any], tuple[int, int, float] | None] | None = None
     # Generated here from its config and seed, with no corpus, hub or user file: the tasks
     # `mixit suite` runs by default.
     synthetic: bool = True
-    # Scored through mixit.readout.BottleneckReadout (the whole input rebuilt from the last
+    # Scored through mixit.models.readout.BottleneckReadout (the whole input rebuilt from the last
     # position's state) instead of each position's next-token logits.
     bottleneck_readout: bool = False
     # The tokens a scored answer is chosen among, from the task config and the vocabulary size
-    # (mixit.readout.AnswerReadout); None, or a None answer: every token of the vocabulary.
+    # (mixit.models.readout.AnswerReadout); None, or a None answer: every token of the vocabulary.
     answer_ids: Callable[[Any, int], tuple[int, ...] | None] | None = None
     # Also report its peer's accuracy, averaged over classes (MAD's ``MulticlassAccuracy``):
     # ``test_macro_accuracy`` beside the headline metric, which the litmus reading uses.

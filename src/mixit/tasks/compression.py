@@ -4,8 +4,8 @@ sequence into one vector.
 
 A row is ``seq_len - 1`` tokens drawn uniformly from the ``vocab_size - 1`` content ids, then
 the compression token (the last id). The model's output is read only at the compression token,
-by the bottleneck readout (``mixit.readout``, MAD's autoencoder decoder): it must rebuild every
-token of the row, the compression token included, from that one state and the position it is
+by the bottleneck readout (``mixit.models.readout``, MAD's autoencoder decoder): it must rebuild
+every token of the row, the compression token included, from that one state and the position it is
 asked for. Nothing repeats across rows, so the model cannot memorise: its mixing and MLPs must
 write the whole sequence into the last position.
 

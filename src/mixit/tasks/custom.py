@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mixit.common.errors import UsageError
 from mixit.data import (
     default_cache_dir,
     encode_texts,
@@ -29,7 +30,6 @@ from mixit.data import (
     task_tokenizer,
     tokenizer_vocab_size,
 )
-from mixit.errors import UsageError
 from mixit.tasks.base import (
     TaskData,
     TaskSpec,

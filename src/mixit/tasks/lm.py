@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from mixit.common.errors import UsageError
 from mixit.data import (
     EOS,
     LM_SOURCES,
@@ -30,7 +31,6 @@ from mixit.data import (
     task_tokenizer,
     tokenizer_vocab_size,
 )
-from mixit.errors import UsageError
 from mixit.tasks.base import (
     Split,
     TaskData,

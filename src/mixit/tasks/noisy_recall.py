@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
 from mixit.tasks.base import (
     IGNORE_INDEX,
     RECALL_TINY,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from mixit.errors import UsageError
+from mixit.common.errors import UsageError
 from mixit.tasks.base import (
     PADDINGS,
     TaskData,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mixit.common.errors import UsageError
 from mixit.data import (
     SENTIMENT_SOURCES,
     SEP,
@@ -37,7 +38,6 @@ from mixit.data import (
     task_tokenizer,
     tokenizer_vocab_size,
 )
-from mixit.errors import UsageError
 from mixit.tasks.base import (
     PAD,
     PADDINGS,

@@ -1,0 +1,143 @@
+"""What a comparison (or one run, or a suite of comparisons) would cost, without training:
+`compare --estimate`, `train --estimate` and `suite --estimate`, timed on this machine or
+predicted for a device (``mixit.cost.predict``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mixit.comparisons.compare import Comparison
+from mixit.cost.predict import fewest_pieces, get_target
+from mixit.readings.text import duration
+from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
+from mixit.running.workers import parallel_jobs, worker_threads
+from mixit.training.resolve import resolve_device
+from mixit.tuning.rules import GRID, halving_budgets
+
+
+def estimate_comparison(
+    plan: Comparison, target: str | None = None, jobs: int = 1
+) -> dict[str, Any]:
+    """What `compare` (or, with one model and seed, `train`) would cost on this machine,
+    without training or writing anything: each model's config is timed once (its seeds cost
+    the same, see ``time_training``) at the threads one of ``jobs`` workers gets, or, with
+    ``target``, predicted for that device with its memory (``mixit.cost.predict``); a finished run
+    in ``plan.out`` costs nothing."""
+    models, seed = plan.models, plan.seeds.start
+    configs = plan.configs()
+    runs_dir = None if plan.out is None else plan.out / "runs"
+    if target is None:
+        timings = pending_timings(configs, runs_dir, jobs)
+    else:
+        timings = predicted_timings(configs, runs_dir, target)
+    rows = []
+    for model in models:
+        names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
+        pending = [timings[name] for name in names if name in timings]
+        timing = pending[0] if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
+        row = {"model": model, "runs": len(pending), "steps": configs[model, seed].train.steps}
+        row |= {"step_seconds": timing["step_seconds"], "run_seconds": timing["run_seconds"]}
+        if "memory_bytes" in timing:
+            row["memory_gib"] = timing["memory_bytes"] / 2**30
+            row["fits"] = timing["fits"]
+            row["micro_batches_to_fit"] = timing["micro_batches_to_fit"]
+        rows.append(row)
+    if target is None:
+        device = resolve_device(configs[models[0], seed].train.device)
+        where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
+    else:
+        where = f"predicted for {get_target(target).describe()}"
+    return {
+        "task": plan.task,
+        "preset": plan.preset,
+        "device": where,
+        "rows": rows,
+        "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
+        "jobs": jobs,
+        "wall_seconds": list_schedule(
+            [row["run_seconds"] for row in rows for _ in range(row["runs"])],
+            jobs if target else parallel_jobs(jobs),
+        ),
+    }
+
+
+def format_comparison_estimate(result: Mapping[str, Any]) -> str:
+    """The estimate as a plain-text table, and the total with the runs one after another."""
+    title = (
+        f"task: {result['task']} (preset {result['preset']}), {result['device']}; "
+        "nothing was trained"
+    )
+    memory = "memory_gib" in result["rows"][0]
+    header = f"{'model':<12} {'runs':>5} {'steps':>7} {'ms/step':>9} {'per run':>10}"
+    header += f" {'GiB':>8}" if memory else ""
+    lines = [title, header, "-" * len(header)]
+    for row in result["rows"]:
+        line = (
+            f"{row['model']:<12} {row['runs']:>5} {row['steps']:>7,} "
+            f"{row['step_seconds'] * 1e3:>9.1f} {duration(row['run_seconds']):>10}"
+        )
+        lines.append(line + (f" {row['memory_gib']:>8.2f}" if memory else ""))
+    jobs = result.get("jobs", 1)
+    if jobs == 1:
+        lines.append(f"about {duration(result['total_seconds'])} in all, one run after another")
+    else:
+        lines.append(
+            f"about {duration(result['wall_seconds'])} in all with {jobs} runs at once "
+            f"({duration(result['total_seconds'])} of training)"
+        )
+    return "\n".join([*lines, *misfit_lines(result["rows"])])
+
+
+def misfit_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What to do about the models whose step needs more memory than the target has."""
+    misfits = [row for row in rows if not row.get("fits", True)]
+    if not misfits:
+        return []
+    names = ", ".join(row["model"] for row in misfits)
+    pieces = fewest_pieces(row["micro_batches_to_fit"] for row in misfits)
+    if pieces is None:
+        return [f"{names}: more memory than the device has, even one row at a time"]
+    return [
+        f"{names}: more memory than the device has; train.micro_batches={pieces} fits "
+        "(the same step, its batch in that many pieces; or spread it over GPUs with --nproc)"
+    ]
+
+
+def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> float:
+    """What tuning adds to a comparison's estimate (``rows``: its per-model rows), one run
+    after another: each model's halving in budgets of one run, every model of an ``--arch``
+    comparison choosing its initialisation as well (docs/tuning.md, rule 6)."""
+    arch = str(overrides.get("model.arch", "mixit")) != "mixit"
+    chooses_init = arch and "model.arch_init" not in overrides
+    budgets = halving_budgets(len(GRID) * (2 if chooses_init else 1))
+    return sum(row["run_seconds"] * budgets for row in rows)
+
+
+def tuning_estimate_line(seconds: float) -> str:
+    """``tuning_seconds`` as the line the estimates print."""
+    return (
+        f"plus tuning (docs/tuning.md): about {duration(seconds)} one run after another, before "
+        "grid edges, early stops and doubled budgets"
+    )
+
+
+def format_suite_estimate(
+    estimates: Sequence[Mapping[str, Any]], tuning: Sequence[float] = ()
+) -> str:
+    """A suite's estimate: each task's comparison (``estimate_comparison``), each followed by
+    its tuning seconds where the suite tunes (``tuning``), then the total. The suite compares
+    one task after another, so the tasks' wall times add up."""
+    blocks = [format_comparison_estimate(e) for e in estimates]
+    if tuning:
+        blocks = [
+            f"{block}\n{tuning_estimate_line(seconds)}"
+            for block, seconds in zip(blocks, tuning, strict=True)
+        ]
+    training = sum(e["total_seconds"] for e in estimates)
+    wall = sum(e["wall_seconds"] for e in estimates)
+    total = f"suite: {len(estimates)} tasks, about {duration(wall)} of wall time"
+    total += f" ({duration(training)} of training)" if wall != training else ""
+    if tuning:
+        total += f", plus about {duration(sum(tuning))} of tuning one run after another"
+    return "\n\n".join([*blocks, total])

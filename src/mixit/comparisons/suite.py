@@ -1,0 +1,300 @@
+"""``mixit suite``: the spectrum over a set of tasks, and one picture of what each task needs.
+
+Each task is a ``compare`` into ``OUT/TASK`` (its runs, its table and litmus reading); the
+suite then writes ``OUT/results.csv`` (every run, one row each), ``OUT/heatmap.png`` (each
+variant's score on each task, from chance at 0 to the standard model at 1) and
+``OUT/summary.md`` (the same numbers, each task's litmus verdicts, the tuning's choices and
+what the runs cost). ``report_only`` writes those files from the tasks already finished, so a
+suite that takes hours can be read while it runs or after it was stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mixit.common.errors import UsageError
+from mixit.common.io import make_dir, read_json, write_json, write_text
+from mixit.comparisons.compare import Comparison, compare, raised_budget, seeds_auto_text
+from mixit.models.variants import VARIANTS
+from mixit.readings.litmus import AUTO, AUTO_SEEDS, VERDICTS
+from mixit.readings.plots import pyplot
+from mixit.readings.results import KEYS, csv_problem, read_results_csv, write_rows
+from mixit.readings.text import markdown_table
+from mixit.running.launchers import LOCAL, Launch
+from mixit.tasks import TASKS
+from mixit.training.rundir import read_records
+
+# Every task that needs no corpus or user file (TaskSpec.synthetic): the suite's default.
+SYNTHETIC = tuple(name for name, spec in TASKS.items() if spec.synthetic)
+
+
+def relative_score(mean: float, standard: float, chance: float | None, lower_better: bool) -> float:
+    """A variant's mean as the share of the standard model's gain over chance: 0 at chance, 1
+    at the standard model (beyond 1: better than it). Without a chance level, mean / standard."""
+    if chance is None or standard == chance:
+        return mean / standard if standard else float("nan")
+    sign = -1.0 if lower_better else 1.0
+    return sign * (mean - chance) / (sign * (standard - chance))
+
+
+def suite_tasks(tasks: Sequence[str] | None) -> list[str]:
+    """The suite's tasks: ``tasks`` checked by name, or every synthetic one."""
+    tasks = list(tasks or SYNTHETIC)
+    unknown = [task for task in tasks if task not in TASKS]
+    if unknown:
+        raise UsageError(f"unknown task '{unknown[0]}'; choose from: {', '.join(TASKS)}")
+    return tasks
+
+
+def suite(
+    tasks: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    preset: str = "tiny",
+    seed: int = 0,
+    seeds: int | str = 1,
+    out: str | Path = "runs/suite",
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+    launch: Launch | None = None,
+    tune: Sequence[str] | None = None,
+    report_only: bool = False,
+) -> dict[str, Any]:
+    """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
+    returns ``{task: compare.json}``. ``tune`` and ``seeds`` (a count, or ``"auto"``, decided
+    task by task): as ``compare``'s (None: tune ``model.arch`` models only). ``report_only``:
+    train nothing, and write the files from the tasks whose ``OUT/TASK/compare.json`` exists
+    (the others are named as unfinished)."""
+    tasks = suite_tasks(tasks)
+    if not report_only:  # every task's configs, so that bad input leaves no folder behind
+        for task in tasks:
+            Comparison(task, tuple(models or VARIANTS), preset, range(seed, seed + 1),
+                       Path(out) / task, dict(overrides or {})).configs()  # fmt: skip
+    out = make_dir(Path(out))
+    if report_only:
+        results = finished_tasks(out, tasks)
+    else:
+        results = {
+            task: compare(
+                task,
+                models,
+                preset,
+                seed,
+                seeds,
+                out / task,
+                overrides,
+                progress,
+                tune=tune,
+                launch=launch or LOCAL,
+            )
+            for task in tasks
+        }
+    unfinished = [task for task in tasks if task not in results]
+    rows = [row for task in results for row in read_results_csv(out / task / "results.csv")]
+    write_rows(out / "results.csv", rows)
+    scores = {task: relative_scores(result) for task, result in results.items()}
+    heatmap(out / "heatmap.png", scores, results)
+    costs = {task: logged_cost(out / task / "runs") for task in results}
+    summary = summary_markdown(scores, results, preset, seeds, costs, unfinished)
+    write_text(out / "summary.md", summary)
+    write_json(out / "suite.json", {"tasks": tasks, "scores": scores, "unfinished": unfinished})
+    return results
+
+
+def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
+    """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished."""
+    finished = {
+        task: checked_comparison(out / task)
+        for task in tasks
+        if (out / task / "compare.json").is_file()
+    }
+    if not finished:
+        raise UsageError(
+            f"no finished task in {out} (none of {', '.join(tasks)} has a compare.json): "
+            "run the suite without --report first"
+        )
+    return finished
+
+
+def checked_comparison(folder: Path) -> dict[str, Any]:
+    """A finished task's compare.json, and its results.csv, checked for what the suite's files
+    read, so that one from another version is refused (UsageError) before anything is written."""
+    path = folder / "compare.json"
+    result = read_json(path, str(path))
+    rows = result.get("rows") if isinstance(result, dict) else None
+    shaped = isinstance(rows, list) and all(
+        isinstance(row, dict) and isinstance(row.get("model"), str)
+        and isinstance(row.get("mean"), int | float) for row in rows
+    )  # fmt: skip
+    if not shaped or not isinstance(result.get("higher_is_better"), bool):
+        raise UsageError(
+            f"{path}: not a compare.json this version reads (rows with a model and a mean, "
+            "and higher_is_better); run the suite again without --report"
+        )
+    problem = csv_problem(folder / "results.csv", (*KEYS, "metric", "value"))
+    if problem:
+        raise UsageError(f"{problem}; run the suite again without --report")
+    return result
+
+
+def logged_cost(runs: Path) -> dict[str, Any]:
+    """How many runs ``runs`` holds, the training seconds their metrics.jsonl logged and the
+    devices their summaries name: each run's last record, so a tuning trial halted at its
+    rung counts what it trained. A run that has not logged yet (the suite still training)
+    counts nothing. The devices say which seconds are comparable: a suite resumed on another
+    machine mixes them."""
+    logs = [read_records(path) for path in sorted(runs.glob("*/metrics.jsonl"))]
+    seconds = [records[-1].get("train_seconds", 0.0) for records in logs if records]
+    summaries = runs.glob("*/summary.json")
+    devices = {read_json(path, "run summary").get("device", "unknown") for path in summaries}
+    return {"runs": len(seconds), "train_seconds": float(sum(seconds)), "devices": devices}
+
+
+def relative_scores(result: Mapping[str, Any]) -> dict[str, float]:
+    """Each model's ``relative_score`` on one task's comparison."""
+    means = {row["model"]: row["mean"] for row in result["rows"]}
+    if "standard" not in means:
+        return {}
+    if result.get("litmus", {}).get("no_reference"):  # the standard model did not learn it
+        return dict.fromkeys(means, math.nan)
+    lower = not result["higher_is_better"]
+    return {
+        model: relative_score(mean, means["standard"], result.get("chance"), lower)
+        for model, mean in means.items()
+    }
+
+
+def heatmap(
+    path: Path, scores: Mapping[str, Mapping[str, float]], results: Mapping[str, Any]
+) -> None:
+    """Variants (rows) x tasks (columns), coloured from chance (0) to the standard model (1),
+    each cell with its score and the model's mean raw metric."""
+    plt = pyplot()
+    tasks = [task for task in scores if scores[task]]
+    models = list(dict.fromkeys(m for task in tasks for m in scores[task]))
+    grid = [[scores[t].get(m, float("nan")) for t in tasks] for m in models]
+    fig, ax = plt.subplots(figsize=(1.3 * len(tasks) + 2.5, 0.6 * len(models) + 1.8))
+    image = ax.imshow(grid, cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
+    means = {t: {row["model"]: row["mean"] for row in results[t]["rows"]} for t in tasks}
+    for i, model in enumerate(models):
+        for j, task in enumerate(tasks):
+            raw = means[task].get(model)
+            if raw is not None:
+                score = "no ref." if math.isnan(grid[i][j]) else f"{grid[i][j]:.2f}"
+                ax.text(j, i, f"{score}\n({raw:.2f})", ha="center", va="center", size=7)
+    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
+    ax.set_yticks(range(len(models)), models)
+    ax.set_title(
+        "0 = chance, 1 = standard (raw metric in brackets; no ref.: standard did not learn)",
+        size=9,
+    )
+    fig.colorbar(image, ax=ax, fraction=0.03)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def summary_markdown(
+    scores: Mapping[str, Mapping[str, float]],
+    results: Mapping[str, Any],
+    preset: str,
+    seeds: int | str,
+    costs: Mapping[str, Mapping[str, Any]],
+    unfinished: Sequence[str] = (),
+) -> str:
+    """The scores as a table, each task's litmus verdicts (or why there are none), the tuning's
+    choices where it ran, and each task's runs, training seconds and devices (``logged_cost``)."""
+    models = list(dict.fromkeys(m for task in scores for m in scores[task]))
+    rows = [[task, *(_cell(scores[task].get(m, math.nan)) for m in models)] for task in scores]
+    lines = [
+        f"# Suite: preset `{preset}`, {seeds_heading(seeds, results)}",
+        "Score per task: 0 is the task's chance level, 1 the standard model "
+        "(heatmap.png; every run in results.csv).",
+        markdown_table(["task", *models], rows),
+    ]
+    if unfinished:
+        lines.append(f"Not finished (no compare.json yet): {', '.join(unfinished)}.")
+    lines.append("## Litmus verdicts")
+    for task, result in results.items():
+        reading = result.get("litmus", {})
+        if reading.get("no_reference"):
+            lines.append(f"- **{task}**: no verdict, " + "; ".join(reading["no_reference"]))
+            continue
+        verdicts = [
+            f"{row['model']} {VERDICTS[row['matches']]} ({row['difference']:+.3f})"
+            for row in reading.get("rows", [])
+        ]
+        lines.append(f"- **{task}**: " + ", ".join(verdicts) + _auto_note(result))
+    if seeds == 1:
+        lines.append("\nOne seed per run: no verdict here is certain (use --seeds 3 or more).")
+    spread = [v for task in scores for v in scores[task].values() if not math.isnan(v)]
+    if spread:
+        lines.append(f"\nScores range from {min(spread):.2f} to {max(spread):.2f}.")
+    lines += _tuning_section(results, models) + _cost_section(costs)
+    return "\n\n".join(lines) + "\n"
+
+
+def _auto_note(result: Mapping[str, Any]) -> str:
+    return f" ({seeds_auto_text(result)})" if "seeds_auto" in result else ""
+
+
+def seeds_heading(seeds: int | str, results: Mapping[str, Any]) -> str:
+    """``3 seed(s)``, or under ``--seeds auto`` how many each task took: ``seeds auto (3 to 6):
+    addition 3, khop 5``."""
+    if seeds != AUTO:
+        return f"{seeds} seed(s)"
+    taken = ", ".join(f"{task} {len(result['seeds'])}" for task, result in results.items())
+    return f"seeds auto ({AUTO_SEEDS[0]} to {AUTO_SEEDS[1]}): {taken}"
+
+
+def _tuning_section(results: Mapping[str, Any], models: Sequence[str]) -> list[str]:
+    """Each tuned task's choice per model: rate, steps, and whether it learned on validation."""
+    tuned = {task: result["tuned"] for task, result in results.items() if result.get("tuned")}
+    if not tuned:
+        return []
+    rows = []
+    for task, choices in tuned.items():
+        inits = {choice.get("init") for choice in choices.values()} - {None}
+        cells = [_choice(choices[m]) if m in choices else "-" for m in models]
+        rows.append([task, ", ".join(sorted(inits)) or "-", *cells])
+    return [
+        "## Tuning",
+        "Chosen on the tuning seed's validation split (compare.json's `tuned` holds every "
+        "rate tried): learning rate, steps and, where the models differ, each one's "
+        "initialisation (raised: to the task's one budget, the largest any model reached, "
+        "docs/tuning.md rule 5); *did not learn*: not clearly beyond chance at any rate "
+        "(rule 7).",
+        markdown_table(["task", "initialisation", *models], rows),
+    ]
+
+
+def _choice(choice: Mapping[str, Any]) -> str:
+    text = f"{choice['train.lr']:.2g}, {choice['steps']:,}"
+    text += " (raised)" if raised_budget(choice) else ""
+    return text if choice.get("learned", True) else f"{text} *did not learn*"
+
+
+def _cost_section(costs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Each task's runs (tuning trials and verdict runs), their summed training seconds and
+    the devices they trained on."""
+    every = {
+        "runs": sum(cost["runs"] for cost in costs.values()),
+        "train_seconds": sum(cost["train_seconds"] for cost in costs.values()),
+        "devices": set().union(*(cost["devices"] for cost in costs.values())),
+    }
+    rows = [
+        [task, cost["runs"], f"{cost['train_seconds']:,.0f}", ", ".join(sorted(cost["devices"]))]
+        for task, cost in {**costs, "all": every}.items()
+    ]
+    return [
+        "## Cost",
+        "Training seconds logged by each run (tuning trials included), summed; runs that "
+        "trained side by side overlap in wall time.",
+        markdown_table(["task", "runs", "training seconds", "devices"], rows),
+    ]
+
+
+def _cell(score: float) -> str:
+    return "no reference" if math.isnan(score) else f"{score:.2f}"

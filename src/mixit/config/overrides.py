@@ -1,0 +1,135 @@
+"""Settings from text: dotted overrides from the command line, and a stored config.json read
+back into a RunConfig, both converted and checked field by field."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from mixit.common.errors import UsageError
+from mixit.config.schema import ADDED_LATER, RunConfig, check_choice
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``["model.n_layer=4", ...]`` -> ``{"model.n_layer": "4"}``."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or "." not in key:
+            raise UsageError(
+                f"override '{item}' is not of the form section.key=value "
+                "(sections: model, task, train)"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def apply_overrides(config: RunConfig, overrides: Mapping[str, Any]) -> None:
+    """Set dotted keys on the config's sections, converting strings to each field's type."""
+    sections = {"model": config.model, "task": config.task, "train": config.train}
+    for key, raw in overrides.items():
+        section_name, _, name = key.partition(".")
+        if section_name not in sections:
+            raise UsageError(f"unknown section in '{key}'; sections are: model, task, train")
+        section = sections[section_name]
+        types_by_name = _field_types(type(section))
+        valid = list(types_by_name)
+        if name not in valid:
+            raise UsageError(f"unknown key '{key}'; valid {section_name} keys: {', '.join(valid)}")
+        setattr(section, name, convert(key, raw, types_by_name[name]))
+
+
+@functools.cache
+def _field_types(section: type) -> dict[str, Any]:
+    """A section's field names (in declaration order) and types, resolved once per class: the
+    string annotations of ``from __future__ import annotations`` are slow to evaluate, and a
+    reproduction's plan resolves thousands of overrides."""
+    hints = typing.get_type_hints(section)
+    return {f.name: hints[f.name] for f in dataclasses.fields(section)}
+
+
+def convert(key: str, raw: Any, target: Any) -> Any:
+    """Convert ``raw`` (a string from the command line, or a Python value) to ``target``."""
+    if typing.get_origin(target) is Literal:
+        check_choice(key, raw, typing.get_args(target))
+        return raw
+    allowed = typing.get_args(target) if _is_union(target) else (target,)
+    if not isinstance(raw, str):
+        if any(_isinstance(raw, t) for t in allowed):
+            return float(raw) if float in allowed and isinstance(raw, int) else raw
+        raise UsageError(f"{key}={raw!r} has the wrong type; expected {_type_name(target)}")
+    if type(None) in allowed and raw.lower() in ("none", "null"):
+        return None
+    for t in allowed:
+        if t is bool and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return raw.lower() in ("true", "1", "yes")
+        if t is int:
+            try:
+                return int(raw)
+            except ValueError:
+                continue
+        if t is float:
+            try:
+                return float(raw)
+            except ValueError:
+                continue
+        if t is str:
+            return raw
+    raise UsageError(f"{key}={raw!r} is not a valid {_type_name(target)}")
+
+
+def _is_union(t: Any) -> bool:
+    return typing.get_origin(t) in (typing.Union, types.UnionType)
+
+
+def _isinstance(value: Any, t: Any) -> bool:
+    if t is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if t is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, t)
+
+
+def _type_name(t: Any) -> str:
+    if _is_union(t):
+        return " or ".join(_type_name(a) for a in typing.get_args(t))
+    return "none" if t is type(None) else t.__name__
+
+
+def from_dict(data: Mapping[str, Any], task_config_cls: type) -> RunConfig:
+    """Rebuild a RunConfig from ``config.json`` (the inverse of ``RunConfig.to_dict``).
+
+    Each stored value is checked as the command line's are (``apply_overrides``): a stored
+    config holding a key or a type mixit does not write is a UsageError naming it.
+    """
+    if not isinstance(data, Mapping):
+        raise UsageError("expected a JSON object of a run's settings")
+    config = RunConfig(
+        task_name=_stored(data, "task_name", str),
+        variant=_stored(data, "variant", str),
+        preset=_stored(data, "preset", str),
+        seed=_stored(data, "seed", int),
+        task=task_config_cls(),
+    )
+    for section in ("model", "task", "train"):
+        stored = data.get(section)
+        if not isinstance(stored, Mapping):
+            raise UsageError(f"'{section}' is not a section of settings")
+        apply_overrides(config, {f"{section}.{key}": value for key, value in stored.items()})
+        # A config written before a setting existed ran at the setting's original value.
+        for (where, key), original in ADDED_LATER.items():
+            target = getattr(config, section)
+            if where == section and key not in stored and hasattr(target, key):
+                setattr(target, key, original)
+    return config
+
+
+def _stored(data: Mapping[str, Any], key: str, kind: type) -> Any:
+    value = data.get(key)
+    if not _isinstance(value, kind):
+        raise UsageError(f"'{key}' must be a {kind.__name__}, got {value!r}")
+    return value

@@ -1,0 +1,129 @@
+"""``mixit export-hf RUN_DIR OUT_DIR``: a run as a Hugging Face ``LlamaForCausalLM``.
+
+The softmax variants (standard, frozen-qk, frozen-mlp, random) are a stock Llama: pre-norm
+RMSNorm blocks, RoPE on queries and keys (the same half-split rotation as HF's
+``rotate_half``), a SiLU-gated MLP, an untied output head. Freezing changes which weights
+trained, not the architecture. MixiT is not a Llama (fixed mixing matrices, no queries or
+keys, learned absolute positions), and neither is a run with the shaped residual or the
+shaped leaky ReLU: those are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mixit.common.errors import UsageError
+from mixit.common.io import make_dir
+from mixit.config.schema import ModelConfig
+from mixit.training.rundir import load_run
+
+# Our parameter names -> HF Llama's, per block.
+_BLOCK_NAMES = {
+    "norm_attn.weight": "input_layernorm.weight",
+    "attn.w_q.weight": "self_attn.q_proj.weight",
+    "attn.w_k.weight": "self_attn.k_proj.weight",
+    "attn.w_v.weight": "self_attn.v_proj.weight",
+    "attn.w_o.weight": "self_attn.o_proj.weight",
+    "norm_mlp.weight": "post_attention_layernorm.weight",
+    "mlp.w_g.weight": "mlp.gate_proj.weight",
+    "mlp.w_u.weight": "mlp.up_proj.weight",
+    "mlp.w_d.weight": "mlp.down_proj.weight",
+}
+
+# With model.bias: every projection's bias (HF's attention_bias and mlp_bias).
+_BIAS_NAMES = {
+    ours.replace(".weight", ".bias"): theirs.replace(".weight", ".bias")
+    for ours, theirs in _BLOCK_NAMES.items()
+    if ours.startswith(("attn.", "mlp."))
+}
+
+
+def llama_config(
+    model: ModelConfig, vocab_size: int, max_positions: int, attn_implementation: str | None = None
+):
+    """The ``transformers.LlamaConfig`` of a softmax-variant model shape."""
+    import transformers
+
+    return transformers.LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=model.n_embd,
+        intermediate_size=model.mlp_ratio * model.n_embd,
+        num_hidden_layers=model.n_layer,
+        num_attention_heads=model.n_head,
+        num_key_value_heads=model.n_head,
+        max_position_embeddings=max_positions,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": model.rope_base},
+        tie_word_embeddings=False,
+        attention_bias=model.bias,
+        mlp_bias=model.bias,
+        bos_token_id=None,
+        eos_token_id=None,
+        attn_implementation=attn_implementation,
+    )
+
+
+def is_run_dir(folder: Path) -> bool:
+    """Whether ``folder`` holds a mixit run (which an export must not overwrite); an earlier
+    export's Hugging Face ``config.json`` does not count."""
+    if (folder / "summary.json").exists() or (folder / "metrics.jsonl").exists():
+        return True
+    try:
+        stored = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stored, dict) and "train" in stored
+
+
+def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False) -> Path:
+    """Write ``out_dir`` so that ``LlamaForCausalLM.from_pretrained(out_dir)`` loads the run.
+    A mixit run directory is never written into; another folder that is not empty only with
+    ``overwrite``."""
+    target = Path(out_dir)
+    if target.resolve() == Path(run_dir).resolve() or is_run_dir(target):
+        raise UsageError(
+            f"{target} is a mixit run directory; export into a new folder so that the run "
+            "stays loadable"
+        )
+    if target.is_dir() and any(target.iterdir()) and not overwrite:
+        raise UsageError(f"{target} is not empty; name a new folder, or add --overwrite")
+    model, config = load_run(run_dir)
+    m = config.model
+    if not model.traits.exportable:
+        raise UsageError(
+            f"{config.variant} is not a Llama: its attention is a fixed mixing matrix with no "
+            "queries or keys, and it learns absolute positions; only standard, frozen-qk, "
+            "frozen-mlp and random export to LlamaForCausalLM"
+        )
+    stock = (
+        m.residual_lambda is None
+        and m.residual_depth_alpha is None
+        and m.mlp_activation == "silu"
+        and not m.width_scaling
+    )
+    if not stock:
+        raise UsageError(
+            "this run uses a scaled residual, the shaped leaky ReLU or width-scaled projections, "
+            "which a stock Llama does not have; only plain-residual SiLU runs export"
+        )
+    try:
+        import transformers
+    except ImportError:
+        raise UsageError("export-hf needs transformers: pip install transformers") from None
+    hf_config = llama_config(m, m.vocab_size, m.block_size)
+    state = model.state_dict()
+    mapped = {
+        "model.embed_tokens.weight": state["tok_emb.weight"],
+        "model.norm.weight": state["norm_final.weight"],
+        "lm_head.weight": state["head.weight"],
+    }
+    names = _BLOCK_NAMES | (_BIAS_NAMES if m.bias else {})
+    for layer in range(m.n_layer):
+        for ours, theirs in names.items():
+            mapped[f"model.layers.{layer}.{theirs}"] = state[f"blocks.{layer}.{ours}"]
+    hf_model = transformers.LlamaForCausalLM(hf_config)
+    hf_model.load_state_dict(mapped, strict=True)
+    out_dir = make_dir(out_dir)
+    hf_model.save_pretrained(out_dir)
+    return out_dir

@@ -1,0 +1,263 @@
+"""Runs: a plan is a mapping from keys to resolved configs; this module trains the missing
+ones into one folder, collects the summaries, and times what is left to train.
+
+Every command keeps its runs in a folder (``OUT/runs``) under a name that hashes the resolved
+config (``run_dir_name``), so a run that `compare`, `reproduce`, the ablation or a sweep
+planned once is trained once and found again by all of them. A run halted at its
+``train.halt_at`` is found again from its evaluation there; one with a checkpoint and no
+summary (interrupted, or halted and now asked to go further) resumes from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import heapq
+import json
+import sys
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import as_completed
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from mixit.common.errors import RunsFailed, TrainingDiverged
+from mixit.config.schema import RunConfig
+from mixit.cost.predict import get_target, predict, shapes
+from mixit.running.launchers import LOCAL, JobArray, Launch
+from mixit.running.workers import stop_workers, train_in_worker, worker_pool, worker_threads
+from mixit.training.checkpoint import (
+    check_own_files,
+    finished_summary,
+    stored_config_matches,
+)
+from mixit.training.distributed import Ranks
+from mixit.training.resolve import check_runnable_here
+from mixit.training.rundir import evaluation_in, read_records
+from mixit.training.train import halted_summary, time_training
+from mixit.training.train import run as train_run
+
+Key = TypeVar("Key", bound=Hashable)
+
+
+def run_dir_name(config: RunConfig) -> str:
+    """``TASK-MODEL-sSEED-HASH``: the hash covers the whole resolved config, so a changed
+    setting gives a new directory and an unchanged one finds its finished run."""
+    text = json.dumps(config.result_dict(), sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
+
+
+def train_missing(
+    configs: Mapping[Key, RunConfig],
+    runs_dir: Path,
+    progress: bool | None = False,
+    train: bool = True,
+    each: bool = False,
+    launch: Launch = LOCAL,
+    diverged: list[Key] | None = None,
+) -> tuple[dict[Key, dict[str, Any]], int]:
+    """Summaries of every run (with its ``run_dir``), training those not finished yet (with
+    ``train=False``, of the finished runs only; a run halted at its ``train.halt_at`` counts as
+    finished there), and how many distinct runs it trained (or submitted). Keys whose configs
+    are equal share one run. ``each`` also shows each run's own progress bar (one job only).
+    ``launch`` says where the missing runs train: here, in a pool of ``launch.jobs`` workers,
+    or submitted as a job array (``mixit.running.launchers``; without waiting, the summaries are
+    those of the finished runs). A run that diverges stops the whole plan, unless a ``diverged``
+    list is given: its keys then go there (runs trained here; a submitted one that diverged
+    ends without a summary, which stops the plan)."""
+    summaries: dict[Key, dict[str, Any]] = {}
+    todo: dict[str, tuple[RunConfig, list[Key]]] = {}
+    for run, config in configs.items():
+        name = run_dir_name(config)
+        run_dir = runs_dir / name
+        # A run halted at its train.halt_at (the tuning's rungs) is as good as finished there.
+        summary = finished_summary(run_dir, config) or halted_on_disk(run_dir, config)
+        if summary is not None:
+            summaries[run] = {**summary, "run_dir": str(run_dir)}
+        else:
+            todo.setdefault(name, (config, []))[1].append(run)
+    if not todo or not train:
+        return summaries, 0
+    if launch.submits:
+        _submit_missing(todo, runs_dir, launch)
+        collected, _ = train_missing(configs, runs_dir, train=False)
+        return collected, len(todo)
+    # Fewer runs than jobs (a halving's last rung) share the cores among those runs alone.
+    workers = (min(launch.jobs, len(todo)), launch.gpus_per_run)
+    _train_locally(todo, summaries, runs_dir, workers, (progress, each), diverged)
+    return summaries, len(todo)
+
+
+def _train_locally(
+    todo: Mapping[str, tuple[RunConfig, list[Key]]],
+    summaries: dict[Key, dict[str, Any]],
+    runs_dir: Path,
+    workers: tuple[int, int],
+    shown: tuple[bool | None, bool],
+    diverged: list[Key] | None,
+) -> None:
+    """Train the ``todo`` runs here (one at a time, or in a pool of ``jobs`` workers, each
+    run with ``ranks`` processes: ``workers`` is both), adding each one's summary under all
+    its keys; ``shown``: the progress bar over the runs, and each run's own. A run that
+    diverges raises, or with a ``diverged`` list, adds its keys there."""
+    (jobs, ranks), (progress, each) = workers, shown
+    from tqdm import tqdm
+
+    for config, _ in todo.values():
+        check_runnable_here(config)
+
+    bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
+
+    def finished(name: str, summary: Callable[[], dict[str, Any]]) -> None:
+        try:
+            trained = summary()
+        except TrainingDiverged:
+            if diverged is None:
+                raise
+            diverged.extend(todo[name][1])
+        else:
+            for run in todo[name][1]:
+                summaries[run] = {**trained, "run_dir": str(runs_dir / name)}
+        bar.update()
+
+    if jobs == ranks == 1:
+        for name, (config, _) in todo.items():
+            shows = each and progress
+            finished(
+                name, functools.partial(train_run, config, runs_dir / name, shows, resume=True)
+            )
+    else:
+        for config, _ in todo.values():
+            Ranks(world=ranks).check_batch(config.train.batch_size)
+        threads = worker_threads(jobs * ranks)
+        pool = worker_pool(jobs, ranks)
+        try:
+            futures = {
+                pool.submit(
+                    train_in_worker, config.to_dict(), str(runs_dir / name), threads, ranks
+                ): name
+                for name, (config, _) in todo.items()
+            }
+            for future in as_completed(futures):
+                finished(futures[future], future.result)
+        except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
+            stop_workers(pool)
+            raise
+        finally:
+            pool.shutdown()
+    bar.close()
+
+
+def _submit_missing(
+    todo: Mapping[str, tuple[RunConfig, list[Key]]], runs_dir: Path, launch: Launch
+) -> None:
+    """Submit the ``todo`` runs not already in flight as one job array (a run whose earlier
+    job failed is said, with its log, and submitted again); wait for them all when
+    ``launch.wait``, then fail with every run that ended without a summary."""
+    array = JobArray(runs_dir.parent / "slurm", launch.launcher, launch.options)
+    flying, failed, fresh = array.split(list(todo))
+    for line in array.failure_lines(failed):
+        print(f"mixit: {line}; submitting it again", file=sys.stderr)
+    # Local "jobs" share this machine's cores, as a pool's workers do; a cluster's jobs keep
+    # the cores their allocation gives them.
+    threads = (
+        worker_threads(max(launch.jobs, len(todo))) if launch.launcher == "submitit-local" else None
+    )
+    submitted = array.submit(
+        train_in_worker,
+        {
+            name: (todo[name][0].to_dict(), str(runs_dir / name), threads)
+            for name in [*failed, *fresh]
+        },
+    )
+    print(
+        f"mixit: {len(submitted)} runs submitted ({launch.launcher}), {len(flying)} already in "
+        f"flight; logs in {array.folder}",
+        file=sys.stderr,
+    )
+    if not launch.wait:
+        return
+    array.wait([*flying, *submitted], submitted)
+    unfinished = [
+        name
+        for name, (config, _) in todo.items()
+        if finished_summary(runs_dir / name, config) is None
+        and halted_on_disk(runs_dir / name, config) is None
+    ]
+    if unfinished:
+        raise RunsFailed("\n".join(array.failure_lines(unfinished)))
+
+
+def halted_on_disk(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
+    """What a run of ``config`` halted at its ``train.halt_at`` returned, read back from its
+    evaluation at that step in ``metrics.jsonl`` (a submitted job returns nothing here), else
+    None. The evaluation alone suffices: a run kept without its checkpoint
+    (``tools/run_records.py``) that must go on past the step trains again from step 0, which
+    gives the same run."""
+    halt_at = config.train.halt_at
+    if not halt_at or not run_dir.is_dir():
+        return None
+    check_own_files(run_dir)
+    if not stored_config_matches(run_dir, config) or not (run_dir / "metrics.jsonl").is_file():
+        return None
+    at_halt = [r for r in read_records(run_dir / "metrics.jsonl") if r["step"] == halt_at]
+    if not at_halt:
+        return None
+    record = at_halt[-1]
+    progress = {"step": halt_at, "train_seconds": record.get("train_seconds", 0.0)}
+    return halted_summary(config, progress | {"metrics": evaluation_in(record)})
+
+
+def unfinished(configs: Mapping[Key, RunConfig], runs_dir: Path | None) -> dict[str, RunConfig]:
+    """The distinct configs not finished in ``runs_dir`` (all of them when None), by run
+    directory name."""
+    named = {run_dir_name(config): config for config in configs.values()}
+    if runs_dir is None:
+        return named
+    return {name: c for name, c in named.items() if finished_summary(runs_dir / name, c) is None}
+
+
+def list_schedule(seconds: Sequence[float], jobs: int) -> float:
+    """Wall time of tasks handed, in order, to whichever of ``jobs`` workers is free first."""
+    free_at = [0.0] * jobs
+    for task_seconds in seconds:
+        heapq.heapreplace(free_at, free_at[0] + task_seconds)
+    return max(free_at)
+
+
+def pending_timings(
+    configs: Mapping[Key, RunConfig], runs_dir: Path | None, jobs: int = 1, progress: bool = False
+) -> dict[str, dict[str, float]]:
+    """``time_training``'s figures for each run not finished in ``runs_dir`` (all of them when
+    None), by run directory name, timed at the threads a worker of ``jobs`` gets. Seeds share
+    a config's timing: their steps cost the same."""
+    from tqdm import tqdm
+
+    pending = unfinished(configs, runs_dir)
+    by_shape: dict[str, dict[str, float]] = {}
+    timings = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(worker_threads(jobs))
+    try:
+        for name, config in tqdm(pending.items(), desc="timing runs", disable=not progress):
+            shape = json.dumps({**config.result_dict(), "seed": 0}, sort_keys=True)
+            if shape not in by_shape:
+                by_shape[shape] = time_training(config)
+            timings[name] = by_shape[shape]
+    finally:
+        torch.set_num_threads(threads)
+    return timings
+
+
+def predicted_timings(
+    configs: Mapping[Key, RunConfig], runs_dir: Path | None, target: str
+) -> dict[str, dict[str, Any]]:
+    """``mixit.cost.predict.predict``'s seconds and memory on ``target`` for each run not finished
+    in ``runs_dir`` (all of them when None), by run directory name: nothing is timed here."""
+    device = get_target(target)
+    pending = unfinished(configs, runs_dir)
+    return {
+        name: predict(filled, shape, device) for name, (filled, shape) in shapes(pending).items()
+    }

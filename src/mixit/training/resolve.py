@@ -1,0 +1,162 @@
+"""A run's config, resolved: the defaults, the variant's, the task preset's, the
+construction's and the user's settings in that order, validated, then fitted to the task's
+data (vocabulary, sequence length, memory)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from mixit.common.errors import UsageError
+from mixit.config.overrides import apply_overrides, from_dict
+from mixit.config.schema import MAX_SEED, RunConfig
+from mixit.cost.memory import available_bytes, check_fits
+from mixit.models.adapters import MODELS as SPECTRUM_MODELS
+from mixit.models.attention import mixer_traits
+from mixit.models.build import BUILT_IN, check_arch
+from mixit.models.constructions import construction_overrides
+from mixit.models.variants import get_variant
+from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
+from mixit.training.devices import present_device
+
+
+def resolve_config(
+    task: str,
+    model: str,
+    preset: str = "tiny",
+    seed: int = 0,
+    overrides: Mapping[str, Any] | None = None,
+) -> RunConfig:
+    """defaults < the variant's model defaults < the task preset < the construction
+    (``model.construction``, see mixit.models.constructions) < ``overrides``."""
+    spec, variant = get_task(task), get_variant(model)
+    if preset not in PRESET_NAMES:
+        raise UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESET_NAMES)}")
+    if not 0 <= seed < MAX_SEED:
+        raise UsageError(f"--seed must be in [0, 2^62), got {seed}")
+    config = RunConfig(task_name=task, variant=model, preset=preset, seed=seed)
+    config.task = spec.config_cls()
+    apply_overrides(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})
+    apply_overrides(config, spec.presets[preset])
+    apply_overrides(config, overrides or {})  # first for model.construction itself
+    bundle = construction_overrides(config.model.construction, variant, spec.authors_settings)
+    apply_overrides(config, bundle)
+    apply_overrides(config, overrides or {})
+    validate(config)
+    return config
+
+
+def holds_mixing_matrices(config: RunConfig) -> bool:
+    """Whether the model holds MixiT's fixed (H, T, T) mixing matrices (and learned positions)
+    rather than RoPE tables: what the memory model sizes its buffers by."""
+    traits = mixer_traits(get_variant(config.variant).attention, config.model)
+    return traits.positions == "learned"
+
+
+def check_runnable_here(config: RunConfig) -> None:
+    """For a run about to train on this machine (not one estimated for a target, nor one
+    submitted to a cluster), before any data, model or file is made: the device
+    ``train.device`` names is here, a logger it names is installed, and the model's weights
+    and optimizer state fit the free memory (``memory.check_fits``'s lower bound at one token
+    a row; ``fit_model_to_data`` checks again at the data's length and vocabulary)."""
+    check_fits(config, 1, holds_mixing_matrices(config), resolve_device(config.train.device))
+    if config.train.wandb:
+        try:
+            import wandb  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                f"train.wandb={config.train.wandb} needs the wandb package: pip install wandb"
+            ) from None
+
+
+def stored_config(data: Any) -> RunConfig:
+    """A run's config as ``config.json`` stores it (``RunConfig.to_dict``), its values checked
+    as the command line's are: anything else is a UsageError naming the key."""
+    name = data.get("task_name") if isinstance(data, Mapping) else None
+    if not isinstance(name, str):
+        raise UsageError("expected a JSON object of a run's settings with its task_name")
+    return from_dict(data, get_task(name).config_cls)
+
+
+def validate(config: RunConfig) -> None:
+    """Check every section of a resolved or stored config (a UsageError names the value)."""
+    variant = get_variant(config.variant)
+    built_in = config.model.arch == BUILT_IN
+    config.model.validate(
+        uses_rope=built_in and mixer_traits(variant.attention, config.model).positions == "rope"
+    )
+    check_arch(config.model.arch)
+    if not built_in and config.variant not in SPECTRUM_MODELS:
+        raise UsageError(
+            f"model '{config.variant}' exists on mixit's decoder only; model.arch="
+            f"{config.model.arch} takes: {', '.join(SPECTRUM_MODELS)}"
+        )
+    config.task.validate()
+    config.train.validate()
+    check_data_fits(config)
+
+
+# Below this many rows a synthetic task's data is small next to any machine's memory: the
+# sequence length is then not worth generating sample rows to learn.
+ROWS_WITHOUT_CHECK = 10**6
+
+
+def check_data_fits(config: RunConfig) -> None:
+    """Refuse a synthetic task's ``task.n_train`` + ``task.n_test`` rows whose token ids
+    (inputs and targets, int64) alone exceed the host's free memory, before generating any."""
+    rows = getattr(config.task, "n_train", 0) + getattr(config.task, "n_test", 0)
+    if rows <= ROWS_WITHOUT_CHECK:
+        return
+    sample = dataclasses.replace(config.task, n_train=2, n_test=2)
+    length = get_task(config.task_name).make_data(sample, config.seed).train.inputs.shape[1]
+    needed, free = 2 * 8 * rows * length, available_bytes(torch.device("cpu"))
+    if needed > free:
+        raise UsageError(
+            f"task.n_train={config.task.n_train} and task.n_test={config.task.n_test} rows of "
+            f"{length} tokens need at least {needed / 2**30:,.1f} GiB of memory; "
+            f"{free / 2**30:,.1f} GiB is free"
+        )
+
+
+def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
+    """Fill the model's vocabulary and length from the data, and check they fit."""
+    seq_len = data.train.inputs.shape[1]
+    if config.model.vocab_size == 0:
+        config.model.vocab_size = data.vocab_size
+    if config.model.block_size == 0:
+        config.model.block_size = seq_len
+    if config.model.vocab_size < data.vocab_size:
+        raise UsageError(
+            f"model.vocab_size={config.model.vocab_size} is smaller than the task's "
+            f"vocabulary ({data.vocab_size} tokens)"
+        )
+    if seq_len > config.model.block_size:
+        raise UsageError(
+            f"sequences of length {seq_len} are longer than model.block_size="
+            f"{config.model.block_size} (MixiT's mixing matrices and the position tables)"
+        )
+    traits = mixer_traits(get_variant(config.variant).attention, config.model)
+    if not traits.causal and not all(map(classification_layout, (data.train, data.test))):
+        raise UsageError(
+            f"non-causal mixing (model.mixing_causal=false) would let positions read the "
+            f"answers of task {config.task_name}; it needs one scored position per row with "
+            "only padding (id 0) after it: sentiment, or custom data with one-token targets"
+        )
+    mixing = traits.positions == "learned"  # MixiT: fixed (H, T, T) matrices, no RoPE tables
+    check_fits(config, seq_len, mixing, resolve_device(config.train.device))
+
+
+def classification_layout(split: Split) -> bool:
+    """Whether every row is scored at exactly one position with nothing but padding (id 0)
+    after it, so that a model reading the whole row still cannot see the answer."""
+    scored = split.targets != IGNORE_INDEX  # (N, T)
+    after = scored.int().cumsum(-1).bool() & ~scored  # (N, T): positions past the scored one
+    return bool((scored.sum(-1) == 1).all() and (split.inputs[after] == 0).all())
+
+
+def resolve_device(name: str) -> torch.device:
+    """``train.device`` as a torch device this machine has (``devices.present_device``)."""
+    return present_device(name)

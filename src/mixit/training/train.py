@@ -1,0 +1,373 @@
+"""Resolve a run's config, train it, evaluate it, and write its run directory.
+
+Run directory: ``config.json`` (fully resolved), ``metrics.jsonl`` (one object per
+evaluation), ``model.safetensors`` (weights and MixiT's fixed matrices) and, last of all,
+``summary.json``: its presence means the run finished.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+from tqdm.auto import tqdm
+
+from mixit.common.errors import TrainingDiverged, UsageError
+from mixit.config.schema import RunConfig
+from mixit.models.build import RunModel, build_model
+from mixit.models.readout import BottleneckReadout
+from mixit.tasks import TaskData, get_task
+from mixit.tasks.base import hold_out_validation, next_token_targets
+from mixit.training.checkpoint import (
+    check_resumable,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    stored_config_matches,
+)
+from mixit.training.distributed import ALONE, Ranks
+from mixit.training.resolve import (
+    check_runnable_here,
+    fit_model_to_data,
+    resolve_config,
+    resolve_device,
+    stored_config,
+)
+from mixit.training.rundir import RunWriter
+from mixit.training.scoring import evaluate_run
+from mixit.training.step import (
+    compiled,
+    lr_factor,
+    make_optimizer,
+    mixed_precision,
+    sample_batch,
+    train_step,
+    use_tensor_cores,
+)
+from mixit.training.stopping import STOP_METRIC, StopRule, hold_out_stop_split
+
+
+@dataclass
+class Training:
+    """What a run trains with, built by ``setup`` in one order for a run and for its timing:
+    the data, the model on its device, the optimizer, the module that runs the forward pass
+    (the model, or its DDP or compiled wrapper) and the batch generator."""
+
+    config: RunConfig
+    data: TaskData
+    model: RunModel
+    trained: torch.nn.Module
+    optimizer: torch.optim.AdamW
+    batches: torch.Generator
+    device: torch.device
+    ranks: Ranks
+    inputs: torch.Tensor  # (N, T) the training split, on the device
+    targets: torch.Tensor  # (N, T)
+    # The training rows held out for the stop rule (train.stop_validation_fraction); None:
+    # the rule, if any, reads the run's own evaluation (a validation run's).
+    stop_split: TaskData | None = None
+
+    def step(self) -> tuple[float, float]:
+        """One optimiser step on a sampled batch: ``(global mean loss, gradient norm)``."""
+        config, ranks = self.config, self.ranks
+        inputs, targets = sample_batch(self.inputs, self.targets, self.batches, config, ranks)
+        return train_step(self.trained, self.model, self.optimizer, inputs, targets, config, ranks)
+
+    def evaluate(self) -> dict[str, float]:
+        """The run's metrics and, with a stop split, the headline metric there
+        (``STOP_METRIC``), which the stop rule reads instead of the test split's."""
+        with mixed_precision(self.device, self.config):
+            metrics = evaluate_run(self.model, self.data, self.config)
+            if self.stop_split is not None:
+                headline = get_task(self.config.task_name).metric
+                stop = evaluate_run(self.model, self.stop_split, self.config)
+                metrics[STOP_METRIC] = stop[headline]
+        return metrics
+
+    def save(self, out: Path, schedule: Any, progress: dict[str, Any]) -> None:
+        save_checkpoint(out, self.model, self.optimizer, schedule, self.batches, progress)
+
+    def tokens(self, steps: int) -> int:
+        """Training tokens seen in ``steps`` steps (padding included)."""
+        return steps * self.config.train.batch_size * self.data.train.inputs.shape[1]
+
+
+def data_parallel(model: RunModel) -> DistributedDataParallel:
+    """``model`` under DDP. A bottleneck readout reads its body's features, never the body's
+    output head, whose parameters then get no gradient: DDP must be told to expect that."""
+    return DistributedDataParallel(
+        model, find_unused_parameters=isinstance(model, BottleneckReadout)
+    )
+
+
+def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
+    """Fit the config to the data and build everything a training step needs."""
+    data, stop_split = hold_out_stop_split(data, config.train.stop_split_fraction())
+    fit_model_to_data(config, data)
+    model = build_model(config)
+    ranks.check_batch(config.train.batch_size)
+    device = ranks.device(resolve_device(config.train.device))
+    use_tensor_cores(device)
+    model.to(device)
+    ranks.check_identical(dict(model.named_buffers()))
+    optimizer = make_optimizer(model, config)
+    trained = compiled(model if ranks.world == 1 else data_parallel(model), config)
+    batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
+    trained_on = next_token_targets(data.train) if data.train_on_every_token else data.train.targets
+    inputs, targets = data.train.inputs.to(device), trained_on.to(device)
+    return Training(
+        config, data, model, trained, optimizer, batches, device, ranks, inputs, targets, stop_split
+    )
+
+
+def run(
+    config: RunConfig,
+    out: Path | None = None,
+    progress: bool | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
+    """Train a resolved config, write the run directory ``out`` if given, return the summary.
+
+    With ``resume``, continue from the last checkpoint in ``out`` (a finished run is returned
+    as it is); the result is the same as that of an uninterrupted run. ``config`` is left as
+    it is: the run trains a copy, which ``setup`` fits to the data.
+    """
+    # The caller's config names its run directory; the sizes the data fills in would rename it.
+    config = copy.deepcopy(config)
+    spec = get_task(config.task_name)
+    if resume:
+        finished = check_resumable(out, config)
+        if finished is not None:
+            return finished
+    data = hold_out_validation(
+        spec.make_data(config.task, config.seed), config.train.validation_fraction
+    )
+    held_out = bool(config.train.validation_fraction) and not data.test_is_train
+    ranks = Ranks.from_environment(resolve_device(config.train.device))
+    training = setup(config, data, ranks)
+    schedule, progress_state = _restore(training, out if resume else None)
+    first_step = progress_state["step"]
+    # A checkpoint written at an early stop, before the summary, resumes to that stop.
+    last_step = first_step if progress_state.get("stopped") else config.train.steps
+    if config.train.halt_at:
+        last_step = min(last_step, max(first_step, config.train.halt_at))
+    show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
+    bar = tqdm(
+        range(first_step, last_step),
+        initial=first_step,
+        total=config.train.steps,
+        desc=f"{config.task_name}/{config.variant}",
+        disable=not show,
+    )
+    writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
+    progress_state = _train(training, schedule, progress_state, bar, writer)
+    bar.close()
+    if progress_state["step"] < config.train.steps and not progress_state["stopped"]:
+        writer.halt()  # train.halt_at: resumed later from its checkpoint
+        ranks.close()
+        return halted_summary(config, progress_state)
+    summary = run_summary(
+        training,
+        progress_state["step"],
+        progress_state["stopped"] or "budget",
+        progress_state["train_seconds"],
+        progress_state["metrics"],
+    )
+    summary["evaluated_on"] = "validation" if held_out else "test"
+    writer.finish(training.model, summary)
+    ranks.close()
+    return summary
+
+
+def _train(
+    training: Training,
+    schedule: Any,
+    progress: dict[str, Any],
+    steps: tqdm,
+    writer: RunWriter,
+) -> dict[str, Any]:
+    """Train from ``progress`` over ``steps``, evaluating, logging and checkpointing as the
+    config says, until the budget or the stop rule ends it; returns the progress at the end."""
+    config, spec, out = training.config, get_task(training.config.task_name), writer.out
+    running_loss, metrics = progress["running_loss"], progress["metrics"]
+    train_seconds, stopped = progress["train_seconds"], progress.get("stopped")
+    rule = StopRule.of(config, spec, progress)
+    every, step_reached = config.train.checkpoint_every, progress["step"]
+    start = time.perf_counter()
+    for step in steps:
+        loss_value, grad_norm = training.step()
+        if not math.isfinite(loss_value):
+            raise TrainingDiverged(
+                f"training diverged: loss is {loss_value} at step {step} "
+                f"({config.variant} on {config.task_name}, seed {config.seed}, run {out})"
+            )
+        schedule.step()
+        running_loss = loss_value if running_loss is None else smoothed(running_loss, loss_value)
+        step_reached, last = step + 1, step + 1 == config.train.steps
+        halting = step_reached == config.train.halt_at
+        if step_reached % config.train.eval_every == 0 or last:
+            train_seconds += time.perf_counter() - start
+            metrics = training.evaluate()
+            record = {"step": step_reached, "lr": schedule.get_last_lr()[0]}
+            record |= {"train_loss": running_loss} | metrics
+            record |= {"train_seconds": train_seconds, "grad_norm": grad_norm}
+            record["tokens_per_second"] = training.tokens(step_reached) / max(train_seconds, 1e-9)
+            writer.log(record)
+            steps.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
+            stopped = rule.update(metrics.get(STOP_METRIC, metrics[spec.metric]))
+            start = time.perf_counter()
+        saving = last or stopped or halting or (every and step_reached % every == 0)
+        if out is not None and saving:
+            seconds = train_seconds + time.perf_counter() - start
+            state = {"step": step_reached, "running_loss": running_loss, "metrics": metrics}
+            state |= rule.state() | {"stopped": stopped, "train_seconds": seconds}
+            training.save(out, schedule, state)
+        if stopped:
+            break
+    return {
+        "step": step_reached,
+        "stopped": stopped,
+        "train_seconds": train_seconds,
+        "metrics": metrics,
+    }
+
+
+def smoothed(running: float, value: float) -> float:
+    """The running training loss: an exponential moving average over about 20 steps."""
+    return 0.95 * running + 0.05 * value
+
+
+def _restore(training: Training, out: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The learning-rate schedule and the progress so far: from the last checkpoint in ``out``
+    where there is one, from step 0 otherwise."""
+    optimizer, config = training.optimizer, training.config
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
+    progress = {"step": 0, "running_loss": None, "train_seconds": 0.0, "metrics": {}}
+    if out is not None and latest_checkpoint(out) is not None:
+        restored = (training.model, optimizer, schedule, training.batches)
+        progress = load_checkpoint(out, *restored, steps=config.train.steps)
+    return schedule, progress
+
+
+def halted_summary(config: RunConfig, progress: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run halted at ``train.halt_at`` returns (no summary.json is written): how far
+    it trained and its last evaluation."""
+    return {
+        "task": config.task_name,
+        "model": config.variant,
+        "seed": config.seed,
+        "steps": config.train.steps,
+        "steps_run": progress["step"],
+        "stopped": "halted",
+        "train_seconds": progress["train_seconds"],
+        "metrics": dict(progress["metrics"]),
+    }
+
+
+def run_summary(
+    training: Training,
+    steps_run: int,
+    stopped: str,
+    train_seconds: float,
+    metrics: Mapping[str, float],
+) -> dict[str, Any]:
+    """``summary.json``: the contract's keys, how far the run trained and why it stopped, and
+    the task's chance level beside its metrics."""
+    config, model, data = training.config, training.model, training.data
+    return {
+        "task": config.task_name,
+        "model": config.variant,
+        "seed": config.seed,
+        "preset": config.preset,
+        "steps": config.train.steps,
+        "steps_run": steps_run,
+        "stopped": stopped,
+        "lr": config.train.lr,
+        "params_total": sum(p.numel() for p in model.parameters()),
+        "params_trainable": sum(p.numel() for p in model.trainable_parameters()),
+        "train_seconds": train_seconds,
+        "device": str(training.device),
+        "tokens_per_second": training.tokens(steps_run) / train_seconds,
+        "metrics": dict(metrics),
+        "chance": get_task(config.task_name).chance(data, config.task),
+    }
+
+
+def train(
+    task: str,
+    model: str,
+    preset: str = "tiny",
+    seed: int = 0,
+    out: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Train one model on one task; returns the summary (also written to ``out/summary.json``).
+
+    ``resume=True`` continues ``out`` from its last checkpoint (``train.checkpoint_every``) and
+    returns a finished run as it is. Without it, a folder holding a finished run, or a run of
+    another config, is refused unless ``overwrite=True``.
+    """
+    config = resolve_config(task, model, preset, seed, overrides)
+    check_runnable_here(config)
+    folder = Path(out) if out is not None else None
+    if folder is not None and not (resume or overwrite):
+        check_not_a_run(folder, config)
+    return run(config, folder, progress, resume)
+
+
+def check_not_a_run(folder: Path, config: RunConfig) -> None:
+    """Refuse to train anew over a finished run, or over a run of another config."""
+    if (folder / "summary.json").exists():
+        raise UsageError(
+            f"{folder} holds a finished run; --resume returns it, --overwrite trains it again"
+        )
+    if stored_config_matches(folder, config) is False:
+        raise UsageError(
+            f"{folder} holds a run of another config; use another --out, or --overwrite"
+        )
+
+
+def time_training(
+    config: RunConfig, steps: int = 5, warmup: int = 1, budget_seconds: float = 10.0
+) -> dict[str, float]:
+    """What a run would cost on this machine, measured without training it.
+
+    Seconds to build the run's data, per training step (the mean over up to ``steps`` steps
+    after ``warmup`` untimed ones, fewer once ``budget_seconds`` have passed, at least one) and
+    per evaluation, and the estimate for the whole run from them.
+    """
+    config = stored_config(config.to_dict())
+    started = time.perf_counter()
+    data = get_task(config.task_name).make_data(config.task, config.seed)
+    data_seconds = time.perf_counter() - started
+    training = setup(config, data)
+    for _ in range(warmup):
+        training.step()
+    started, timed = time.perf_counter(), 0
+    while timed < steps and (timed == 0 or time.perf_counter() - started < budget_seconds):
+        training.step()
+        timed += 1
+    step_seconds = (time.perf_counter() - started) / timed
+    started = time.perf_counter()
+    training.evaluate()
+    eval_seconds = time.perf_counter() - started
+    evaluations = math.ceil(config.train.steps / config.train.eval_every)
+    return {
+        "data_seconds": data_seconds,
+        "step_seconds": step_seconds,
+        "eval_seconds": eval_seconds,
+        "run_seconds": data_seconds
+        + config.train.steps * step_seconds
+        + evaluations * eval_seconds,
+    }

@@ -1,0 +1,228 @@
+"""The tuning protocol's rules (docs/tuning.md), apart from the machinery that trains them
+(``mixit.tuning.halving``): the grid and its edges, the held-out share, the tuning seed, the rungs
+of successive halving, the budget rule, and what counts as having learned."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mixit.common.errors import RunsFailed
+from mixit.config.overrides import apply_overrides
+from mixit.config.schema import ARCH_INITS, RunConfig
+from mixit.readings.litmus import DEFAULT_TOLERANCE, short_of_chance
+from mixit.tasks import get_task
+from mixit.training.resolve import validate
+from mixit.training.rundir import read_records
+
+# The grid: the preset's rate times GRID_STEP ** k for k in GRID, extended one step at a time
+# at an edge up to GRID_STEP ** +-EDGE_BOUND (Table 8 of the paper spans one to two decades).
+GRID_STEP = 10**0.5
+
+
+GRID = (-1, 0, 1)
+
+
+EDGE_BOUND = 3
+
+
+# The share of the training split held out to choose on (train.validation_fraction).
+VALIDATION_FRACTION = 0.1
+
+
+# A seed none of the verdict seeds 0-2, 100-102 and 200-202 is.
+TUNING_SEED = 1000
+
+
+# Successive halving: every rate trains to the first rung, the better half to the second,
+# the best of those to the whole budget.
+RUNG_FRACTIONS = (0.25, 0.5)
+
+
+# A model still rising at the end of its budget trains again at twice it, up to this many
+# times the preset's steps.
+BUDGET_CAP = 4
+
+
+# The date of the rules in force (docs/tuning.md): presets tuned under them record it, so a
+# verdict under presets tuned by earlier rules says so.
+RULES = "2026-12-01"
+
+
+# The settings that name an initialisation: one the user or an experiment gives is not tuned.
+INIT_KEYS = ("model.init", "model.arch_init")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One point of a grid: the rate ``base rate * GRID_STEP ** exponent`` under the
+    initialisation ``init`` (None: the base config's own)."""
+
+    exponent: int
+    init: str | None = None
+
+
+def candidate_config(base: RunConfig, candidate: Candidate, seed: int, steps: int = 0) -> RunConfig:
+    """``base`` (a resolved config) as the tuning run of ``candidate``: on ``seed``, scored on
+    the validation split, at the candidate's rate and initialisation (``model.init`` for
+    mixit's decoder, ``model.arch_init`` for a ``model.arch`` model), and over ``steps`` when
+    given."""
+    config = copy.deepcopy(base)
+    config.seed = seed
+    settings: dict[str, Any] = {
+        "train.lr": base.train.lr * GRID_STEP**candidate.exponent,
+        "train.validation_fraction": VALIDATION_FRACTION,
+    }
+    if candidate.init is not None:
+        settings["model.init" if base.model.arch == "mixit" else "model.arch_init"] = candidate.init
+    if steps:
+        settings["train.steps"] = steps
+    apply_overrides(config, settings)
+    validate(config)
+    return config
+
+
+@dataclass
+class Trial:
+    """A candidate's run on the tuning seed: its config and its score at each rung reached."""
+
+    candidate: Candidate
+    config: RunConfig
+    scores: dict[int, float] = field(default_factory=dict)  # step -> validation metric
+    steps_run: int = 0
+    stopped: str = "halted"
+    run_dir: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.config.train.lr
+
+    @property
+    def score(self) -> float:
+        return self.scores[max(self.scores)]
+
+
+def tuning_seed(verdict_seeds: Iterable[int]) -> int:
+    """``TUNING_SEED``, or the first seed after it that gives no verdict here."""
+    taken = set(verdict_seeds)
+    seed = TUNING_SEED
+    while seed in taken:
+        seed += 1
+    return seed
+
+
+def rung_steps(steps: int, eval_every: int) -> list[int]:
+    """The steps at which halving compares: the evaluation steps nearest each fraction of
+    ``RUNG_FRACTIONS`` of the budget (distinct, below it), then the budget itself."""
+    nearest = (max(eval_every, round(steps * f / eval_every) * eval_every) for f in RUNG_FRACTIONS)
+    return [*sorted({step for step in nearest if step < steps}), steps]
+
+
+def survivors(alive: int, rungs_left: int) -> int:
+    """How many of ``alive`` trials go on past a rung: the better half (rounded up) with two
+    or more rungs to come, the best alone before the last rung, all after it."""
+    if rungs_left == 0:
+        return alive
+    return 1 if rungs_left == 1 else math.ceil(alive / 2)
+
+
+def halving_budgets(candidates: int, steps: int = 1000, eval_every: int = 1) -> float:
+    """The budgets a halving of ``candidates`` trains, before edges, early stops and longer
+    budgets: 1.75 for three rates (3/4 + 2/4 + 1/2)."""
+    total, alive, reached = 0.0, candidates, 0
+    rungs = rung_steps(steps, eval_every)
+    for depth, step in enumerate(rungs):
+        total += alive * (step - reached) / steps
+        reached = step
+        alive = survivors(alive, len(rungs) - depth - 1)
+    return total
+
+
+def direction(config: RunConfig) -> float:
+    """+1 where the task's headline metric rises as it improves, -1 where it falls."""
+    return 1.0 if get_task(config.task_name).higher_is_better else -1.0
+
+
+def headline(config: RunConfig) -> str:
+    return get_task(config.task_name).metric
+
+
+def tolerance(config: RunConfig) -> float:
+    """The litmus tolerance of the task's headline metric: what "still rising" must beat."""
+    return DEFAULT_TOLERANCE.get(headline(config), 0.02)
+
+
+def score_at(run_dir: Path, step: int) -> dict[str, Any]:
+    """A run's evaluation at ``step`` (a rung: an evaluation step) from its metrics.jsonl."""
+    records = [r for r in read_records(run_dir / "metrics.jsonl") if r["step"] == step]
+    if not records:
+        raise RunsFailed(f"{run_dir}: no evaluation at step {step} to judge its rung by")
+    return records[-1]
+
+
+def still_rising(trial: Trial) -> bool:
+    """Whether a full-budget run ended its budget still improving (``rising_at_end``)."""
+    return rising_at_end(Path(trial.run_dir), trial.config, trial.stopped)
+
+
+def rising_at_end(run_dir: Path, config: RunConfig, stopped: str) -> bool:
+    """Whether a run ended its budget still improving: stopped by the budget (not at its
+    target nor on a plateau), its last score beyond its score at half the budget by more
+    than the task's litmus tolerance (its evaluation split's: validation for a tuning run)."""
+    if stopped != "budget":
+        return False
+    metric = headline(config)
+    records = read_records(run_dir / "metrics.jsonl")
+    half = [r for r in records if r["step"] <= config.train.steps / 2]
+    if not half:
+        return False
+    gain = direction(config) * (records[-1][metric] - half[-1][metric])
+    return gain > tolerance(config)
+
+
+def learned(record: Mapping[str, Any], base: RunConfig, seed: int) -> bool:
+    """Whether any rate tried took the model clearly beyond chance (``LEARNED_MARGIN``): at a
+    rung of the halving, or at the chosen rate with a budget the budget rule doubled."""
+    spec = get_task(base.task_name)
+    chance = spec.chance(spec.make_data(base.task, seed), base.task)
+    if chance is None:
+        return True
+    better = direction(base)
+    scores = [score for _, _, score, _ in record["validation"]]
+    scores += [budget["score"] for budget in record.get("budgets", [])]
+    best = max(scores, key=lambda s: better * s)
+    return not short_of_chance({seed: best}, chance, tolerance(base), better > 0)
+
+
+def grid(init: str | None = None) -> list[Candidate]:
+    return [Candidate(k, init) for k in GRID]
+
+
+def initialisations(
+    base: RunConfig, asked: Sequence[str] = (), fixed: bool = False
+) -> tuple[str, ...]:
+    """Rule 6: the initialisations a model chooses among on validation, each model on its own:
+    those ``asked`` (an experiment's), else an ``--arch`` model's own and ``small-output``, and
+    mixit's decoder its preset's and ``small-output``; () when there is one (``fixed``: the
+    user or the experiment set it)."""
+    if asked:
+        return tuple(asked)
+    if fixed:
+        return ()
+    options = ARCH_INITS if base.model.arch != "mixit" else (base.model.init, "small-output")
+    unique = tuple(dict.fromkeys(options))
+    return unique if len(unique) > 1 else ()
+
+
+def capped_record(record: Mapping[str, Any]) -> bool:
+    """Whether a tuning record's budget rule reached the cap still rising: its ``capped``,
+    or, in a record written before it, a last budget still rising at the cap."""
+    if "capped" in record:
+        return bool(record["capped"])
+    budgets = record.get("budgets") or [{}]
+    last, first = budgets[-1], budgets[0]
+    return bool(last.get("rising")) and 2 * last["steps"] > BUDGET_CAP * first["steps"]
