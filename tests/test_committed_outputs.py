@@ -2,19 +2,20 @@
 --no-train`` on a copy of each reproduction, and ``suite --report`` on a copy of each suite,
 either write byte-identical files or exit 2 having changed nothing; on a damaged copy
 (garbage, truncated, wrong types) they exit 2 having changed nothing. And every committed run
-is still named by its config's hash."""
+is still named by its config's hash. An output keeps its runs in one archive
+(``tools/run_records.py --pack``); a copy has them unpacked, as a user restores them."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import filecmp
+import importlib.util
 import io
 import itertools
 import json
 import shlex
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +28,10 @@ from mixit.running.runs import run_dir_name
 from mixit.training.resolve import stored_config
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+TOOL = RESULTS.parent / "tools" / "run_records.py"
+spec = importlib.util.spec_from_file_location("run_records", TOOL)
+run_records = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(run_records)
 REPRODUCTIONS = sorted(p.parent for p in RESULTS.glob("*/claims.json"))
 SUITES = sorted(p.parent for p in RESULTS.glob("*/suite.json"))
 Damage = Callable[[Path], None]
@@ -62,20 +67,23 @@ def _run(argv: list[str]) -> int:
 
 
 def _differences(a: Path, b: Path) -> list[str]:
-    """Files that differ, or are only on one side, anywhere under ``a`` and ``b``."""
+    """Files that differ, or are only on one side, anywhere under ``a`` and ``b``, the runs
+    unpacked from the archive aside (they are read, never written)."""
 
     def walk(c: filecmp.dircmp, prefix: str) -> list[str]:
         found = [prefix + f for f in c.diff_files + c.left_only + c.right_only + c.funny_files]
         return found + [f for n, sub in c.subdirs.items() for f in walk(sub, f"{prefix}{n}/")]
 
-    return walk(filecmp.dircmp(a, b, ignore=[]), "")
+    return walk(filecmp.dircmp(a, b, ignore=[run_records.RUNS]), "")
 
 
 def _copy(output: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``output`` copied to ``scratch/results/NAME``, the working folder ``scratch``, so that
-    the run folders it names resolve as they do in the repository."""
+    """``output`` copied to ``scratch/results/NAME`` with its runs unpacked, the working
+    folder ``scratch``, so that the run folders it names resolve as they do in the
+    repository."""
     copy = scratch / "results" / output.name
     shutil.copytree(output, copy, symlinks=True)
+    run_records.unpack(output, copy)
     monkeypatch.chdir(scratch)
     return Path("results") / output.name
 
@@ -196,11 +204,23 @@ def _names(stored: dict) -> set[str]:
     return found
 
 
+def committed_run_configs() -> dict[str, dict]:
+    """``{output/path: config}`` of every run config the committed archives hold."""
+    return {
+        f"{archive.parent.name}/{name}": json.loads(data)
+        for archive in sorted(RESULTS.glob(f"*/{run_records.ARCHIVE}"))
+        for name, data in run_records.archived_files(archive.parent)
+        if name.endswith("/config.json")
+    }
+
+
 def test_every_committed_run_is_named_by_its_configs_hash():
-    tracked = subprocess.run(
-        ["git", "ls-files", "*/runs/*/config.json"], cwd=RESULTS, capture_output=True, text=True
-    ).stdout.split()
-    configs = [RESULTS / path for path in tracked]
+    configs = committed_run_configs()
     assert len(configs) > 1000
-    misnamed = [p for p in configs if p.parent.name not in _names(json.loads(p.read_text()))]
+    misnamed = [p for p, stored in configs.items() if Path(p).parent.name not in _names(stored)]
     assert misnamed == []
+
+
+def test_results_keeps_no_loose_run_records():
+    """Each output's runs are in its archive, so results/ stays a few hundred files."""
+    assert not sorted(RESULTS.glob("*/runs")) + sorted(RESULTS.glob("*/*/runs"))

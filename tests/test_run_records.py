@@ -3,7 +3,14 @@ or halted at a rung; and the in-process training (one job) that reuse depends on
 caller's config as it was."""
 
 import importlib.util
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
+
+import pytest
 
 from mixit.running.runs import run_dir_name, train_missing
 from mixit.training.checkpoint import latest_checkpoint
@@ -139,3 +146,74 @@ def test_restore_refuses_a_folder_without_records(tmp_path, capsys):
     assert run_records.main(["--restore", str(tmp_path / "kept"), str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def _tool(*args):
+    """The script as a user runs it: its exit status and its one line of error."""
+    argv = [sys.executable, str(TOOL), *map(str, args)]
+    return subprocess.run(argv, capture_output=True, text=True)
+
+
+def _kept_suite(root):
+    """A suite's kept records (as ``--suite`` writes them), trained once for the tests below."""
+    out = root / "suite"
+    train_missing({"finished": config("standard")}, out / "retrieval" / "runs")
+    (out / "retrieval" / "compare.json").write_text("{}")
+    assert run_records.main(["--suite", str(out), str(root / "kept")]) == 0
+    return root / "kept"
+
+
+def _files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_pack_makes_one_archive_the_same_bytes_each_time_and_restore_gives_the_runs_back(
+    tmp_path,
+):
+    kept = _kept_suite(tmp_path)
+    before = _files(kept)
+    twin = tmp_path / "twin"
+    shutil.copytree(kept, twin)
+    assert run_records.main(["--pack", str(kept)]) == 0
+    assert run_records.main(["--pack", str(twin)]) == 0
+    assert not list(kept.rglob("runs"))
+    assert sorted(_files(kept)) == ["records.tar.gz", "retrieval/compare.json"]
+    assert (kept / "records.tar.gz").read_bytes() == (twin / "records.tar.gz").read_bytes()
+    again = tmp_path / "again"
+    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    assert _files(again) == before
+    assert run_records.main(["--pack", str(kept)]) == 2  # nothing left to pack
+
+
+def test_packing_again_keeps_the_archived_files_the_folders_do_not_hold(tmp_path):
+    kept = _kept_suite(tmp_path)
+    assert run_records.main(["--pack", str(kept)]) == 0
+    (kept / "runs" / "another-run").mkdir(parents=True)
+    (kept / "runs" / "another-run" / "config.json").write_text("{}")
+    assert run_records.main(["--pack", str(kept)]) == 0
+    names = [name for name, _ in run_records.archived_files(kept)]
+    assert "runs/another-run/config.json" in names
+    assert sum(name.startswith("retrieval/runs/") for name in names) == 3
+
+
+@pytest.mark.parametrize("bad", ["../outside.json", "/etc/passwd"])
+def test_an_archive_naming_a_path_outside_its_folder_is_refused(tmp_path, bad):
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with tarfile.open(kept / "records.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo(bad)
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"{}"))
+    done = _tool("--restore", kept, tmp_path / "out")
+    assert done.returncode == 2 and "not a file inside its folder" in done.stderr
+    assert not (tmp_path / "outside.json").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_damaged_archive_is_refused_in_one_line(tmp_path):
+    kept = _kept_suite(tmp_path)
+    assert run_records.main(["--pack", str(kept)]) == 0
+    archive = kept / "records.tar.gz"
+    archive.write_bytes(archive.read_bytes()[:200])
+    done = _tool("--restore", kept, tmp_path / "out")
+    assert done.returncode == 2 and "is damaged" in done.stderr
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "out").exists()

@@ -28,23 +28,35 @@ with ``mixit suite ... --report``), so DEST reads as the suite's output without 
     mixit suite --arch hf:gpt2 --seeds 3 --out runs/suite-gpt2-tuned --report
     python tools/run_records.py --suite runs/suite-gpt2-tuned results/suite-gpt2-tuned
 
+``--pack`` turns a kept output's runs/ folders (its own, and each task's for a suite) into one
+archive beside them, ``records.tar.gz``, which is how ``results/`` keeps them (thousands of
+small files become one); the same files always give the same bytes. Files of an archive
+already there are kept, where the folders do not hold them anew:
+
+    python tools/run_records.py --pack results/suite-gpt2-tuned
+
 ``--restore`` goes the other way, for a suite's records or a plain output's alike: every file
-kept in DEST (its README.md aside) is copied to the same place under OUT, where OUT lacks it
-(a file OUT already has is at least as far along, and stays):
+kept in DEST (its README.md aside), and every file of its archive, is copied to the same place
+under OUT, where OUT lacks it (a file OUT already has is at least as far along, and stays):
 
     python tools/run_records.py --restore results/suite-gpt2-tuned runs/suite-gpt2-tuned
 
 Exit status 2, with one line, when OUT has no runs/ folder (with ``--suite``: no task with
-one) or DEST/runs/ (DEST) exists; with ``--restore``, when DEST holds no runs/ folder, at its
-top or one level down.
+one) or DEST/runs/ (DEST) exists; with ``--pack``, when OUTPUT has no runs/ folder; with
+``--restore``, when DEST holds neither a runs/ folder, at its top or one level down, nor an
+archive; and for an archive that is damaged or names a file outside its folder.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import gzip
+import io
 import os
 import shutil
 import sys
+import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from mixit.cli import run_tool
@@ -61,6 +73,8 @@ KEPT_NOTES = "README.md"
 # What a suite writes beside its tasks' runs, per task and for the whole suite.
 TASK_FILES = ("compare.json", "results.csv", "tuning.json")
 SUITE_FILES = ("results.csv", "heatmap.png", "summary.md", "suite.json")
+# The one file that holds a kept output's runs/ folders (``pack``).
+ARCHIVE = "records.tar.gz"
 
 
 def copy_file(source: Path, target: Path) -> None:
@@ -137,22 +151,100 @@ def save_suite(out: Path, destination: Path, weights: str | None = None) -> tupl
 
 
 def restore(kept: Path, out: Path) -> tuple[int, int]:
-    """Copy every file of KEPT but its README.md to the same place under OUT where OUT has
-    none (each under a temporary name, then renamed); the files copied, and those OUT had."""
+    """Copy every file of KEPT but its README.md and archive, and every file of its archive, to
+    the same place under OUT where OUT has none (each under a temporary name, then renamed);
+    the files copied, and those OUT had. The archive is read whole first, so a damaged one
+    leaves OUT as it was."""
     refuse_links(kept)
+    archived = list(archived_files(kept))
     files = [path for path in sorted(kept.rglob("*")) if path.is_file()]
-    files = [path for path in files if path.relative_to(kept) != Path(KEPT_NOTES)]
+    left_out = {Path(KEPT_NOTES), Path(ARCHIVE)}
+    kept_files = [
+        (str(p.relative_to(kept)), p) for p in files if p.relative_to(kept) not in left_out
+    ]
     copied = 0
-    for path in files:
-        target = out / path.relative_to(kept)
-        if target.exists():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")
-        shutil.copy2(path, partial)
-        os.replace(partial, target)
-        copied += 1
-    return copied, len(files) - copied
+    for name, source in [*kept_files, *archived]:
+        target = out / name
+        if not target.exists():
+            _write_new(target, source.read_bytes() if isinstance(source, Path) else source)
+            copied += 1
+    return copied, len(kept_files) + len(archived) - copied
+
+
+def _write_new(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)
+
+
+def record_folders(output: Path) -> list[Path]:
+    """An output's runs/ folders: its own, and each of its tasks' (a suite's)."""
+    return sorted(path for path in (output / RUNS, *output.glob(f"*/{RUNS}")) if path.is_dir())
+
+
+def archived_files(output: Path) -> Iterator[tuple[str, bytes]]:
+    """``(path under output, bytes)`` for every file of ``output``'s archive, in its order;
+    nothing where it has none. A damaged archive, or one that names a link or a path outside
+    the output, is refused before anything is yielded."""
+    path = output / ARCHIVE
+    if not path.is_file():
+        return
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            members = tar.getmembers()
+            bad = [m.name for m in members if not m.isfile() or not _inside(m.name)]
+            if bad:
+                raise UsageError(f"{path} holds {bad[0]}, not a file inside its folder")
+            contents = [(m.name, tar.extractfile(m).read()) for m in members]
+    except (tarfile.TarError, OSError, EOFError) as error:
+        raise UsageError(f"{path} is damaged ({error}); check it out again") from None
+    yield from contents
+
+
+def _inside(name: str) -> bool:
+    parts = Path(name).parts
+    return bool(parts) and not Path(name).is_absolute() and ".." not in parts
+
+
+def unpack(output: Path, into: Path) -> int:
+    """``output``'s archived runs written out under ``into`` (``output`` itself, or a copy of
+    it) as the folders they were packed from, where ``into`` lacks them; the files written."""
+    written = 0
+    for name, data in list(archived_files(output)):
+        if not (into / name).exists():
+            _write_new(into / name, data)
+            written += 1
+    return written
+
+
+def pack(output: Path) -> int:
+    """OUTPUT's runs/ folders as one archive, ``OUTPUT/records.tar.gz``, with the files of an
+    archive already there that the folders do not hold; the folders go once it is in place
+    (written under a temporary name, then renamed). Sorted, with no times or owners, so the
+    same files give the same bytes. The files it holds."""
+    folders = record_folders(output)
+    for folder in folders:
+        refuse_links(folder)
+    contents = dict(archived_files(output))
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                contents[str(path.relative_to(output))] = path.read_bytes()
+    partial = output / f"{ARCHIVE}.partial"
+    with (
+        open(partial, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
+        tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar,
+    ):
+        for name in sorted(contents):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(contents[name]), 0o644
+            tar.addfile(info, io.BytesIO(contents[name]))
+    os.replace(partial, output / ARCHIVE)
+    for folder in folders:
+        shutil.rmtree(folder)
+    return len(contents)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,7 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         "out", type=Path, help="the output folder (OUT of the command); DEST with --restore"
     )
     parser.add_argument(
-        "destination", type=Path, help="the folder to keep the records in; OUT with --restore"
+        "destination",
+        type=Path,
+        nargs="?",
+        help="the folder to keep the records in; OUT with --restore; none with --pack",
     )
     parser.add_argument(
         "--suite", action="store_true", help="OUT is a suite's: keep every task's records"
@@ -170,12 +265,19 @@ def main(argv: list[str] | None = None) -> int:
         "--restore", action="store_true", help="copy kept records (DEST) back into OUT"
     )
     parser.add_argument(
+        "--pack", action="store_true", help="OUT's runs/ folders into one archive (no DEST)"
+    )
+    parser.add_argument(
         "--weights",
         metavar="PATTERN",
         help="keep the weights of the finished runs whose names match PATTERN ('*': all), "
         "and the last checkpoints of the unfinished ones",
     )
     args = parser.parse_args(argv)
+    if args.pack:
+        return main_pack(args.out)
+    if args.destination is None:
+        parser.error("the folder to keep the records in (DEST) is missing")
     if args.restore:
         return main_restore(args.out, args.destination)
     if args.suite:
@@ -195,8 +297,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main_pack(output: Path) -> int:
+    if not record_folders(output):
+        print(f"run_records: {output} has no {RUNS}/ folder to pack", file=sys.stderr)
+        return 2
+    count = pack(output)
+    print(f"packed {count} files into {output / ARCHIVE}")
+    return 0
+
+
 def main_restore(kept: Path, out: Path) -> int:
-    if not any(path.is_dir() for path in (kept / RUNS, *kept.glob(f"*/{RUNS}"))):
+    if not record_folders(kept) and not (kept / ARCHIVE).is_file():
         print(f"run_records: {kept} holds no {RUNS}/ folder to restore", file=sys.stderr)
         return 2
     copied, had = restore(kept, out)

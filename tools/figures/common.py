@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
+
+import run_records  # beside figures/, on the path doc_figures.py sets
 
 from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.experiments.claims import CLAIMS
@@ -24,6 +30,20 @@ CLAIM_IDS = [f"C{i}" for i in range(1, 13)]
 
 def _json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
+
+
+@functools.cache
+def unpacked(output: Path) -> Path:
+    """A copy of ``output`` with its runs/ folders unpacked from its archive
+    (``tools/run_records.py``), in a temporary folder removed at exit; ``output`` itself where
+    it keeps no archive."""
+    if not (output / run_records.ARCHIVE).is_file():
+        return output
+    into = Path(tempfile.mkdtemp(prefix=f"{output.name}-records-")) / output.name
+    atexit.register(shutil.rmtree, into.parent, True)
+    shutil.copytree(output, into)
+    run_records.unpack(output, into)
+    return into
 
 
 def _outputs() -> list[Path]:

@@ -127,7 +127,8 @@ def _tuned_suite(folder: Path) -> str:
         init = compare["tuned"]["standard"]["init"]
         lines.append(f"| {compare['task']} | {init} | " + " | ".join(_litmus_cells(compare)) + " |")
     references = sum(not compare["litmus"].get("no_reference") for compare in compares)
-    costs = [suite.logged_cost(path.parent / "runs") for path in tasks]
+    records = common.unpacked(folder)
+    costs = [suite.logged_cost(records / path.parent.name / "runs") for path in tasks]
     devices = sorted(set().union(*(cost["devices"] for cost in costs)))
     lines += [
         "",
@@ -162,7 +163,7 @@ def suites_rejudged() -> str:
     for name, folder in TUNED_SUITES.items():
         for path in sorted(folder.glob("*/compare.json")):
             before = _json(path)
-            after = judged_again(before, path.parent)
+            after = judged_again(before, common.unpacked(folder) / path.parent.name)
             cells = []
             old = {row["model"]: row for row in before["litmus"].get("rows", [])}
             new = {row["model"]: row for row in after["litmus"].get("rows", [])}
@@ -237,7 +238,8 @@ def modadd_depth() -> str:
         for folder in folders:
             task = folder / "modular-addition"
             compare = _json(task / "compare.json")
-            layers = _json(next((task / "runs").glob("*/config.json")))["model"]["n_layer"]
+            runs = common.unpacked(folder) / task.name / "runs"
+            layers = _json(next(runs.glob("*/config.json")))["model"]["n_layer"]
             tuned = compare["tuned"]["standard"]
             standard = next(row for row in compare["rows"] if row["model"] == "standard")
             score = f"{standard['mean']:.3f} ± {standard['std']:.3f} ({tuned['train.lr']:.2g})"
