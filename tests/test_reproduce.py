@@ -133,6 +133,15 @@ def test_run_directory_name_follows_the_config():
     assert run_dir_name(a).startswith("addition-mixit-s0-")
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["reproduce", "table99"], "unknown experiment 'table99'"),
+        (["reproduce", "all", "--scale", "huge"], "--scale 'huge'"),
+        (["reproduce", "all", "--seeds", "0"], "argument --seeds: must be >= 1"),
+        (["reproduce", "table4", "model.nope=1"], "nope"),
+    ],
+)
 def test_bad_reproduce_input_exits_2(argv, message, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
@@ -224,12 +233,12 @@ def test_tuned_hyperparameters_come_under_the_experiments_own(tmp_path):
     best = tmp_path / "best.json"
     tuned = {"model.n_layer": 3, "model.n_head": 2}
     best.write_text(json.dumps([{"task": "addition", "model": "mixit", "overrides": tuned}]))
-    from mixit.experiments.runner import load_tuned
+    from mixit.tuning.sweep import read_best
 
     run = Run("addition", "mixit", 0, (("model.n_head", 8),))
-    config = run.config("tiny", None, load_tuned(best))
+    config = run.config("tiny", None, read_best(best))
     assert (config.model.n_layer, config.model.n_head) == (3, 8)
-    assert Run("addition", "standard", 0).config("tiny", None, load_tuned(best)).model.n_layer == 2
+    assert Run("addition", "standard", 0).config("tiny", None, read_best(best)).model.n_layer == 2
     argv = ["reproduce", "table4", "--tuned", str(tmp_path / "nope.json")]
     assert main([*argv, "--out", str(tmp_path / "r")]) == 2
 

@@ -11,6 +11,7 @@ from mixit.experiments import tuned_presets
 from mixit.experiments.base import Reproduction
 from mixit.experiments.estimate import tuning_costs
 from mixit.experiments.runner import judged_under, plan_reproduction
+from mixit.tuning import presets as presets_file
 from mixit.tuning.rules import GRID, halving_budgets
 
 CHOSEN_LR = 0.0123
@@ -19,7 +20,7 @@ CHOSEN_LR = 0.0123
 @pytest.fixture
 def presets(tmp_path, monkeypatch):
     """A tiny presets file choosing CHOSEN_LR and 900 steps for every group of table 4."""
-    monkeypatch.setattr(tuned_presets, "TUNED", tmp_path)
+    monkeypatch.setattr(presets_file, "TUNED", tmp_path)
     _, configs = plan_reproduction(["table4"], Reproduction("tiny", presets=False))
     groups = {(r.task, r.model, json.dumps(dict(r.overrides))) for r in configs}
     rows = [
@@ -118,13 +119,13 @@ def test_the_estimate_counts_each_groups_halving_once():
     assert all(config.seed == 1000 for config, _ in costs.values())
 
 
-@pytest.mark.parametrize("path", sorted(tuned_presets.TUNED.glob("*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(presets_file.TUNED.glob("*.json")), ids=lambda p: p.name)
 def test_no_committed_variant_trains_below_its_reference(path):
     """docs/tuning.md rule 5 holds in every committed presets file: no variant's group trains
     fewer steps than the standard model's group of the same task and setting."""
     groups = json.loads(path.read_text())["groups"]
     steps = {
-        tuned_presets.group_key(g["task"], g["model"], g["run_overrides"]): g["overrides"][
+        presets_file.group_key(g["task"], g["model"], g["run_overrides"]): g["overrides"][
             "train.steps"
         ]
         for g in groups
@@ -133,7 +134,7 @@ def test_no_committed_variant_trains_below_its_reference(path):
         (g["task"], g["model"], g["overrides"]["train.steps"])
         for g in groups
         if g["overrides"]["train.steps"]
-        < steps.get(tuned_presets.group_key(g["task"], "standard", g["run_overrides"]), 0)
+        < steps.get(presets_file.group_key(g["task"], "standard", g["run_overrides"]), 0)
     ]
     assert below == []
 

@@ -1,7 +1,7 @@
 """The tuned presets (docs/tuning.md, "Tuned presets"): every group of runs `reproduce all`
 plans at a scale, tuned once under the protocol, and the choices with their validation
 evidence written to the file `reproduce` reads by default
-(``src/mixit/experiments/tuned/SCALE.json``).
+(``src/mixit/tuning/tuned/SCALE.json``).
 
 Only the tuning runs train here, on the tuning seed: no verdict run, so the file can be
 committed before any verdict that uses it is seen. The runs stay in ``--out``; a later
@@ -23,8 +23,8 @@ from mixit.cli.options import OneLineParser, count, whole_number
 from mixit.common.io import write_json
 from mixit.experiments.base import SCALES, Reproduction
 from mixit.experiments.runner import plan_reproduction, tune_plan
-from mixit.experiments.tuned_presets import group_key, preset_path
 from mixit.running.launchers import Launch
+from mixit.tuning.presets import group_key, preset_path
 from mixit.tuning.rules import RULES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -184,7 +184,7 @@ def _rates(claims: dict[str, Any]) -> str:
 
 def _old_rules(claims: dict[str, Any]) -> str:
     """`` (tuned under the old rules)`` for presets tuned before the rules of 2026-12-01,
-    which the presets name from then on (``tuned_presets.presets_label``)."""
+    which the presets name from then on (``mixit.tuning.presets.presets_label``)."""
     presets = claims.get("presets") or ""
     return " (tuned under the old rules)" if presets and "rules of" not in presets else ""
 

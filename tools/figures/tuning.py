@@ -91,7 +91,7 @@ def init_finding() -> str:
 def tuned_presets() -> str:
     """docs/tuning.md: the tuned presets `reproduce` trains under, per scale, with the
     validation evidence tools/tune_presets.py recorded."""
-    from mixit.experiments.tuned_presets import TUNED
+    from mixit.tuning.presets import TUNED
 
     parts = []
     for path in sorted(TUNED.glob("*.json")):

@@ -59,7 +59,8 @@ class Reproduction:
     # Tune every group of runs first (mixit.tuning.halving, docs/tuning.md): `reproduce --tune lr`.
     tune: bool = False
     # Train each group of runs at the choice the scale's tuned presets recorded
-    # (experiments/tuned_presets.py); off: the task presets' own rates (`reproduce --no-tune`).
+    # (tuning/presets.py, applied by experiments/tuned_presets.py); off: the task presets' own rates
+    # (`reproduce --no-tune`).
     presets: bool = True
 
     @property

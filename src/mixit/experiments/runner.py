@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.common.io import make_dir, read_json, write_json, write_text
+from mixit.common.io import make_dir, write_json, write_text
 from mixit.config.overrides import apply_overrides
 from mixit.config.schema import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.experiments.ablation_report import dependence
@@ -28,19 +28,14 @@ from mixit.experiments.references import (
 from mixit.experiments.registry import EXPERIMENTS, QUESTIONS
 from mixit.experiments.rereading import check_rereadable, not_reported
 from mixit.experiments.setting import Setting
-from mixit.experiments.tuned_presets import (
-    capped_groups,
-    choices,
-    identity,
-    presets_label,
-    tuned_presets,
-    with_choices,
-)
+from mixit.experiments.tuned_presets import capped_groups, identity, with_choices
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.readings.results import write_results_csv
 from mixit.running.runs import run_dir_name, train_missing
 from mixit.training.resolve import validate
 from mixit.tuning import halving, rules
+from mixit.tuning.presets import choices, presets_label, tuned_presets
+from mixit.tuning.sweep import read_best
 
 
 def experiment_seconds(
@@ -70,16 +65,6 @@ def stops_note(seconds: Mapping[str, Any]) -> str:
         f"{seconds['runs']} runs, stopped by {reasons} (train.stop_at, train.patience, or the "
         f"budget); {share:.0%} of the steps budget trained."
     )
-
-
-def load_tuned(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """``{(task, model): overrides}`` from a ``best.json`` written by ``mixit sweep --best``."""
-    expected = f"--tuned {path}: expected the best.json that `mixit sweep --best` writes"
-    rows = read_json(path, f"--tuned {path}")
-    try:
-        return {(row["task"], row["model"]): dict(row["overrides"]) for row in rows}
-    except (KeyError, TypeError, ValueError):  # JSON of another shape
-        raise UsageError(expected) from None
 
 
 def judged_under(how: Reproduction) -> Setting:
@@ -123,7 +108,7 @@ def plan_reproduction(
         raise UsageError(f"unknown experiment '{unknown[0]}'; choose 'all' or: {', '.join(known)}")
     experiments = [known[name] for name in names]
     if tuned is None:
-        tuned = load_tuned(how.tuned) if how.tuned is not None else {}
+        tuned = read_best(how.tuned) if how.tuned is not None else {}
     configs = {
         run: run.config(scale, how.overrides, tuned)
         for e in experiments

@@ -1,7 +1,4 @@
-"""The tuned presets (docs/tuning.md): per group of runs a reproduction plans at a scale, the
-learning rate, steps and initialisation the tuning protocol chose, with the validation
-evidence, as ``tools/tune_presets.py`` wrote them to ``tuned/SCALE.json``. ``reproduce`` trains
-under them by default, as the paper trains each architecture at its own rate (its Table 9).
+"""A reproduction's runs under the tuned presets (``mixit.tuning.presets``, docs/tuning.md).
 
 A group is named in the file by its task, its model and the overrides of the first run that
 planned it (its experiment's setting). A run finds its group by identity: the config the run
@@ -16,57 +13,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.config.overrides import apply_overrides
 from mixit.config.schema import RunConfig
 from mixit.experiments.base import Run
+from mixit.tuning.presets import GroupKey, tuned_rows
 from mixit.tuning.rules import capped_record
-
-TUNED = Path(__file__).with_name("tuned")
-
-GroupKey = tuple[str, str, str]
-
-
-def preset_path(scale: str) -> Path:
-    return TUNED / f"{scale}.json"
-
-
-def group_key(task: str, model: str, run_overrides: Mapping[str, Any]) -> GroupKey:
-    return task, model, json.dumps(dict(run_overrides), sort_keys=True)
-
-
-def presets_label(scale: str) -> str:
-    """How claims.json names the scale's tuned presets: the file, and the date of the tuning
-    rules they were tuned under where they record it (none: the rules before 2026-12-01)."""
-    path = preset_path(scale)
-    try:
-        rules = json.loads(path.read_text()).get("rules")
-    except (OSError, ValueError, AttributeError):
-        rules = None
-    return f"tuned ({path.name}, rules of {rules})" if rules else f"tuned ({path.name})"
-
-
-def choices(rows: Iterable[Mapping[str, Any]]) -> dict[GroupKey, dict[str, Any]]:
-    """``{group: overrides}`` from tuning records (``OUT/tuning.json``'s rows)."""
-    return {
-        group_key(row["task"], row["model"], row["run_overrides"]): dict(row["overrides"])
-        for row in rows
-    }
-
-
-def tuned_presets(scale: str) -> dict[GroupKey, dict[str, Any]]:
-    """The scale's tuned choices; {} for a scale that has none (``paper``: the paper's own
-    presets already carry its Table 9 rates where it gives them)."""
-    path = preset_path(scale)
-    if not path.exists():
-        return {}
-    try:
-        return choices(json.loads(path.read_text())["groups"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise UsageError(f"{path}: the tuned presets are damaged; reinstall mixit") from None
 
 
 def identity(run: Run, scale: str) -> str:
@@ -79,13 +33,9 @@ def identity(run: Run, scale: str) -> str:
 def capped_groups(scale: str) -> set[str]:
     """The identities (``identity``) of the scale's groups whose budget rule reached the cap
     still rising (``tuning_rules.capped_record``)."""
-    path = preset_path(scale)
-    if not path.exists():
-        return set()
-    rows = json.loads(path.read_text())["groups"]
     return {
         identity(Run(row["task"], row["model"], 0, tuple(row["run_overrides"].items())), scale)
-        for row in rows
+        for row in tuned_rows(scale)
         if capped_record(row)
     }
 

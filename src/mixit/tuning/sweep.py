@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import RunsFailed, RunsPending, UsageError
-from mixit.common.io import make_dir
+from mixit.common.io import make_dir, read_json
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import LOCAL, Launch
 from mixit.running.runs import train_missing
@@ -251,3 +251,13 @@ def _split_name(name: str) -> tuple[str, str, str]:
             if name.startswith(f"{task}-{model}-"):
                 return task, model, name[len(task) + len(model) + 2 :]
     raise UsageError(f"study '{name}' is not a mixit sweep study (TASK-MODEL-PRESET)")
+
+
+def read_best(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """``{(task, model): overrides}`` from a ``best.json`` written by ``mixit sweep --best``."""
+    expected = f"--tuned {path}: expected the best.json that `mixit sweep --best` writes"
+    rows = read_json(path, f"--tuned {path}")
+    try:
+        return {(row["task"], row["model"]): dict(row["overrides"]) for row in rows}
+    except (KeyError, TypeError, ValueError):  # JSON of another shape
+        raise UsageError(expected) from None
