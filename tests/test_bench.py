@@ -99,3 +99,24 @@ def test_bench_data_times_100k_examples_of_every_synthetic_task(monkeypatch):
         "memorization",
     }
     assert seconds["dyck"] >= 0.05 and all(s > 0 for s in seconds.values())
+
+
+def test_a_slow_matmul_peak_is_timed_at_a_smaller_size_within_its_budget(monkeypatch):
+    """A CPU without native bf16 took seconds a product at 1024; the peak then halves the
+    size until one product is quick, and stops timing once about a second is spent."""
+    import torch
+
+    from mixit.bench import speed
+
+    sizes = []
+
+    def fake(device, a, b):  # one ns per multiply-add: a 1024 product takes 1.07 s
+        sizes.append(a.shape[0])
+        return a.shape[0] ** 3 * 1e-9
+
+    monkeypatch.setattr(speed, "_timed_product", fake)
+    gflops = speed.matmul_peak_gflops(torch.device("cpu"), torch.float32, 1024)
+    assert gflops == pytest.approx(2.0)
+    assert sizes[:2] == [1024, 512] and set(sizes[1:]) == {512}
+    timed = len(sizes) - 3  # two first products and a warm-up
+    assert timed == 8  # 8 x 0.134 s passes the 1 s budget; 3 is the fewest
