@@ -228,3 +228,12 @@ def test_the_command_line_loads_without_the_optional_dependencies():
     script = BLOCK_OPTIONAL % ", ".join(map(repr, optional))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_tests_mirror_the_layers():
+    """A layer's tests sit in ``tests/LAYER/``, the scripts' in ``tests/tools/``; only the house
+    rules (this file) stand at the top."""
+    tests = Path(__file__).resolve().parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    assert folders - {"fixtures"} <= {*LAYERS, "tools"}
+    assert sorted(p.name for p in tests.glob("test_*.py")) == ["test_structure.py"]

@@ -3,7 +3,7 @@
 Each figure sits in a block between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``,
 and its text is what ``BLOCKS[NAME]`` makes from the result files. Running this file rewrites
 every block; ``--check`` rewrites nothing and exits 1 naming each block whose text differs
-from its files (``tests/test_doc_figures.py`` runs it in CI). A figure typed by hand inside a
+from its files (``tests/tools/test_doc_figures.py`` runs it in CI). A figure typed by hand inside a
 block therefore fails the suite until it agrees with the file it names.
 
     python tools/doc_figures.py           # regenerate the blocks

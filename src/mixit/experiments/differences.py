@@ -49,7 +49,7 @@ DIFFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 WHOLE = "authors"
-# Under the causal mask the row-sum drift is the visible mean (tests/test_constructions.py),
+# Under the causal mask the row-sum drift is the visible mean (tests/models/test_constructions.py),
 # so on its own it builds the equations' matrices again: it acts only together with
 # non-causal mixing, which the whole authors' construction measures. It runs when asked for.
 DEFAULT_DIFFERENCES = (*(d for d in DIFFERENCES if d != "row-sum-drift"), WHOLE)

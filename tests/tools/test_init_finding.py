@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-TOOL = Path(__file__).parent.parent / "tools" / "init_finding.py"
+TOOL = Path(__file__).parents[2] / "tools" / "init_finding.py"
 spec = importlib.util.spec_from_file_location("init_finding", TOOL)
 init_finding = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(init_finding)

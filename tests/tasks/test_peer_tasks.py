@@ -13,7 +13,7 @@ from mixit.tasks import get_task
 from mixit.tasks.base import IGNORE_INDEX
 from mixit.tasks.mqar import MQARConfig
 
-PEERS = Path(__file__).parent / "fixtures" / "peers"
+PEERS = Path(__file__).parents[1] / "fixtures" / "peers"
 spec = importlib.util.spec_from_file_location("make_fixture", PEERS / "make_fixture.py")
 fixture = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fixture)

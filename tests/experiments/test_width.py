@@ -16,7 +16,7 @@ from mixit.experiments.runner import plan_reproduction
 from mixit.models.decoder import Decoder
 from mixit.models.variants import VARIANTS
 
-TOOL = Path(__file__).parent.parent / "tools" / "width_device.py"
+TOOL = Path(__file__).parents[2] / "tools" / "width_device.py"
 
 
 @pytest.mark.parametrize("n", [64, 256])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).parent.parent / "tools" / "publish_results.py"
+TOOL = Path(__file__).parents[2] / "tools" / "publish_results.py"
 spec = importlib.util.spec_from_file_location("publish_results", TOOL)
 publish_results = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(publish_results)

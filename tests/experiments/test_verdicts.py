@@ -186,7 +186,7 @@ def test_seeds_seen_before_a_rule_was_written_do_not_confirm_it():
 def test_each_finding_names_the_experiment_that_judges_it():
     """A claim says where it is judged: the judge of its experiment, run on a committed
     reproduction's results, returns it, and no other experiment's does."""
-    results = Path(__file__).resolve().parents[1] / "results" / "small-seed100"
+    results = Path(__file__).resolve().parents[2] / "results" / "small-seed100"
     judged_by = {}
     for name, experiment in EXPERIMENTS.items():
         stored = json.loads((results / name / "results.json").read_text())

@@ -19,7 +19,7 @@ from mixit.models.decoder import Decoder
 from mixit.models.variants import VARIANTS
 from mixit.training.resolve import resolve_config
 
-FIXTURE = Path(__file__).parent / "fixtures" / "authors"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "authors"
 CASES = json.loads((FIXTURE / "cases.json").read_text())
 LABELS = [11, 12]  # the classifier's two labels as mixit output ids (any two ids do)
 

@@ -16,7 +16,7 @@ from mixit.running.runs import run_dir_name, train_missing
 from mixit.training.checkpoint import latest_checkpoint
 from mixit.training.resolve import resolve_config
 
-TOOL = Path(__file__).parent.parent / "tools" / "run_records.py"
+TOOL = Path(__file__).parents[2] / "tools" / "run_records.py"
 spec = importlib.util.spec_from_file_location("run_records", TOOL)
 run_records = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(run_records)

@@ -516,7 +516,7 @@ def tool(name: str):
     """A script under tools/, imported as a module."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    path = Path(__file__).resolve().parents[2] / "tools" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"tool_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -574,12 +574,12 @@ def test_every_tool_keeps_the_promise_on_bad_input(name, argv, fragment, tmp_pat
 
 
 def test_every_tool_is_named_in_the_table():
-    tools = Path(__file__).resolve().parents[1] / "tools"
+    tools = Path(__file__).resolve().parents[2] / "tools"
     assert {path.stem for path in tools.glob("*.py")} == {name for name, _, _ in TOOL_CASES}
 
 
 def test_a_tool_run_as_a_script_prints_one_line():
-    path = Path(__file__).resolve().parents[1] / "tools" / "tune_presets.py"
+    path = Path(__file__).resolve().parents[2] / "tools" / "tune_presets.py"
     argv = [sys.executable, str(path), "--jobs", "0"]
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

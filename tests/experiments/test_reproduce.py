@@ -355,7 +355,7 @@ def test_ctrl_c_stops_reproduce_and_its_workers_at_once(
     assert not list(out.glob("runs/*/summary.json"))  # nothing half-trained counts as finished
 
 
-GOLDEN = Path(__file__).parent / "fixtures" / "table1-tiny"
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "table1-tiny"
 
 
 def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path, cpu_only, monkeypatch):

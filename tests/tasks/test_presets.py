@@ -8,7 +8,7 @@ from mixit.models.variants import VARIANTS
 from mixit.tasks import PRESET_NAMES, TASKS, get_task
 from mixit.training.resolve import fit_model_to_data, resolve_config
 
-EXAMPLE = Path(__file__).parents[1] / "examples" / "custom"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "custom"
 # The custom task has no data of its own: the presets are tried on the shipped example.
 NEEDS = {"custom": {"task.data_files": f"{EXAMPLE / 'train.jsonl'},{EXAMPLE / 'test.jsonl'}"}}
 

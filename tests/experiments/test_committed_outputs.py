@@ -27,7 +27,7 @@ from mixit.experiments.setting import Setting
 from mixit.running.runs import run_dir_name
 from mixit.training.resolve import stored_config
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 TOOL = RESULTS.parent / "tools" / "run_records.py"
 spec = importlib.util.spec_from_file_location("run_records", TOOL)
 run_records = importlib.util.module_from_spec(spec)

@@ -4,7 +4,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-TOOL = Path(__file__).parent.parent / "tools" / "tune_presets.py"
+TOOL = Path(__file__).parents[2] / "tools" / "tune_presets.py"
 spec = importlib.util.spec_from_file_location("tune_presets", TOOL)
 tune_presets = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tune_presets)
