@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, read_json, write_json, write_text
@@ -139,7 +139,15 @@ def checked_comparison(folder: Path) -> dict[str, Any]:
     return result
 
 
-def logged_cost(runs: Path) -> dict[str, Any]:
+class LoggedCost(TypedDict):
+    """What a task's runs cost as they logged it (``logged_cost``): the summary's Cost table."""
+
+    runs: int
+    train_seconds: float
+    devices: set[str]
+
+
+def logged_cost(runs: Path) -> LoggedCost:
     """How many runs ``runs`` holds, the training seconds their metrics.jsonl logged and the
     devices their summaries name: each run's last record, so a tuning trial halted at its
     rung counts what it trained. A run that has not logged yet (the suite still training)
@@ -149,7 +157,7 @@ def logged_cost(runs: Path) -> dict[str, Any]:
     seconds = [records[-1].get("train_seconds", 0.0) for records in logs if records]
     summaries = runs.glob("*/summary.json")
     devices = {read_json(path, "run summary").get("device", "unknown") for path in summaries}
-    return {"runs": len(seconds), "train_seconds": float(sum(seconds)), "devices": devices}
+    return LoggedCost(runs=len(seconds), train_seconds=float(sum(seconds)), devices=devices)
 
 
 def relative_scores(result: Mapping[str, Any]) -> dict[str, float]:
@@ -201,7 +209,7 @@ def summary_markdown(
     results: Mapping[str, Any],
     preset: str,
     seeds: int | str,
-    costs: Mapping[str, Mapping[str, Any]],
+    costs: Mapping[str, LoggedCost],
     unfinished: Sequence[str] = (),
 ) -> str:
     """The scores as a table, each task's litmus verdicts (or why there are none), the tuning's
@@ -276,14 +284,14 @@ def _choice(choice: Mapping[str, Any]) -> str:
     return text if choice.get("learned", True) else f"{text} *did not learn*"
 
 
-def _cost_section(costs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def _cost_section(costs: Mapping[str, LoggedCost]) -> list[str]:
     """Each task's runs (tuning trials and verdict runs), their summed training seconds and
     the devices they trained on."""
-    every = {
-        "runs": sum(cost["runs"] for cost in costs.values()),
-        "train_seconds": sum(cost["train_seconds"] for cost in costs.values()),
-        "devices": set().union(*(cost["devices"] for cost in costs.values())),
-    }
+    every = LoggedCost(
+        runs=sum(cost["runs"] for cost in costs.values()),
+        train_seconds=sum(cost["train_seconds"] for cost in costs.values()),
+        devices=set().union(*(cost["devices"] for cost in costs.values())),
+    )
     rows = [
         [task, cost["runs"], f"{cost['train_seconds']:,.0f}", ", ".join(sorted(cost["devices"]))]
         for task, cost in {**costs, "all": every}.items()

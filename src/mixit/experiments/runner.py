@@ -28,6 +28,13 @@ from mixit.experiments.references import (
 from mixit.experiments.registry import EXPERIMENTS, QUESTIONS
 from mixit.experiments.rereading import check_rereadable, not_reported
 from mixit.experiments.setting import Setting
+from mixit.experiments.timing import (
+    CallTiming,
+    earlier_calls,
+    earlier_timing,
+    experiment_seconds,
+    stops_note,
+)
 from mixit.experiments.tuned_presets import capped_groups, identity, with_choices
 from mixit.experiments.verdicts import changed_settings_note, record_claims
 from mixit.readings.results import write_results_csv
@@ -36,35 +43,6 @@ from mixit.training.resolve import validate
 from mixit.tuning import halving, rules
 from mixit.tuning.presets import choices, presets_label, tuned_presets
 from mixit.tuning.sweep import read_best
-
-
-def experiment_seconds(
-    planned: Sequence[Run], summaries: Mapping[Run, Mapping[str, Any]]
-) -> dict[str, Any]:
-    """The experiment's distinct runs and their summed training seconds as measured when each
-    trained, here or earlier (a run two experiments share counts in both)."""
-    dirs = {summaries[run]["run_dir"]: summaries[run] for run in planned if run in summaries}
-    seconds = sum(summary.get("train_seconds", 0.0) for summary in dirs.values())
-    stopped = [summary.get("stopped", "budget") for summary in dirs.values()]
-    return {
-        "runs": len(dirs),
-        "train_seconds": seconds,
-        "steps_run": sum(summary.get("steps_run", summary["steps"]) for summary in dirs.values()),
-        "steps_budget": sum(summary["steps"] for summary in dirs.values()),
-        "stopped": {reason: stopped.count(reason) for reason in sorted(set(stopped))},
-    }
-
-
-def stops_note(seconds: Mapping[str, Any]) -> str:
-    """How the runs ended: ``24 runs: target 14, budget 10; 61 % of the steps budget ...``"""
-    if not seconds["runs"]:
-        return ""
-    reasons = ", ".join(f"{reason} {count}" for reason, count in seconds["stopped"].items())
-    share = seconds["steps_run"] / max(seconds["steps_budget"], 1)
-    return (
-        f"{seconds['runs']} runs, stopped by {reasons} (train.stop_at, train.patience, or the "
-        f"budget); {share:.0%} of the steps budget trained."
-    )
 
 
 def judged_under(how: Reproduction) -> Setting:
@@ -216,25 +194,6 @@ def stored_tuning(configs: Mapping[Run, RunConfig], out: Path, scale: str) -> di
     return with_choices(configs, chosen, scale)
 
 
-def earlier_timing(out: Path) -> dict[str, Any]:
-    """``OUT/timing.json`` as an earlier call wrote it; {} for none or a damaged one."""
-    try:
-        timing = json.loads((out / "timing.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return timing if isinstance(timing, dict) else {}
-
-
-def earlier_calls(timing: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ``calls`` history of a ``timing.json`` (``earlier_timing``): one entry per
-    ``reproduce`` on this output, so that a later call that trains nothing keeps the wall time
-    of the one that trained."""
-    if "calls" not in timing and "train_wall_seconds" in timing:  # written before the history
-        return [{key: timing[key] for key in ("train_wall_seconds", "jobs") if key in timing}]
-    calls = timing.get("calls", [])
-    return calls if isinstance(calls, list) else []
-
-
 def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> list[Claim]:
     """Run the named experiments (or ``["all"]``) and write their reports and the claims.
 
@@ -260,9 +219,14 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     if not train:
         check_rereadable(experiments, how, summaries.keys(), setting)
     write_results_csv(out / "results.csv", summaries.values(), keep_earlier=True)
-    this_call = {"train_wall_seconds": time.perf_counter() - start, "jobs": how.jobs}
-    this_call |= {"runs_trained": trained, "experiments": [e.name for e in experiments]}
-    this_call |= {"scale": how.scale, "seeds": how.seeds}
+    this_call = CallTiming(
+        train_wall_seconds=time.perf_counter() - start,
+        jobs=how.jobs,
+        runs_trained=trained,
+        experiments=[e.name for e in experiments],
+        scale=how.scale,
+        seeds=how.seeds,
+    )
     if how.tune:
         this_call["tuning_wall_seconds"] = tuning_seconds
     earlier = earlier_timing(out)
