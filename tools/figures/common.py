@@ -23,7 +23,7 @@ RESULTS = ROOT / "results"
 OLD_RULES = "claims-old-rules.json"
 # The verdicts before the rule that a claim whose reference did not learn gets none.
 BEFORE_NO_REFERENCE = "claims-before-no-reference.json"
-# Where an output judged again under the reading rules of #69 keeps its verdicts before them.
+# Where an output judged again under the reading rules of 2026-12-01 keeps its verdicts before them.
 BEFORE_READING_RULES = "claims-before-reading-rules.json"
 CLAIM_IDS = [f"C{i}" for i in range(1, 13)]
 

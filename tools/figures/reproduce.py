@@ -141,8 +141,8 @@ def no_reference_changes() -> str:
 
 
 def reading_rules_changes() -> str:
-    """docs/reproduce.md: each verdict the reading rules of #69 changed, in the outputs judged
-    again under them (their verdicts before kept in ``BEFORE_READING_RULES``), with why."""
+    """docs/reproduce.md: each verdict the reading rules of 2026-12-01 changed, in the outputs
+    judged again under them (their verdicts before kept in ``BEFORE_READING_RULES``), with why."""
     rows = ["| output | claim | before | now | why |", "|---|---|---|---|---|"]
     judged = [out for out in _outputs() if (out / BEFORE_READING_RULES).is_file()]
     for out in judged:

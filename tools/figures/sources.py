@@ -33,5 +33,5 @@ def source_sizes() -> str:
     return "\n".join(lines)
 
 
-# The suites that measured MAD's and Zoology's tasks as their peers define them (#39), and the
+# The suites that measured MAD's and Zoology's tasks as their peers define them, and the
 # earlier versions of the same tasks they supersede, all at tiny on seeds 0-2.

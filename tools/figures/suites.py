@@ -153,7 +153,7 @@ def _cell(row: dict[str, Any] | None) -> str:
 
 def suites_rejudged() -> str:
     """docs/reproduce.md: every committed tuned suite's verdicts, as judged when it ran and
-    under the reading rules of #69 (``compare.judged_again``: nothing retrained), with why
+    under the reading rules of 2026-12-01 (``compare.judged_again``: nothing retrained), with why
     each changed verdict moved."""
     lines = [
         "| suite | task | " + " | ".join(SUITE_VARIANTS) + " |",

@@ -229,7 +229,7 @@ def _moved_with_tuning(untuned: list[str], tuned: str) -> str:
     """The pre-registered reading of a tuned run on fresh seeds beside untuned runs on other
     seeds (docs/tuning.md, `--scale small`): a verdict moved with the tuning only where every
     untuned seed set that judged the claim agrees and the tuned run differs from them. An
-    inconclusive verdict (the reading rules of #69) judged nothing, as no reference did."""
+    inconclusive verdict (the reading rules of 2026-12-01) judged nothing, as no reference did."""
     judged = set(untuned) - {NOT_RUN, NO_REFERENCE, INCONCLUSIVE}
     if tuned in (NO_REFERENCE, INCONCLUSIVE):
         return f"{tuned}: no reading"
