@@ -275,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.pack:
+        if args.destination is not None or args.restore or args.suite or args.weights:
+            parser.error("--pack takes one folder (OUTPUT) and no other option")
         return main_pack(args.out)
     if args.destination is None:
         parser.error("the folder to keep the records in (DEST) is missing")

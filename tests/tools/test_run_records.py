@@ -217,3 +217,16 @@ def test_a_damaged_archive_is_refused_in_one_line(tmp_path):
     done = _tool("--restore", kept, tmp_path / "out")
     assert done.returncode == 2 and "is damaged" in done.stderr
     assert done.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--pack", "A", "B"], "--pack takes one folder"),
+        (["--pack", "--suite", "A"], "--pack takes one folder"),
+        (["A"], "DEST) is missing"),
+    ],
+)
+def test_pack_and_a_missing_destination_are_refused_in_one_line(tmp_path, argv, message):
+    done = _tool(*(str(tmp_path / a) if a.isupper() else a for a in argv))
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
