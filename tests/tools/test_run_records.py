@@ -5,8 +5,6 @@ caller's config as it was."""
 import importlib.util
 import io
 import shutil
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -148,18 +146,30 @@ def test_restore_refuses_a_folder_without_records(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def _tool(*args):
-    """The script as a user runs it: its exit status and its one line of error."""
-    argv = [sys.executable, str(TOOL), *map(str, args)]
-    return subprocess.run(argv, capture_output=True, text=True)
+def _tool(capsys, *args):
+    """The script's main as its ``__main__`` runs it (``run_tool``): its exit status and its
+    error output."""
+    try:
+        code = run_records.run_tool("run_records", lambda: run_records.main(list(map(str, args))))
+    except SystemExit as stop:  # the parser's own refusal
+        code = stop.code
+    return code, capsys.readouterr().err
 
 
-def _kept_suite(root):
+@pytest.fixture(scope="module")
+def trained_suite(tmp_path_factory):
     """A suite's kept records (as ``--suite`` writes them), trained once for the tests below."""
+    root = tmp_path_factory.mktemp("trained")
     out = root / "suite"
     train_missing({"finished": config("standard")}, out / "retrieval" / "runs")
     (out / "retrieval" / "compare.json").write_text("{}")
     assert run_records.main(["--suite", str(out), str(root / "kept")]) == 0
+    return root / "kept"
+
+
+def _kept_suite(root, trained):
+    """A fresh copy of ``trained_suite`` under ``root``."""
+    shutil.copytree(trained, root / "kept")
     return root / "kept"
 
 
@@ -168,9 +178,9 @@ def _files(folder):
 
 
 def test_pack_makes_one_archive_the_same_bytes_each_time_and_restore_gives_the_runs_back(
-    tmp_path,
+    tmp_path, trained_suite
 ):
-    kept = _kept_suite(tmp_path)
+    kept = _kept_suite(tmp_path, trained_suite)
     before = _files(kept)
     twin = tmp_path / "twin"
     shutil.copytree(kept, twin)
@@ -185,8 +195,8 @@ def test_pack_makes_one_archive_the_same_bytes_each_time_and_restore_gives_the_r
     assert run_records.main(["--pack", str(kept)]) == 2  # nothing left to pack
 
 
-def test_packing_again_keeps_the_archived_files_the_folders_do_not_hold(tmp_path):
-    kept = _kept_suite(tmp_path)
+def test_packing_again_keeps_the_archived_files_the_folders_do_not_hold(tmp_path, trained_suite):
+    kept = _kept_suite(tmp_path, trained_suite)
     assert run_records.main(["--pack", str(kept)]) == 0
     (kept / "runs" / "another-run").mkdir(parents=True)
     (kept / "runs" / "another-run" / "config.json").write_text("{}")
@@ -197,26 +207,27 @@ def test_packing_again_keeps_the_archived_files_the_folders_do_not_hold(tmp_path
 
 
 @pytest.mark.parametrize("bad", ["../outside.json", "/etc/passwd"])
-def test_an_archive_naming_a_path_outside_its_folder_is_refused(tmp_path, bad):
+def test_an_archive_naming_a_path_outside_its_folder_is_refused(tmp_path, capsys, bad):
     kept = tmp_path / "kept"
     kept.mkdir()
     with tarfile.open(kept / "records.tar.gz", "w:gz") as tar:
         info = tarfile.TarInfo(bad)
         info.size = 2
         tar.addfile(info, io.BytesIO(b"{}"))
-    done = _tool("--restore", kept, tmp_path / "out")
-    assert done.returncode == 2 and "not a file inside its folder" in done.stderr
+    code, err = _tool(capsys, "--restore", kept, tmp_path / "out")
+    assert code == 2 and "not a file inside its folder" in err
     assert not (tmp_path / "outside.json").exists() and not (tmp_path / "out").exists()
 
 
-def test_a_damaged_archive_is_refused_in_one_line(tmp_path):
-    kept = _kept_suite(tmp_path)
+def test_a_damaged_archive_is_refused_in_one_line(tmp_path, capsys, trained_suite):
+    kept = _kept_suite(tmp_path, trained_suite)
     assert run_records.main(["--pack", str(kept)]) == 0
     archive = kept / "records.tar.gz"
     archive.write_bytes(archive.read_bytes()[:200])
-    done = _tool("--restore", kept, tmp_path / "out")
-    assert done.returncode == 2 and "is damaged" in done.stderr
-    assert done.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
+    capsys.readouterr()
+    code, err = _tool(capsys, "--restore", kept, tmp_path / "out")
+    assert code == 2 and "is damaged" in err
+    assert err.count("\n") == 1 and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(
@@ -227,6 +238,6 @@ def test_a_damaged_archive_is_refused_in_one_line(tmp_path):
         (["A"], "DEST) is missing"),
     ],
 )
-def test_pack_and_a_missing_destination_are_refused_in_one_line(tmp_path, argv, message):
-    done = _tool(*(str(tmp_path / a) if a.isupper() else a for a in argv))
-    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
+def test_pack_and_a_missing_destination_are_refused_in_one_line(tmp_path, capsys, argv, message):
+    code, err = _tool(capsys, *(str(tmp_path / a) if a.isupper() else a for a in argv))
+    assert code == 2 and message in err and err.count("\n") == 1
