@@ -25,8 +25,15 @@ def _threads():
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
-    """Tokenizers and token caches of the tests go to a temporary folder, not ~/.cache."""
-    os.environ["MIXIT_CACHE"] = str(tmp_path_factory.mktemp("mixit-cache"))
+    """Tokenizers and token caches of the tests go to a temporary folder, not ~/.cache: one
+    this session's xdist workers share (both caches write under a per-process name, then
+    rename), so a BPE that several tests need trains once, not once per worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "mixit-cache"
+        shared.mkdir(exist_ok=True)
+        os.environ["MIXIT_CACHE"] = str(shared)
+    else:
+        os.environ["MIXIT_CACHE"] = str(tmp_path_factory.mktemp("mixit-cache"))
 
 
 @pytest.fixture
