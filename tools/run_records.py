@@ -56,13 +56,12 @@ import os
 import shutil
 import sys
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser
 from mixit.common.errors import UsageError
-from mixit.common.io import write_folder_atomic
+from mixit.common.io import write_atomic, write_folder_atomic
 from mixit.training.checkpoint import CHECKPOINT, latest_checkpoint
 
 RUNS = "runs"
@@ -156,26 +155,35 @@ def restore(kept: Path, out: Path) -> tuple[int, int]:
     the files copied, and those OUT had. The archive is read whole first, so a damaged one
     leaves OUT as it was."""
     refuse_links(kept)
-    archived = list(archived_files(kept))
-    files = [path for path in sorted(kept.rglob("*")) if path.is_file()]
+    archived = archived_files(kept)
     left_out = {Path(KEPT_NOTES), Path(ARCHIVE)}
-    kept_files = [
-        (str(p.relative_to(kept)), p) for p in files if p.relative_to(kept) not in left_out
+    files = [
+        path
+        for path in sorted(kept.rglob("*"))
+        if path.is_file() and path.relative_to(kept) not in left_out
     ]
     copied = 0
-    for name, source in [*kept_files, *archived]:
-        target = out / name
+    for path in files:
+        target = out / path.relative_to(kept)
         if not target.exists():
-            _write_new(target, source.read_bytes() if isinstance(source, Path) else source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".partial")
+            shutil.copy2(path, partial)
+            os.replace(partial, target)
             copied += 1
-    return copied, len(kept_files) + len(archived) - copied
+    copied += _write_missing(out, archived)
+    return copied, len(files) + len(archived) - copied
 
 
-def _write_new(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    partial.write_bytes(data)
-    os.replace(partial, target)
+def _write_missing(into: Path, files: list[tuple[str, bytes]]) -> int:
+    """Each ``(path, bytes)`` written under ``into`` where it has no such file
+    (``write_atomic``); the files written."""
+    written = 0
+    for name, data in files:
+        if not (into / name).exists():
+            write_atomic(into / name, lambda tmp, data=data: tmp.write_bytes(data))
+            written += 1
+    return written
 
 
 def record_folders(output: Path) -> list[Path]:
@@ -183,23 +191,22 @@ def record_folders(output: Path) -> list[Path]:
     return sorted(path for path in (output / RUNS, *output.glob(f"*/{RUNS}")) if path.is_dir())
 
 
-def archived_files(output: Path) -> Iterator[tuple[str, bytes]]:
+def archived_files(output: Path) -> list[tuple[str, bytes]]:
     """``(path under output, bytes)`` for every file of ``output``'s archive, in its order;
-    nothing where it has none. A damaged archive, or one that names a link or a path outside
-    the output, is refused before anything is yielded."""
+    [] where it has none. A damaged archive, or one that names a link or a path outside the
+    output, is refused (``UsageError``)."""
     path = output / ARCHIVE
     if not path.is_file():
-        return
+        return []
     try:
         with tarfile.open(path, "r:gz") as tar:
             members = tar.getmembers()
             bad = [m.name for m in members if not m.isfile() or not _inside(m.name)]
             if bad:
                 raise UsageError(f"{path} holds {bad[0]}, not a file inside its folder")
-            contents = [(m.name, tar.extractfile(m).read()) for m in members]
+            return [(m.name, tar.extractfile(m).read()) for m in members]
     except (tarfile.TarError, OSError, EOFError) as error:
         raise UsageError(f"{path} is damaged ({error}); check it out again") from None
-    yield from contents
 
 
 def _inside(name: str) -> bool:
@@ -210,12 +217,7 @@ def _inside(name: str) -> bool:
 def unpack(output: Path, into: Path) -> int:
     """``output``'s archived runs written out under ``into`` (``output`` itself, or a copy of
     it) as the folders they were packed from, where ``into`` lacks them; the files written."""
-    written = 0
-    for name, data in list(archived_files(output)):
-        if not (into / name).exists():
-            _write_new(into / name, data)
-            written += 1
-    return written
+    return _write_missing(into, archived_files(output))
 
 
 def pack(output: Path) -> int:
@@ -231,17 +233,19 @@ def pack(output: Path) -> int:
         for path in sorted(folder.rglob("*")):
             if path.is_file():
                 contents[str(path.relative_to(output))] = path.read_bytes()
-    partial = output / f"{ARCHIVE}.partial"
-    with (
-        open(partial, "wb") as raw,
-        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
-        tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar,
-    ):
-        for name in sorted(contents):
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(contents[name]), 0o644
-            tar.addfile(info, io.BytesIO(contents[name]))
-    os.replace(partial, output / ARCHIVE)
+
+    def write(tmp: Path) -> None:
+        with (
+            open(tmp, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
+            tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar,
+        ):
+            for name in sorted(contents):
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(contents[name]), 0o644
+                tar.addfile(info, io.BytesIO(contents[name]))
+
+    write_atomic(output / ARCHIVE, write)
     for folder in folders:
         shutil.rmtree(folder)
     return len(contents)
