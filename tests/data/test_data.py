@@ -3,6 +3,7 @@
 import csv
 import json
 import re
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -209,6 +210,28 @@ def test_unknown_tokenizer_and_bad_vocab(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- cache
 
 
+def test_a_cache_file_being_built_is_waited_for_not_built_twice(tmp_path: Path) -> None:
+    """Two builders of one file (threads here; processes hold the same file lock): the second
+    waits for the first and reads its array."""
+    started, calls = threading.Event(), []
+
+    def build() -> np.ndarray:
+        calls.append(1)
+        started.set()
+        time.sleep(0.3)  # the second caller arrives while this one builds
+        return np.arange(10, dtype=np.int32)
+
+    path = tmp_path / "c" / "shared.npy"
+    results: list[np.ndarray] = []
+    first = threading.Thread(target=lambda: results.append(cached_array(path, build, ndim=1)))
+    first.start()
+    assert started.wait(10)
+    second = cached_array(path, build, ndim=1)
+    first.join()
+    assert len(calls) == 1
+    assert np.array_equal(second, results[0]) and np.array_equal(second, np.arange(10))
+
+
 def test_cached_array_reused_and_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
@@ -229,7 +252,8 @@ def test_cached_array_reused_and_rebuilt(tmp_path: Path, monkeypatch: pytest.Mon
     np.save(path, np.zeros((3, 4), dtype=np.float32))  # another shape and type: not ours
     assert np.array_equal(cached_array(path, build, ndim=1), np.arange(1000))
     assert len(calls) == 3
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp files left
+    left = sorted(p.name for p in path.parent.iterdir())
+    assert left == [f".{path.name}.lock", path.name]  # the lock, and no temp files
     monkeypatch.setenv("MIXIT_CACHE", str(tmp_path / "mc"))
     from mixit.data import default_cache_dir
 

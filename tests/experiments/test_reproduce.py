@@ -73,6 +73,7 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     assert again["calls"][0]["train_wall_seconds"] == timing["train_wall_seconds"]
 
     monkeypatch.setattr(throughput, "ROUNDS", 2)  # another experiment, same setting: C6 is kept
+    monkeypatch.setattr(throughput, "WARMUP", 0)
     reproduce(["throughput"], Reproduction("tiny", seeds=2, out=out, overrides=QUICK))
     merged = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
     assert (
@@ -88,6 +89,7 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
 def test_claims_md_holds_one_setting_and_damaged_outputs_are_rebuilt(tmp_path, monkeypatch):
     out = tmp_path / "rep"
     monkeypatch.setattr(throughput, "ROUNDS", 2)
+    monkeypatch.setattr(throughput, "WARMUP", 0)
     reproduce(["throughput"], Reproduction("tiny", seeds=1, out=out))
     reproduce(["table4"], Reproduction("small", seeds=1, out=out, overrides=QUICK))
     stored = json.loads((out / "claims.json").read_text())

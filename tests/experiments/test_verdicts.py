@@ -56,6 +56,7 @@ def test_throughput_times_the_models_of_the_construction_and_ignores_the_seeds(
     assert built == {"authors"}
     assert throughput.EXPERIMENT.independent_of == (SEEDS,)
     monkeypatch.setattr(throughput, "ROUNDS", 1)
+    monkeypatch.setattr(throughput, "WARMUP", 0)
     how = Reproduction("tiny", seeds=1, out=tmp_path, overrides=AUTHORS)
     (c11,) = [c for c in reproduce(["throughput"], how) if c.id == "C11"]
     assert c11.construction == "authors"  # a measurement names what it measured
@@ -150,6 +151,7 @@ def test_no_train_judges_a_stored_result_again_once_its_runs_are_gone(
     timing = json.loads((out / "timing.json").read_text())
     assert timing["table4"]["runs"] == 4 and timing["table4"]["train_seconds"] > 0  # kept
     monkeypatch.setattr(throughput, "ROUNDS", 2)
+    monkeypatch.setattr(throughput, "WARMUP", 0)
     reproduce(["throughput"], how)  # another experiment: table4's seconds stay
     assert json.loads((out / "timing.json").read_text())["table4"] == timing["table4"]
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock
 
 from mixit.common.errors import UsageError
 from mixit.common.io import make_dir
@@ -28,6 +30,31 @@ def cache_key(**parts: object) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
+def unwritable(path: Path, error: OSError) -> UsageError:
+    """The one line for a cache file that cannot be written."""
+    return UsageError(
+        f"cannot write the cache {path}: {error.strerror}; set task.cache_dir or "
+        "$MIXIT_CACHE to a writable folder"
+    )
+
+
+@contextmanager
+def building(path: Path) -> Iterator[None]:
+    """Held while ``path`` is built: another process that needs the same file (a worker of
+    ``--jobs``, a second command) waits for this one and reads what it wrote, instead of
+    building it beside it on the same cores."""
+    make_dir(path.parent)
+    try:
+        lock = FileLock(path.with_name(f".{path.name}.lock"))
+        lock.acquire()
+    except OSError as error:
+        raise unwritable(path, error) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def _load(path: Path) -> np.ndarray | None:
     try:
         return np.load(path, mmap_mode="r")
@@ -45,25 +72,33 @@ def cached_array(path: Path, build: Callable[[], np.ndarray], ndim: int) -> np.n
     half-written ``path``.
     """
     path = Path(path)
-    if path.exists():
-        array = _load(path)
-        if array is not None and array.ndim == ndim and np.issubdtype(array.dtype, np.integer):
+    if (array := _valid(path, ndim)) is not None:
+        return array
+    with building(path):
+        if (array := _valid(path, ndim)) is not None:  # built while this process waited
             return array
-    make_dir(path.parent)
-    array = np.asarray(build())
+        _save(path, np.asarray(build()))
+    return np.load(path, mmap_mode="r")
+
+
+def _valid(path: Path, ndim: int) -> np.ndarray | None:
+    """The integer array of ``ndim`` dimensions saved at ``path``, or None."""
+    array = _load(path) if path.exists() else None
+    if array is not None and array.ndim == ndim and np.issubdtype(array.dtype, np.integer):
+        return array
+    return None
+
+
+def _save(path: Path, array: np.ndarray) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
             np.save(f, array)
         os.replace(tmp, path)
     except OSError as error:
-        raise UsageError(
-            f"cannot write the cache {path}: {error.strerror}; set task.cache_dir or "
-            "$MIXIT_CACHE to a writable folder"
-        ) from None
+        raise unwritable(path, error) from None
     finally:
         tmp.unlink(missing_ok=True)
-    return np.load(path, mmap_mode="r")
 
 
 def file_fingerprint(data_files: str) -> list[list[object]]:

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.common.io import make_dir
-from mixit.data.cache import cache_key
+from mixit.data.cache import building, cache_key
 
 PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
 SPECIAL_TOKENS = (PAD, SEP, EOS)  # ids 0, 1, 2 in every tokenizer mixit trains
@@ -29,25 +28,33 @@ def _is_fast_tokenizer(tokenizer: Any) -> bool:
 
 def _trained_or_saved(path: Path, texts: list[str], build: Callable[[list[str]], Any]) -> Any:
     """The tokenizer saved at ``path``, or ``build(texts)`` saved there atomically."""
-    import tokenizers
-
     path = Path(path)
-    if path.exists():
-        try:
-            return tokenizers.Tokenizer.from_file(str(path))
-        except Exception:
-            pass  # a damaged file: train again and overwrite it
+    if (saved := _saved(path)) is not None:
+        return saved
     if not texts:
         raise UsageError("cannot train a tokenizer on no text: the training corpus is empty")
-    tokenizer = build(texts)
-    make_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tokenizer.save(str(tmp))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with building(path):
+        if (saved := _saved(path)) is not None:  # trained while this process waited
+            return saved
+        tokenizer = build(texts)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            tokenizer.save(str(tmp))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
     return tokenizer
+
+
+def _saved(path: Path) -> Any:
+    """The tokenizer saved at ``path``, or None where there is none or it is damaged (then it
+    is trained again and overwritten)."""
+    import tokenizers
+
+    try:
+        return tokenizers.Tokenizer.from_file(str(path)) if path.exists() else None
+    except Exception:
+        return None
 
 
 def train_bpe(texts: list[str], vocab_size: int, path: Path) -> Any:

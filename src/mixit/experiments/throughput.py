@@ -45,6 +45,7 @@ from mixit.training.resolve import resolve_config
 MODELS = ("standard", "frozen-qk", "mixit")
 PAPER = {"standard": 1022.8, "frozen-qk": 1267.1, "mixit": 1349.0}  # samples/s, appendix D
 ROUNDS = 15
+WARMUP = 3  # untimed steps per model before the rounds (kernels chosen, caches warm)
 STEP_BATCH = {"cpu": 8, "cuda": 64}
 
 
@@ -67,7 +68,9 @@ def _measure(scale: str, seeds: range, overrides: Overrides) -> dict[str, Any]:
     seq_len, batch = configs["standard"].task.seq_len, configs["standard"].train.batch_size
     if SCALE_PRESET[scale] != "tiny":
         batch = min(batch, STEP_BATCH.get(device, batch))
-    repeats = [training_throughput(configs, seq_len, batch, ROUNDS, device=device) for _ in seeds]
+    repeats = [
+        training_throughput(configs, seq_len, batch, ROUNDS, WARMUP, device=device) for _ in seeds
+    ]
     return {
         "shape": {"seq_len": seq_len, "batch": batch, "device": device},
         "samples_per_s": {m: [r[m]["samples_per_s"] for r in repeats] for m in MODELS},
