@@ -27,7 +27,7 @@ from mixit.common.io import make_dir, write_json
 from mixit.comparisons.compare import Comparison, compare
 from mixit.tasks import TASKS
 from mixit.tuning.halving import Tuner
-from mixit.tuning.rules import Candidate, Trial, candidate_config, tuning_seed
+from mixit.tuning.rules import Candidate, Trial, candidate_config, tuning_seed, validation_points
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "tuning-cost"
@@ -49,7 +49,7 @@ def full_grid(task: str, seeds: int, tuned: dict[str, Any], out: Path) -> tuple[
     trials = {}
     for model, record in tuned.items():
         base = configs[model, 0]
-        for lr, *_ in record["validation"]:
+        for lr, *_ in validation_points(record):
             exponent = round(2 * math.log10(lr / base.train.lr))
             candidate = Candidate(exponent)
             trials[model, lr] = Trial(candidate, candidate_config(base, candidate, tuner.seed))

@@ -123,6 +123,7 @@ def test_a_task_the_random_transformer_solves_does_not_discriminate():
     assert all(row["reading"] == DOES_NOT_DISCRIMINATE for row in given["rows"])
     shown = format_table({"preset": "tiny", **result, "rows": [], "litmus": given})
     assert "fixed mixing suffices" not in shown and "does not tell the models apart" in shown
+    assert "(stopped: how many of a model's seeds ended at each reason; budget: " in shown
 
 
 def test_log_perplexity_is_inconclusive_only_when_the_order_changed_over_the_last_doubling():

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from mixit.cli import main
+from mixit.cli import reproduce as reproduce_cli
 from mixit.comparisons.compare import compare
 from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce, table1, throughput
 from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
@@ -336,7 +338,7 @@ def test_ctrl_c_stops_reproduce_and_its_workers_at_once(
     tmp_path, alive, children, session, cpu_only
 ):
     out = tmp_path / "rep"
-    command = [sys.executable, "-m", "mixit", "reproduce", "table4", "--jobs", "2"]
+    command = [sys.executable, "-m", "mixit", "reproduce", "table4", "--jobs", "2", "--no-progress"]
     command += ["--out", str(out), "train.steps=100000", "task.num_pairs=256"]
     with (tmp_path / "stderr").open("w") as stderr:
         reproduction = session(command, stderr=stderr)
@@ -431,6 +433,21 @@ def test_seed_starts_the_seeds_and_claims_say_which_confirm(tmp_path):
         "inconclusive": "inconclusive on the fresh seeds, so not confirmed",
     }.get(c6_fresh, "not confirmed")
     assert f"0-1 {c6['verdict']}; {confirmed}" in claims_md
+
+
+def test_reproduce_starts_on_seeds_nothing_was_tuned_on_and_prints_only_what_ran(tmp_path, capsys):
+    quick = [f"{key}={value}" for key, value in QUICK.items()]
+    out = tmp_path / "rep"
+    assert main(["reproduce", "table4", "--seeds", "1", "--out", str(out), *quick]) == 0
+    seeds = {json.loads(p.read_text())["seed"] for p in (out / "runs").glob("*/summary.json")}
+    assert seeds == {100}
+    said = capsys.readouterr()
+    assert [line.split()[0] for line in said.out.splitlines()] == ["C6"]  # table4's claim only
+    assert "seeds 100-100: nothing was tuned on them, so these verdicts confirm" in said.err
+    headline = (out / "claims.md").read_text().splitlines()[2]  # C6 may go either way
+    assert re.match(r"[01] of 1 claims run reproduced \(of the 12: 11 not run\), ", headline)
+    seen = Reproduction("tiny", seeds=3, first_seed=0)
+    assert "confirm nothing" in reproduce_cli._seeds_note(seen)
 
 
 def test_a_negative_first_seed_is_a_usage_error(tmp_path, capsys):

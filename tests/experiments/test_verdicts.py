@@ -274,7 +274,7 @@ def test_a_claim_that_fails_on_runs_cut_off_while_rising_is_inconclusive(tmp_pat
     assert claim("C1").judge(True, {}).hold_back(found["C1"]).verdict == REPRODUCED
     text = claims_markdown([failed], Setting("tiny", 1, 0, {}))
     assert "Cut off while still rising" in text and "Inconclusive: C1" in text
-    assert "0 of 1 claims reproduced" in text
+    assert "0 of 1 claims run reproduced" in text
 
 
 def c5_results(gaps: dict[str, list[float]]) -> dict:

@@ -1,6 +1,8 @@
 """`mixit export-hf`: the softmax variants load in transformers' LlamaForCausalLM with the
 same logits; MixiT is refused."""
 
+import os
+
 import pytest
 import torch
 
@@ -17,7 +19,13 @@ SHORT = {"train.steps": 3, "train.eval_every": 3, "model.n_embd": 32, "task.n_te
 def test_exported_llama_gives_the_same_logits(variant, tmp_path):
     run_dir = tmp_path / "run"
     train("addition", variant, out=run_dir, overrides=SHORT, progress=False)
-    assert main(["export-hf", str(run_dir), str(tmp_path / "hf")]) == 0
+    mask = os.umask(0o022)
+    try:
+        assert main(["export-hf", str(run_dir), str(tmp_path / "hf")]) == 0
+    finally:
+        os.umask(mask)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "hf").iterdir()}
+    assert modes["model.safetensors"] == 0o644 and set(modes.values()) == {0o644}  # the umask's
     ours, _ = load_run(run_dir)
     theirs = transformers.LlamaForCausalLM.from_pretrained(tmp_path / "hf").eval()
     ids = torch.randint(0, ours.config.vocab_size, (3, ours.config.block_size))

@@ -8,6 +8,7 @@ import pytest
 from mixit.cli import main
 from mixit.running import launchers
 from mixit.running.launchers import JOBS_FILE, parse_options
+from mixit.tuning.rules import validation_points
 
 pytest.importorskip("submitit")
 QUICK = ["train.steps=4", "train.eval_every=4", "train.eval_examples=256"]
@@ -91,8 +92,8 @@ def test_tuning_through_a_job_array_chooses_as_tuning_here(tmp_path):
         json.loads((tmp_path / d / "tuning.json").read_text()) for d in ("here", "array")
     )
     assert array["standard"]["overrides"] == here["standard"]["overrides"]
-    assert [r[::3] for r in array["standard"]["validation"]] == [
-        r[::3] for r in here["standard"]["validation"]
+    assert [(p.lr, p.steps) for p in validation_points(array["standard"])] == [
+        (p.lr, p.steps) for p in validation_points(here["standard"])
     ]  # the same rates, each trained as far
     assert len(jobs(tmp_path / "array")) >= len(here["standard"]["validation"])
 

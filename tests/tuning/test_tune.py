@@ -23,7 +23,7 @@ from mixit.training.train import run as train_run
 from mixit.tuning import halving as tuning
 from mixit.tuning import rules as tuning_rules
 from mixit.tuning.halving import Tuner
-from mixit.tuning.rules import GRID, GRID_STEP, Candidate, Trial
+from mixit.tuning.rules import GRID, GRID_STEP, Candidate, Trial, validation_points
 
 QUICK = {
     "task.vocab_size": 16,
@@ -128,9 +128,18 @@ def test_a_best_rate_at_an_edge_extends_the_grid_until_it_is_interior(tmp_path, 
 def test_the_grid_stops_at_its_bound_and_says_so(tmp_path, monkeypatch):
     planted(monkeypatch, lambda k, step: 0.5 + 0.1 * k)  # ever higher rates score better
     record = halve(tmp_path)["standard"]
-    tried = sorted(lr for lr, *_ in record["validation"])
+    tried = sorted(lr for lr, *_ in validation_points(record))
     assert len(tried) == 3 + tuning_rules.EDGE_BOUND - 1 and record["edge"] == "bound"
     assert math.log10(tried[-1] / tried[0]) == pytest.approx(2.0)
+    assert all(set(point) == {"lr", "init", "score", "steps"} for point in record["validation"])
+
+
+def test_tuning_records_written_as_lists_are_read_as_labelled_points():
+    old = {"validation": [[0.00063, "own", 1.0, 500]]}
+    new = {"validation": [{"lr": 0.00063, "init": "own", "score": 1.0, "steps": 500}]}
+    assert validation_points(old) == validation_points(new)
+    (point,) = validation_points(old)
+    assert (point.lr, point.init, point.score, point.steps) == (0.00063, "own", 1.0, 500)
 
 
 def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
@@ -154,7 +163,7 @@ def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
     result = compare("retrieval", ["standard"], seeds=1, out=tmp_path, overrides=QUICK, tune=["lr"])
     chosen = result["tuned"]["standard"]
     assert chosen["edge"] == "bound" and chosen["train.lr"] == max(
-        lr for lr, *_ in chosen["validation"]
+        lr for lr, *_ in validation_points(chosen)
     )
     assert chosen["seed"] == 1000
 
@@ -213,7 +222,7 @@ def test_an_arch_model_tunes_by_default_and_every_variant_chooses_its_own_init(t
     overrides = {**QUICK, "model.arch": "hf:llama", "train.steps": 4}
     result = compare("retrieval", ["standard", "frozen-qk"], out=tmp_path, overrides=overrides)
     for record in result["tuned"].values():
-        assert {init for _, init, *_ in record["validation"]} == {"own", "small-output"}
+        assert {point.init for point in validation_points(record)} == {"own", "small-output"}
         assert record["init_tuned"]
 
 
@@ -301,7 +310,7 @@ def test_a_reference_that_learns_at_no_rate_gives_no_verdict_and_says_what_was_t
     assert result["tuned"]["standard"]["learned"] is False
     cause = result["litmus"]["no_reference"][0]
     assert "did not learn at any rate of the grid" in cause and "uniformity" in cause
-    assert all(f"{lr:.3g}" in cause for lr, *_ in result["tuned"]["standard"]["validation"])
+    assert all(f"{p.lr:.3g}" in cause for p in validation_points(result["tuned"]["standard"]))
     assert result["litmus"]["rows"] == []
 
 

@@ -14,6 +14,7 @@ from mixit.readings import litmus
 from mixit.readings.litmus import VERDICTS
 from mixit.readings.results import read_results_csv
 from mixit.tasks import TASKS
+from mixit.tuning.rules import validation_points
 
 PEER_SUITE = ROOT / "docs" / "suite" / "peer-tiny.csv"
 SUPERSEDED_SUITES = (
@@ -214,7 +215,7 @@ def retrieval_init_tuned() -> str:
         standard = next(row for row in compare["rows"] if row["model"] == "standard")
         for init in ("own", "small-output"):
             trials = sorted(
-                (lr, score, step) for lr, i, score, step in tuned["validation"] if i == init
+                (lr, score, step) for lr, i, score, step in validation_points(tuned) if i == init
             )
             cells = ", ".join(f"{lr:.2g}: {score:.3f} ({step:,})" for lr, score, step in trials)
             chosen = init == tuned["init"]

@@ -29,6 +29,7 @@ import torch
 
 from mixit.analysis.throughput import synchronize
 from mixit.bench.speed import matmul_peaks
+from mixit.common.progress import progress_bar, progress_mode
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import (
     GIB,
@@ -148,7 +149,7 @@ def _measure_in_child(config: RunConfig, shape: Shape) -> dict[str, float]:
 
 def cost_check(
     scale: str = "tiny",
-    progress: bool = False,
+    progress: bool | None = False,
     overrides: Mapping[str, Any] | None = None,
     device: str = "auto",
 ) -> dict[str, Any]:
@@ -156,17 +157,16 @@ def cost_check(
     on ``device``: its measured step seconds and training memory against those the device's
     target (``target_of``) predicts, and the share of the device's measured matmul peak the
     step reaches (the figures a target's constants are calibrated from: docs/cost.md)."""
-    from tqdm import tqdm
-
     where = resolve_device(device)
     _, planned = plan_reproduction(["all"], Reproduction(scale, seeds=1, overrides=overrides or {}))
     distinct = {run_dir_name(config): config for config in planned.values()}
     peaks = {name: gflops * 1e9 for name, gflops in matmul_peaks(where).items()}
     target = target_of(where)
     rows = []
-    for name, (filled, shape) in tqdm(
-        shapes(distinct).items(), desc="measuring configs", disable=not progress
-    ):
+    measuring = progress_bar(
+        shapes(distinct).items(), mode=progress_mode(progress), desc="measuring configs"
+    )
+    for name, (filled, shape) in measuring:
         filled.train.device = str(where)
         if where.type == "cuda":
             filled.train.micro_batches = micro_batches_to_fit(filled, shape, target) or 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_writable(Path(args.json))  # before minutes of timing, not after
     if args.cost_check:
-        checked = cost_check(
-            args.cost_check, sys.stderr.isatty(), command_line_overrides(args.overrides)
-        )
+        checked = cost_check(args.cost_check, None, command_line_overrides(args.overrides))
         print(format_cost_check(checked))
         if args.json:
             write_json(Path(args.json), checked)

@@ -118,7 +118,8 @@ def add_progress_option(parser: argparse.ArgumentParser) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="show progress bars (default: when stderr is a terminal)",
+        help="show progress bars (default: bars when stderr is a terminal, else a line at "
+        "least every 30 s; --no-progress: nothing)",
     )
 
 

@@ -22,7 +22,8 @@ from mixit.cli.options import (
 from mixit.common.errors import UsageError
 from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce
 from mixit.experiments.ablation import ablate
-from mixit.experiments.base import Reproduction
+from mixit.experiments.base import FRESH_FIRST_SEED, TUNED_ON_SEEDS, Reproduction
+from mixit.experiments.claims import experiment_of
 from mixit.experiments.estimate import (
     estimate_ablation,
     format_reproduction_estimate,
@@ -51,9 +52,10 @@ def add(commands: Any) -> None:
     parser.add_argument(
         "--seed",
         type=int,
-        default=0,
-        help="first seed (default 0): seeds N..N+K-1; the settings were chosen on 0-2, so "
-        "e.g. --seed 100 confirms them on seeds nothing was tuned on",
+        default=FRESH_FIRST_SEED,
+        help=f"first seed: seeds N..N+K-1 (default {FRESH_FIRST_SEED}, seeds nothing was "
+        "tuned on, so that the verdicts confirm); --seed 0 gives 0-2, the seeds the settings "
+        "were chosen on",
     )
     parser.add_argument(
         "--out", default=None, help="output directory (default runs/reproduce-SCALE)"
@@ -102,7 +104,6 @@ def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or f"runs/reproduce-{args.scale}"
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
     experiment, overrides = args.what[0], command_line_overrides(args.what[1:])
     how = Reproduction(
         args.scale,
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         Path(out),
         overrides,
         args.tuned,
-        progress,
+        args.progress,
         launch_options(args),
         tune=tune_choice(args) == ["lr"],
         presets=tune_choice(args) != [],
@@ -124,10 +125,23 @@ def run(args: argparse.Namespace) -> int:
         print(format_reproduction_estimate(estimate_reproduction([experiment], how, args.target)))
         return 0
     claims = reproduce([experiment], how, train=not args.no_train)
-    for claim in claims:
+    ran = [c for c in claims if experiment == "all" or experiment_of(c.id) == experiment]
+    for claim in ran or claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
+    print(
+        f"seeds {how.first_seed}-{how.first_seed + how.seeds - 1}: {_seeds_note(how)}",
+        file=sys.stderr,
+    )
     print(f"reports: {out}/*/report.md, claims: {out}/claims.md", file=sys.stderr)
     return 0
+
+
+def _seeds_note(how: Reproduction) -> str:
+    """Whether the seeds of this call can confirm the settings, in a few words."""
+    fresh = set(range(how.first_seed, how.first_seed + how.seeds)).isdisjoint(TUNED_ON_SEEDS)
+    if fresh:
+        return "nothing was tuned on them, so these verdicts confirm"
+    return "the settings were chosen on them, so these verdicts confirm nothing"
 
 
 def _experiment_names() -> str:

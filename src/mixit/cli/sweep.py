@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         overrides=command_line_overrides(args.overrides),
         launch=launch_options(args),
-        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        progress=args.progress,
     )
     for row in rows[:10]:
         print(f"{row['value']:.4f}  {row['params']}")

@@ -90,7 +90,7 @@ def tune_comparison(
 def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
     """The litmus reading when the tuned reference learned nothing on validation at any rate
     of its grid: no verdict, with the rates and budgets tried as the cause."""
-    rates = ", ".join(f"{lr:.3g}" for lr, *_ in record["validation"])
+    rates = ", ".join(f"{point.lr:.3g}" for point in rules.validation_points(record))
     steps = ", ".join(str(b["steps"]) for b in record["budgets"])
     uniformity = mean_uniformity(record["run_dir"])
     attention = (
@@ -289,6 +289,12 @@ def raised_budget(record: Mapping[str, Any]) -> bool:
     return "raised_from" in record or "reference_steps" in record
 
 
+STOPPED_LEGEND = (
+    "(stopped: how many of a model's seeds ended at each reason; budget: ran all its steps, "
+    "target: reached train.stop_at, plateau: train.patience evaluations without a better one)"
+)
+
+
 def _stops(reasons: Sequence[str]) -> str:
     """``target 2, budget 1``: how many of a model's runs stopped for each reason."""
     counts = {reason: reasons.count(reason) for reason in dict.fromkeys(reasons)}
@@ -318,6 +324,7 @@ def format_table(result: Mapping[str, Any]) -> str:
         )
     if result.get("chance") is not None:
         lines.append(f"{'chance':<12} {'':>10}  {result['chance']:>22.4f}")
+    lines.append(STOPPED_LEGEND)
     if result.get("tuned"):
         lines += ["", *tuning_lines(result["tuned"])]
     lines += litmus_lines(result)

@@ -37,6 +37,9 @@ UNJUDGED = (NOT_RUN, NO_REFERENCE, INCONCLUSIVE)
 # The seeds the presets, the scales' budgets and the claims' rules were chosen on while
 # looking at results (docs/reproduce.md): a verdict confirmed elsewhere needs other seeds.
 TUNED_ON_SEEDS = range(3)
+# Where `mixit reproduce` starts its seeds unless told: seeds nothing was chosen on, so that
+# its verdicts confirm (``--seed 0`` gives the seeds above).
+FRESH_FIRST_SEED = 100
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class Reproduction:
     out: Path = Path("runs/reproduce")
     overrides: Mapping[str, Any] = field(default_factory=dict)
     tuned: str | Path | None = None
-    progress: bool = False
+    progress: bool | None = False  # None: bars on a terminal, lines in a log (common.progress)
     launch: Launch = LOCAL
     # Tune every group of runs first (mixit.tuning.halving, docs/tuning.md): `reproduce --tune lr`.
     tune: bool = False

@@ -144,8 +144,17 @@ def _not_counted(claims: Sequence[Claim]) -> str:
     return without
 
 
+def _left_aside(claims: Sequence[Claim]) -> str:
+    """What of the paper's claims the headline's count leaves out, and why, or nothing."""
+    not_run = sum(claim.verdict == NOT_RUN for claim in claims)
+    shared = sum(bool(claim.same_runs_as) for claim in claims)
+    parts = [f"{not_run} not run"] * bool(not_run) + [f"{shared} counted elsewhere"] * bool(shared)
+    return f" (of the {len(claims)}: {', '.join(parts)})" if parts else ""
+
+
 def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
-    counted = sum(claim.verdict == "reproduced" and not claim.same_runs_as for claim in claims)
+    ran = [claim for claim in claims if claim.verdict != NOT_RUN and not claim.same_runs_as]
+    counted = sum(claim.verdict == "reproduced" for claim in ran)
     confirmed = sum(claim.confirmed() is True and not claim.same_runs_as for claim in claims)
     changed = changed_settings_note(setting)
     fresh = setting.record()["confirmed_on_seeds"]
@@ -154,14 +163,15 @@ def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
         f"a confirmation on seeds {format_measured(fresh)}, which nothing was tuned on"
         + (f", except for {', '.join(seen)}, whose rules came after these seeds" if seen else "")
         if fresh
-        else "on those seeds, so they confirm nothing"
+        else "on the seeds the settings were chosen on, so they confirm nothing"
     )
     without = _not_counted(claims)
     lines = [
         f"# Claims of the paper, checked at `{setting.scale}` scale",
         "",
-        f"{counted} of {len(claims)} claims reproduced, each comparison read seed by seed and "
-        f"on its 95 % interval, over {seeds_text(setting.seed_range)}.{without} "
+        f"{counted} of {len(ran)} claims run reproduced{_left_aside(claims)}, each comparison "
+        f"read seed by seed and on its 95 % interval, over "
+        f"{seeds_text(setting.seed_range)}.{without} "
         "Settings and rules were "
         f"chosen on seeds {format_measured(list(TUNED_ON_SEEDS))}; these "
         f"verdicts are {confirmation} (docs/reproduce.md says which rules came after results). "

@@ -11,10 +11,14 @@ shaped leaky ReLU: those are refused.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.common.io import make_dir
+from mixit.common.io import follow_umask, make_dir
 from mixit.config.schema import ModelConfig
 from mixit.training.rundir import load_run
 
@@ -124,6 +128,19 @@ def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False)
             mapped[f"model.layers.{layer}.{theirs}"] = state[f"blocks.{layer}.{ours}"]
     hf_model = transformers.LlamaForCausalLM(hf_config)
     hf_model.load_state_dict(mapped, strict=True)
-    out_dir = make_dir(out_dir)
-    hf_model.save_pretrained(out_dir)
+    return _save(hf_model, make_dir(out_dir))
+
+
+def _save(hf_model: Any, out_dir: Path) -> Path:
+    """``save_pretrained`` into a folder beside its place first, so that a failed save leaves
+    no half-written model, and each file then given the umask's mode (safetensors writes its
+    file as 0600)."""
+    staging = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir))
+    try:
+        hf_model.save_pretrained(staging)
+        for written in sorted(staging.iterdir()):
+            follow_umask(written)
+            os.replace(written, out_dir / written.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return out_dir

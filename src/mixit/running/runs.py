@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import torch
 
 from mixit.common.errors import RunsFailed, TrainingDiverged
+from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import get_target, predict, shapes
 from mixit.running.launchers import LOCAL, JobArray, Launch
@@ -103,12 +104,14 @@ def _train_locally(
     its keys; ``shown``: the progress bar over the runs, and each run's own. A run that
     diverges raises, or with a ``diverged`` list, adds its keys there."""
     (jobs, ranks), (progress, each) = workers, shown
-    from tqdm import tqdm
-
     for config, _ in todo.values():
         check_runnable_here(config)
 
-    bar = tqdm(total=len(todo), desc="training runs", unit="run", disable=not progress)
+    mode = progress_mode(progress)
+    bar = progress_bar(total=len(todo), mode=mode, desc="training runs", unit="run")
+    # Bars of runs side by side would overwrite each other; a log's lines do not, and there
+    # they are what shows that a long run goes on.
+    each_run = "lines" if mode == "lines" else ("bars" if each and mode == "bars" else "off")
 
     def finished(name: str, summary: Callable[[], dict[str, Any]]) -> None:
         try:
@@ -124,30 +127,43 @@ def _train_locally(
 
     if jobs == ranks == 1:
         for name, (config, _) in todo.items():
-            shows = each and progress
             finished(
-                name, functools.partial(train_run, config, runs_dir / name, shows, resume=True)
+                name, functools.partial(train_run, config, runs_dir / name, each_run, resume=True)
             )
     else:
-        for config, _ in todo.values():
-            Ranks(world=ranks).check_batch(config.train.batch_size)
-        threads = worker_threads(jobs * ranks)
-        pool = worker_pool(jobs, ranks)
-        try:
-            futures = {
-                pool.submit(
-                    train_in_worker, config.to_dict(), str(runs_dir / name), threads, ranks
-                ): name
-                for name, (config, _) in todo.items()
-            }
-            for future in as_completed(futures):
-                finished(futures[future], future.result)
-        except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
-            stop_workers(pool)
-            raise
-        finally:
-            pool.shutdown()
+        lines = "lines" if each_run == "lines" else "off"
+        _train_in_pool(todo, runs_dir, workers, lines, finished)
     bar.close()
+
+
+def _train_in_pool(
+    todo: Mapping[str, tuple[RunConfig, list[Key]]],
+    runs_dir: Path,
+    workers: tuple[int, int],
+    progress: Progress,
+    finished: Callable[[str, Callable[[], dict[str, Any]]], None],
+) -> None:
+    """Train the ``todo`` runs in a pool of ``jobs`` workers of ``ranks`` processes each
+    (``workers``), calling ``finished`` with each run's name and result as it ends."""
+    jobs, ranks = workers
+    for config, _ in todo.values():
+        Ranks(world=ranks).check_batch(config.train.batch_size)
+    threads = worker_threads(jobs * ranks)
+    pool = worker_pool(jobs, ranks)
+    try:
+        futures = {
+            pool.submit(
+                train_in_worker, config.to_dict(), str(runs_dir / name), threads, ranks, progress
+            ): name
+            for name, (config, _) in todo.items()
+        }
+        for future in as_completed(futures):
+            finished(futures[future], future.result)
+    except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
+        stop_workers(pool)
+        raise
+    finally:
+        pool.shutdown()
 
 
 def _submit_missing(
@@ -233,15 +249,14 @@ def pending_timings(
     """``time_training``'s figures for each run not finished in ``runs_dir`` (all of them when
     None), by run directory name, timed at the threads a worker of ``jobs`` gets. Seeds share
     a config's timing: their steps cost the same."""
-    from tqdm import tqdm
-
     pending = unfinished(configs, runs_dir)
     by_shape: dict[str, dict[str, float]] = {}
     timings = {}
     threads = torch.get_num_threads()
     torch.set_num_threads(worker_threads(jobs))
     try:
-        for name, config in tqdm(pending.items(), desc="timing runs", disable=not progress):
+        timing = progress_bar(pending.items(), mode=progress_mode(progress), desc="timing runs")
+        for name, config in timing:
             shape = json.dumps({**config.result_dict(), "seed": 0}, sort_keys=True)
             if shape not in by_shape:
                 by_shape[shape] = time_training(config)

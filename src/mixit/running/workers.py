@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from mixit.common.progress import Progress
 from mixit.training import devices
 from mixit.training.resolve import stored_config
 from mixit.training.train import run
@@ -39,11 +40,16 @@ def pinned_device() -> str | None:
 
 
 def train_in_worker(
-    config_dict: dict[str, Any], run_dir: str, threads: int | None, ranks: int = 1
+    config_dict: dict[str, Any],
+    run_dir: str,
+    threads: int | None,
+    ranks: int = 1,
+    progress: Progress = "off",
 ) -> dict[str, Any]:
     """Train one run from this process (a pool worker, or a submitted job: ``threads`` None
     keeps the threads the job was given); with ``ranks`` > 1 through torchrun, one process
-    per rank on this worker's GPUs (on the CPU without GPUs)."""
+    per rank on this worker's GPUs (on the CPU without GPUs). ``progress``: "lines" writes
+    the run's progress lines to this process's stderr, the parent's."""
     import torch
 
     if ranks > 1:
@@ -54,7 +60,7 @@ def train_in_worker(
     device = pinned_device()
     if device is not None and config.train.device == "auto":
         config.train.device = device  # an execution setting: the run's identity is unchanged
-    return run(config, Path(run_dir), progress=False, resume=True)
+    return run(config, Path(run_dir), progress=progress, resume=True)
 
 
 def _train_with_torchrun(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import math
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from mixit.common.errors import TrainingDiverged, UsageError
+from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel, build_model
 from mixit.models.readout import BottleneckReadout
@@ -131,7 +131,7 @@ def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
 def run(
     config: RunConfig,
     out: Path | None = None,
-    progress: bool | None = None,
+    progress: bool | Progress | None = None,
     resume: bool = False,
 ) -> dict[str, Any]:
     """Train a resolved config, write the run directory ``out`` if given, return the summary.
@@ -159,13 +159,13 @@ def run(
     last_step = first_step if progress_state.get("stopped") else config.train.steps
     if config.train.halt_at:
         last_step = min(last_step, max(first_step, config.train.halt_at))
-    show = (sys.stderr.isatty() if progress is None else progress) and ranks.is_main
-    bar = tqdm(
+    bar = progress_bar(
         range(first_step, last_step),
+        mode=progress_mode(progress) if ranks.is_main else "off",
         initial=first_step,
         total=config.train.steps,
-        desc=f"{config.task_name}/{config.variant}",
-        disable=not show,
+        desc=f"{config.task_name}/{config.variant} seed {config.seed}",
+        unit="step",
     )
     writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
     progress_state = _train(training, schedule, progress_state, bar, writer)

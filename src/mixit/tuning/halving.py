@@ -26,6 +26,7 @@ from mixit.tuning.rules import (
     EDGE_BOUND,
     Candidate,
     Trial,
+    ValidationPoint,
     candidate_config,
     direction,
     grid,
@@ -48,7 +49,7 @@ TuningRecord = TypedDict(
         "init": Any,
         "edge": str,
         "extended_with": list[float],
-        "validation": list[list[Any]],
+        "validation": list[dict[str, Any]],  # ValidationPoint's fields
         "rungs": list[Mapping[str, Any]],
         "run_dir": str,
         "steps": int,
@@ -233,7 +234,7 @@ class Tuner:
             "edge": edge,
             "extended_with": list(extended),
             "validation": [
-                [t.rate, t.candidate.init, t.score, t.steps_run]
+                ValidationPoint(t.rate, t.candidate.init, t.score, t.steps_run)._asdict()
                 for t in sorted(trials, key=lambda t: (str(t.candidate.init), t.rate))
             ],
             "rungs": list(history),

@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mixit.common.errors import RunsFailed
 from mixit.config.overrides import apply_overrides
@@ -55,6 +55,25 @@ RULES = "2026-12-01"
 
 # The settings that name an initialisation: one the user or an experiment gives is not tuned.
 INIT_KEYS = ("model.init", "model.arch_init")
+
+
+class ValidationPoint(NamedTuple):
+    """One rate's evidence in a tuning record: the rate, the initialisation it trained
+    under (None: the preset's), its validation score and the steps it trained to."""
+
+    lr: float
+    init: str | None
+    score: float
+    steps: int
+
+
+def validation_points(record: Mapping[str, Any]) -> list[ValidationPoint]:
+    """A tuning record's ``validation`` evidence; records are written as labelled objects
+    (``{"lr", "init", "score", "steps"}``), and read also as the lists written before."""
+    return [
+        ValidationPoint(**point) if isinstance(point, Mapping) else ValidationPoint(*point)
+        for point in record["validation"]
+    ]
 
 
 @dataclass(frozen=True)
@@ -192,7 +211,7 @@ def learned(record: Mapping[str, Any], base: RunConfig, seed: int) -> bool:
     if chance is None:
         return True
     better = direction(base)
-    scores = [score for _, _, score, _ in record["validation"]]
+    scores = [point.score for point in validation_points(record)]
     scores += [budget["score"] for budget in record.get("budgets", [])]
     best = max(scores, key=lambda s: better * s)
     return not short_of_chance({seed: best}, chance, tolerance(base), better > 0)
