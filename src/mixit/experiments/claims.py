@@ -192,8 +192,9 @@ FINDINGS: list[Finding] = [
     Finding(
         "C9",
         "table7",
-        "Token covariance grows with depth for the random transformer and stays flat for MixiT "
-        "(Table 7).",
+        "Token correlation (the covariance normalised by the tokens' norms; the paper's Table "
+        "7 gives the covariance) grows with depth for the random transformer and stays flat "
+        "for MixiT.",
         Rule(
             "at initialisation, token correlation at the largest depth minus at depth 2: "
             "random >= +{rise:.2f}, and |mixit| <= {flat:.2f}",

@@ -1,5 +1,5 @@
 """Numbers and tables as the reports print them: a duration in the unit that reads best, a
-markdown table."""
+markdown table, how far a number of ours is from the paper's."""
 
 from __future__ import annotations
 
@@ -19,3 +19,28 @@ def duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
+
+
+# A number of ours more than this many times above or below the paper's is said to differ.
+PAPER_FACTOR = 3.0
+
+
+def against_paper(ours: float, paper: float, factor: float = PAPER_FACTOR) -> str:
+    """How far ``ours`` is from the paper's number: "within 3×", "100× smaller", "4.2× larger",
+    "0 (the paper: 0.00088)" or "the other sign".
+
+    >>> against_paper(0.00001, 0.001)
+    '100× smaller'
+    >>> against_paper(0.0025, 0.001)
+    'within 3×'
+    """
+    if ours == 0 or paper == 0:
+        return f"within {factor:g}×" if ours == paper else f"{ours:g} (the paper: {paper:g})"
+    if (ours > 0) != (paper > 0):
+        return "the other sign"
+    ratio = ours / paper
+    if 1 / factor <= ratio <= factor:
+        return f"within {factor:g}×"
+    far = ratio if ratio > 1 else 1 / ratio
+    shown = f"{far:,.0f}" if far >= 10 else f"{far:.1f}"
+    return f"{shown}× {'larger' if ratio > 1 else 'smaller'}"
