@@ -131,3 +131,13 @@ def test_a_width_tuning_shows_the_choice_and_only_the_kept_verdict_runs(tmp_path
     monkeypatch.setattr(common, "RESULTS", tmp_path)
     rows = [line for line in doc_figures.width_tuning().splitlines() if line.startswith("| 64")]
     assert rows == ["| 64 | mixit | 0.0002 | fan-in | bound | 1,200 | 0.950 | 0.900 |"]
+
+
+def test_every_figure_under_docs_figures_is_its_committed_result():
+    figures = Path(__file__).resolve().parents[2] / "docs" / "figures"
+    sources = json.loads((figures / "sources.json").read_text())
+    assert sorted(sources) == sorted(p.name for p in figures.glob("*.png"))
+    for name, source in sources.items():
+        committed = figures.parents[1] / source
+        assert (figures / name).read_bytes() == committed.read_bytes(), name
+        assert committed.with_suffix(".pdf").is_file(), f"{source} has no vector copy"

@@ -23,12 +23,15 @@ from pathlib import Path
 import torch
 
 from mixit.analysis.taps import run_with_taps
-from mixit.common.io import make_dir
 from mixit.config.schema import RunConfig
 from mixit.models.build import build_model
 from mixit.models.decoder import Decoder
+from mixit.readings.plots import PAGE, SEQUENTIAL, save, styled
 from mixit.tasks import get_task
 from mixit.training.resolve import fit_model_to_data
+
+# The most token labels a map's axis names; beyond it, every k-th.
+TICKS = 24
 
 
 def attention_patterns(model: Decoder, input_ids: torch.Tensor) -> torch.Tensor:
@@ -149,30 +152,29 @@ def scores_of_patterns(
 
 
 def plot_attention_maps(patterns: torch.Tensor, tokens: list[str], path: Path, title: str) -> None:
-    """A grid of heat maps (layers x heads) of one example's attention (L, H, T, T)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """A grid of heat maps (layers x heads) of one example's attention (L, H, T, T), PNG and
+    PDF; beyond ``TICKS`` positions only every k-th token is named, so the labels stay legible."""
     L, H, T, _ = patterns.shape
-    fig, axes = plt.subplots(L, H, figsize=(2.6 * H + 1, 2.6 * L + 0.6), squeeze=False)
-    for layer in range(L):
-        for head in range(H):
-            ax = axes[layer][head]
-            image = ax.imshow(patterns[layer, head].cpu().numpy(), cmap="viridis", vmin=0, vmax=1)
-            ax.set_title(f"layer {layer} head {head}", fontsize=9)
-            ax.set_xticks(range(T), tokens, rotation=90, fontsize=5)
-            ax.set_yticks(range(T), tokens, fontsize=5)
-            if head == 0:
-                ax.set_ylabel("query position")
-            if layer == L - 1:
-                ax.set_xlabel("key position")
-    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
-    fig.suptitle(title)
-    make_dir(path.parent)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    every = max(1, math.ceil(T / TICKS))
+    ticks = list(range(0, T, every))
+    with styled() as plt:
+        width = min(PAGE, 1.7 * H + 0.9)
+        fig, axes = plt.subplots(L, H, figsize=(width, width / H * L + 0.5), squeeze=False)
+        for layer in range(L):
+            for head in range(H):
+                ax = axes[layer][head]
+                weights = patterns[layer, head].cpu().numpy()
+                image = ax.imshow(weights, cmap=SEQUENTIAL, vmin=0, vmax=1)
+                ax.set_title(f"layer {layer}, head {head}", fontsize=7)
+                names = [tokens[t] for t in ticks]
+                ax.set_xticks(ticks, names if layer == L - 1 else [], rotation=90, fontsize=5)
+                ax.set_yticks(ticks, names if head == 0 else [], fontsize=5)
+                ax.grid(False)
+        fig.supxlabel("key position (the token attended to)", fontsize=7)
+        fig.supylabel("query position", fontsize=7)
+        fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+        fig.suptitle(title)
+        save(fig, path)
 
 
 def initial_logit_spread(config: RunConfig, sequences: int = 64) -> float | None:

@@ -20,7 +20,7 @@ from mixit.common.io import make_dir, read_json, write_json, write_text
 from mixit.comparisons.compare import Comparison, compare, raised_budget, seeds_auto_text
 from mixit.models.variants import VARIANTS
 from mixit.readings.litmus import AUTO, AUTO_SEEDS, VERDICTS
-from mixit.readings.plots import pyplot
+from mixit.readings.plots import PAGE, SEQUENTIAL, save, styled
 from mixit.readings.results import KEYS, csv_problem, read_results_csv, write_rows
 from mixit.readings.text import markdown_table
 from mixit.running.launchers import LOCAL, Launch
@@ -174,34 +174,67 @@ def relative_scores(result: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
+MARKS = {True: "✓", False: "✗", None: "?"}  # the litmus verdict: matches, falls short, unsure
+
+
 def heatmap(
     path: Path, scores: Mapping[str, Mapping[str, float]], results: Mapping[str, Any]
 ) -> None:
-    """Variants (rows) x tasks (columns), coloured from chance (0) to the standard model (1),
-    each cell with its score and the model's mean raw metric."""
-    plt = pyplot()
+    """Variants (rows; the standard model, 1 by construction, left out) x tasks (columns),
+    coloured from chance (0) to the standard model (1) on a colour-blind-safe scale that
+    extends to every score, each cell with its score and its litmus verdict; PNG and PDF."""
     tasks = [task for task in scores if scores[task]]
-    models = list(dict.fromkeys(m for task in tasks for m in scores[task]))
-    grid = [[scores[t].get(m, float("nan")) for t in tasks] for m in models]
-    fig, ax = plt.subplots(figsize=(1.3 * len(tasks) + 2.5, 0.6 * len(models) + 1.8))
-    image = ax.imshow(grid, cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
-    means = {t: {row["model"]: row["mean"] for row in results[t]["rows"]} for t in tasks}
-    for i, model in enumerate(models):
-        for j, task in enumerate(tasks):
-            raw = means[task].get(model)
-            if raw is not None:
-                score = "no ref." if math.isnan(grid[i][j]) else f"{grid[i][j]:.2f}"
-                ax.text(j, i, f"{score}\n({raw:.2f})", ha="center", va="center", size=7)
-    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
-    ax.set_yticks(range(len(models)), models)
-    ax.set_title(
-        "0 = chance, 1 = standard (raw metric in brackets; no ref.: standard did not learn)",
-        size=9,
+    models = [m for m in dict.fromkeys(m for t in tasks for m in scores[t]) if m != "standard"]
+    grid = [[scores[t].get(m, math.nan) for t in tasks] for m in models]
+    known = [v for row in grid for v in row if not math.isnan(v)]
+    low, high = min([0.0, *known]), max([1.0, *known])
+    verdicts = {
+        t: {
+            row["model"]: row.get("matches") for row in results[t].get("litmus", {}).get("rows", [])
+        }
+        for t in tasks
+    }
+    with styled() as plt:
+        width = min(PAGE, 0.55 * len(tasks) + 1.9)
+        fig, ax = plt.subplots(figsize=(width, 0.34 * len(models) + 1.5))
+        colours = plt.get_cmap(SEQUENTIAL).with_extremes(bad="0.88")  # no score: light grey
+        image = ax.imshow(grid, cmap=colours, vmin=low, vmax=high, aspect="auto")
+        for i, model in enumerate(models):
+            for j, task in enumerate(tasks):
+                if model not in verdicts[task] and math.isnan(grid[i][j]):
+                    text = "no ref." if model in scores[task] else ""
+                else:
+                    mark = MARKS.get(verdicts[task].get(model), "")
+                    text = f"{grid[i][j]:.2f} {mark}".strip()
+                dark = not math.isnan(grid[i][j]) and grid[i][j] < low + 0.55 * (high - low)
+                ax.text(j, i, text, ha="center", va="center", size=6, color="w" if dark else "k")
+        ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
+        ax.set_yticks(range(len(models)), models)
+        ax.set(xlabel="task", ylabel="model", title=_heatmap_title(results, tasks))
+        ax.grid(False)
+        bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+        bar.set_label("score (0: chance, 1: standard)")
+        fig.text(
+            0.01,
+            0.01,
+            "✓ matches standard, ✗ falls short, ? inconclusive (litmus test); "
+            "no ref.: no verdict, see summary.md",
+            size=5.5,
+        )
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+        save(fig, path)
+
+
+def _heatmap_title(results: Mapping[str, Any], tasks: Sequence[str]) -> str:
+    """What ran: the architecture, the preset, the seeds and whether it was tuned."""
+    first = results[tasks[0]] if tasks else {}
+    arch = first.get("overrides", {}).get("model.arch", "mixit's decoder")
+    seeds = first.get("seeds", [])
+    tuned = "tuned (docs/tuning.md)" if any(results[t].get("tuned") for t in tasks) else "untuned"
+    return (
+        f"Suite: {arch}, preset {first.get('preset', '?')}, "
+        f"{len(seeds)} seed{'s' * (len(seeds) != 1)}, {tuned}"
     )
-    fig.colorbar(image, ax=ax, fraction=0.03)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def summary_markdown(

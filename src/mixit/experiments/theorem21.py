@@ -44,7 +44,7 @@ from mixit.experiments.base import (
     seeds_text,
 )
 from mixit.experiments.claims import claim, margin
-from mixit.readings.plots import line_plot
+from mixit.readings.plots import PAGE, line_plot, save, styled
 from mixit.readings.text import markdown_table
 from mixit.training.resolve import resolve_config
 
@@ -296,26 +296,21 @@ def _largest_width_rows(largest: dict[str, Any]) -> list[list[str]]:
 
 
 def _plot_paths(path: Path, traces: dict[str, list[list[list[float]]]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     times = [TAU * i / 10 for i in range(11)]
-    for (name, runs_), colour in zip(traces.items(), ("tab:blue", "tab:orange"), strict=True):
-        for k, trace in enumerate(runs_):
-            for entry, ax in enumerate(axes):
-                label = name if k == 0 else None
-                ax.plot(times, [p[entry] for p in trace], color=colour, alpha=0.7, label=label)
-    for ax, title in zip(axes, ("Phi11 (diagonal)", "Phi12 (off-diagonal)"), strict=True):
-        ax.set(title=title, xlabel="tau", ylabel="value")
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle("Sample paths: the recursion and the SDE")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with styled() as plt:
+        fig, axes = plt.subplots(1, 2, figsize=(PAGE, 2.6))
+        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for (name, runs_), colour in zip(traces.items(), colours, strict=False):
+            for k, trace in enumerate(runs_):
+                for entry, ax in enumerate(axes):
+                    label = name if k == 0 else None
+                    ax.plot(times, [p[entry] for p in trace], color=colour, alpha=0.7, label=label)
+        for ax, title in zip(axes, ("Phi11 (diagonal)", "Phi12 (off-diagonal)"), strict=True):
+            ax.set(title=title, xlabel="tau (depth / width)", ylabel="covariance entry")
+            ax.legend()
+        fig.suptitle("Sample paths: the recursion and the SDE")
+        fig.tight_layout()
+        save(fig, path)
 
 
 EXPERIMENT = Experiment(
