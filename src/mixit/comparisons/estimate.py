@@ -4,16 +4,25 @@ predicted for a device (``mixit.cost.predict``)."""
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mixit.comparisons.compare import Comparison
 from mixit.cost.predict import fewest_pieces, get_target
 from mixit.readings.text import duration
 from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
-from mixit.running.workers import parallel_jobs, worker_threads
+from mixit.running.workers import (
+    busy_cores_elsewhere,
+    parallel_jobs,
+    shared_cores_note,
+    worker_threads,
+)
 from mixit.training.resolve import resolve_device
-from mixit.tuning.rules import GRID, halving_budgets
+from mixit.tuning.rules import BUDGET_CAP, EDGE_BOUND, GRID, halving_budgets
 
 
 def estimate_comparison(
@@ -52,6 +61,7 @@ def estimate_comparison(
         "task": plan.task,
         "preset": plan.preset,
         "device": where,
+        "shared": shared_cores_note(busy_cores_elsewhere()) if target is None else "",
         "rows": rows,
         "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
         "jobs": jobs,
@@ -86,7 +96,8 @@ def format_comparison_estimate(result: Mapping[str, Any]) -> str:
             f"about {duration(result['wall_seconds'])} in all with {jobs} runs at once "
             f"({duration(result['total_seconds'])} of training)"
         )
-    return "\n".join([*lines, *misfit_lines(result["rows"])])
+    shared = [result["shared"]] if result.get("shared") else []
+    return "\n".join([*lines, *misfit_lines(result["rows"]), *shared])
 
 
 def misfit_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -104,26 +115,46 @@ def misfit_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> float:
-    """What tuning adds to a comparison's estimate (``rows``: its per-model rows), one run
-    after another: each model's halving in budgets of one run, every model of an ``--arch``
-    comparison choosing its initialisation as well (docs/tuning.md, rule 6)."""
+@dataclass(frozen=True)
+class TuningCost:
+    """What tuning adds to an estimate, one run after another: ``least`` from the grid alone,
+    ``most`` with every edge extension, every doubling of the winner's budget up to the cap,
+    and the verdict runs at the capped budget (docs/tuning.md, rules 1 and 5)."""
+
+    least: float
+    most: float
+
+    def __add__(self, other: TuningCost) -> TuningCost:
+        return TuningCost(self.least + other.least, self.most + other.most)
+
+
+def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> TuningCost:
+    """What tuning adds to a comparison's estimate (``rows``: its per-model rows): each model's
+    halving in budgets of one run, every model of an ``--arch`` comparison choosing its
+    initialisation as well (docs/tuning.md, rule 6)."""
     arch = str(overrides.get("model.arch", "mixit")) != "mixit"
-    chooses_init = arch and "model.arch_init" not in overrides
-    budgets = halving_budgets(len(GRID) * (2 if chooses_init else 1))
-    return sum(row["run_seconds"] * budgets for row in rows)
+    inits = 2 if arch and "model.arch_init" not in overrides else 1
+    grid = halving_budgets(len(GRID) * inits)
+    edges = halving_budgets((len(GRID) + EDGE_BOUND - 1) * inits)
+    doublings = sum(2**k for k in range(1, int(math.log2(BUDGET_CAP)) + 1))  # 2 + 4
+    least = sum(row["run_seconds"] * grid for row in rows)
+    most = sum(
+        row["run_seconds"] * (edges + doublings + row["runs"] * (BUDGET_CAP - 1)) for row in rows
+    )
+    return TuningCost(least, most)
 
 
-def tuning_estimate_line(seconds: float) -> str:
+def tuning_estimate_line(cost: TuningCost) -> str:
     """``tuning_seconds`` as the line the estimates print."""
     return (
-        f"plus tuning (docs/tuning.md): about {duration(seconds)} one run after another, before "
-        "grid edges, early stops and doubled budgets"
+        f"plus tuning (docs/tuning.md): about {duration(cost.least)} one run after another from "
+        f"the grid alone, up to {duration(cost.most)} if every model extends its grid to the "
+        f"bound and doubles its budget to the cap ({BUDGET_CAP}x, the verdict runs too)"
     )
 
 
 def format_suite_estimate(
-    estimates: Sequence[Mapping[str, Any]], tuning: Sequence[float] = ()
+    estimates: Sequence[Mapping[str, Any]], tuning: Sequence[TuningCost] = ()
 ) -> str:
     """A suite's estimate: each task's comparison (``estimate_comparison``), each followed by
     its tuning seconds where the suite tunes (``tuning``), then the total. The suite compares
@@ -131,13 +162,17 @@ def format_suite_estimate(
     blocks = [format_comparison_estimate(e) for e in estimates]
     if tuning:
         blocks = [
-            f"{block}\n{tuning_estimate_line(seconds)}"
-            for block, seconds in zip(blocks, tuning, strict=True)
+            f"{block}\n{tuning_estimate_line(cost)}"
+            for block, cost in zip(blocks, tuning, strict=True)
         ]
     training = sum(e["total_seconds"] for e in estimates)
     wall = sum(e["wall_seconds"] for e in estimates)
     total = f"suite: {len(estimates)} tasks, about {duration(wall)} of wall time"
     total += f" ({duration(training)} of training)" if wall != training else ""
     if tuning:
-        total += f", plus about {duration(sum(tuning))} of tuning one run after another"
+        cost = functools.reduce(operator.add, tuning)
+        total += (
+            f", plus {duration(cost.least)} to {duration(cost.most)} of tuning one run after "
+            "another"
+        )
     return "\n\n".join([*blocks, total])
