@@ -1,6 +1,7 @@
 """How reports put our numbers beside the paper's: a gap beyond the stated factor is said."""
 
 import doctest
+from pathlib import Path
 
 from mixit.experiments import table7
 from mixit.readings import text
@@ -36,3 +37,10 @@ def test_table7_flags_a_planted_100x_gap_to_the_papers_covariance(tmp_path, monk
     assert rows["| mixit covariance against the paper's"].count("100× smaller") == 5
     assert rows["| random covariance against the paper's"].count("within 3×") == 5
     assert "Beyond 3× from the paper's covariance: mixit (" in report.markdown
+
+
+def test_the_committed_tiny_table7_report_flags_mixits_covariance():
+    results = Path(__file__).resolve().parents[2] / "results" / "table7-tiny-seed100"
+    report = (results / "table7" / "report.md").read_text()
+    (row,) = [line for line in report.splitlines() if "mixit covariance against" in line]
+    assert row.count("× smaller") == len(table7.DEPTHS)

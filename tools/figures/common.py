@@ -57,6 +57,18 @@ def _outputs() -> list[Path]:
     )
 
 
+def _whole_reproductions() -> list[Path]:
+    """The outputs of ``reproduce all`` (at least half the claims judged): the ones that stand
+    for their scale and seeds beside each other. One experiment's output (``reproduce table7``)
+    is not."""
+    return [
+        out
+        for out in _outputs()
+        if 2 * sum(c["verdict"] == NOT_RUN for c in _json(out / "claims.json")["claims"])
+        <= len(_json(out / "claims.json")["claims"])
+    ]
+
+
 def _construction(claims: dict[str, Any]) -> str:
     """The constructions the judged claims' models were built with (a claim independent of
     the construction left out); older files without them fall back to the overrides."""

@@ -13,12 +13,12 @@ from figures.common import (
     _confirmed,
     _construction,
     _json,
-    _outputs,
     _rates,
     _seeds,
     _tuning_cost,
     _verdicts,
     _wall,
+    _whole_reproductions,
 )
 from mixit.comparisons.compare import raised_budget
 from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
@@ -184,7 +184,7 @@ def _beside(
 def tuned_against_untuned() -> str:
     """docs/tuning.md: each reproduction under tuned presets beside the untuned one of the
     same scale, seeds and construction, claim by claim."""
-    outputs = {out: _json(out / "claims.json") for out in _outputs()}
+    outputs = {out: _json(out / "claims.json") for out in _whole_reproductions()}
     lines = []
     for out, tuned in outputs.items():
         if _rates(tuned) == "task presets":
@@ -206,7 +206,7 @@ def tuned_against_untuned() -> str:
 def fresh_seeds() -> str:
     """docs/tuning.md: each reproduction on fresh seeds under tuned presets beside the one on
     the seeds its rules and presets were chosen with (same scale, rates and construction)."""
-    outputs = {out: _json(out / "claims.json") for out in _outputs()}
+    outputs = {out: _json(out / "claims.json") for out in _whole_reproductions()}
     lines = []
     for out, fresh in outputs.items():
         if _rates(fresh) == "task presets" or not fresh.get("confirmed_on_seeds"):
@@ -244,7 +244,7 @@ def tuned_beside_untuned_seeds(scale: str = "small") -> str:
     """docs/tuning.md: each reproduction of ``scale`` under tuned presets on fresh seeds
     beside the untuned ones of the same scale and construction on other seeds, claim by
     claim, with the pre-registered reading of what moved."""
-    outputs = {out: _json(out / "claims.json") for out in _outputs()}
+    outputs = {out: _json(out / "claims.json") for out in _whole_reproductions()}
     lines = []
     for out, tuned in outputs.items():
         fresh = tuned.get("confirmed_on_seeds")
