@@ -15,6 +15,7 @@ from mixit.analysis.attention import initial_logit_spread
 from mixit.analysis.report import mean_uniformity
 from mixit.common.errors import RunsPending, UsageError
 from mixit.common.io import write_json
+from mixit.comparisons.earlier import with_earlier_models
 from mixit.config.schema import RunConfig
 from mixit.models.variants import VARIANTS
 from mixit.readings.litmus import (
@@ -151,6 +152,10 @@ def compare(
     auto = seeds == AUTO
     count, most = AUTO_SEEDS if auto else (int(seeds), int(seeds))
     models = tuple(models or VARIANTS)
+    setting = {"task": task, "preset": preset, "overrides": dict(overrides or {})}
+    if not auto:
+        setting["seeds"] = list(range(seed, seed + int(seeds)))
+        models = with_earlier_models(Path(out), setting, models)
     # Every seed it may train, so that the tuning seed is none of them.
     plan = Comparison(
         task, models, preset, range(seed, seed + most), Path(out), dict(overrides or {})

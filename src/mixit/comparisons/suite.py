@@ -184,7 +184,8 @@ def heatmap(
     coloured from chance (0) to the standard model (1) on a colour-blind-safe scale that
     extends to every score, each cell with its score and its litmus verdict; PNG and PDF."""
     tasks = [task for task in scores if scores[task]]
-    models = [m for m in dict.fromkeys(m for t in tasks for m in scores[t]) if m != "standard"]
+    every = list(dict.fromkeys(m for t in tasks for m in scores[t]))
+    models = [m for m in every if m != "standard"] or every  # a suite of standard alone
     grid = [[scores[t].get(m, math.nan) for t in tasks] for m in models]
     known = [v for row in grid for v in row if not math.isnan(v)]
     low, high = min([0.0, *known]), max([1.0, *known])
