@@ -62,7 +62,7 @@ def test_generate_command_continues_token_ids(tmp_path, capsys):
     overrides = {"train.steps": 3, "model.n_embd": 32, "task.n_test": 100}
     train("addition", "mixit", out=run_dir, overrides=overrides, progress=False)
     assert main(["generate", str(run_dir), "--prompt-ids", "3,4,5", "--max-new-tokens", "4"]) == 0
-    printed = capsys.readouterr().out.split()
-    assert printed[:3] == ["3", "4", "5"] and len(printed) == 7
+    prompt, added = capsys.readouterr().out.strip().split(" ‖ ")  # where the prompt ends
+    assert prompt.split() == ["3", "4", "5"] and len(added.split()) == 4
     assert main(["generate", str(run_dir), "--prompt", "hello"]) == 2  # not an lm run
     assert main(["generate", str(run_dir), "--prompt-ids", "3,x"]) == 2

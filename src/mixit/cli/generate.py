@@ -20,14 +20,28 @@ def add(commands: Any) -> None:
     parser.add_argument(
         "--max-new-tokens", type=count, default=50, help="tokens to add (default 50)"
     )
+    parser.epilog = f"The output marks where the prompt ends with {PROMPT_END!r}."
     parser.set_defaults(run=run)
+
+
+PROMPT_END = " ‖ "  # between the prompt and what the model added: rare in text, and not a digit
+
+
+def marked(result: dict[str, Any]) -> str:
+    """The prompt and its continuation, as text (lm runs) or token ids, with ``PROMPT_END``
+    between them."""
+    if "text" in result:
+        return f"{result['prompt_text']}{PROMPT_END}{result['new_text']}"
+    ids = [str(i) for i in result["ids"]]
+    cut = result["prompt_tokens"]
+    return f"{' '.join(ids[:cut])}{PROMPT_END}{' '.join(ids[cut:])}"
 
 
 def run(args: argparse.Namespace) -> int:
     result = generate_from_run(
         args.run_dir, args.prompt, args.prompt_ids, max_new_tokens=args.max_new_tokens
     )
-    print(result.get("text", " ".join(map(str, result["ids"]))))
+    print(marked(result))
     if result["new_tokens"] < args.max_new_tokens:
         print(
             f"{result['new_tokens']} tokens added, not {args.max_new_tokens}: the prompt and "

@@ -88,7 +88,10 @@ def generate_from_run(
     tokens = generate(model, torch.tensor([ids]), max_new_tokens)[0].tolist()
     seconds = time.perf_counter() - start
     result: dict[str, object] = {"ids": tokens, "new_tokens": max_new_tokens}
+    result["prompt_tokens"] = len(ids)
     result["tokens_per_second"] = max_new_tokens / seconds
     if tokenizer is not None:
         result["text"] = decode(tokenizer, tokens)
+        result["prompt_text"] = decode(tokenizer, tokens[: len(ids)])
+        result["new_text"] = decode(tokenizer, tokens[len(ids) :])
     return result
