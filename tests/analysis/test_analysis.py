@@ -118,7 +118,9 @@ def test_analyze_command_writes_scores_and_maps(tmp_path, capsys):
     assert len(scores["induction"]) == 2 and len(scores["previous_token"][0]) == 2
     assert all(0.0 <= u <= 1.0 + 1e-6 for layer in scores["uniformity"] for u in layer)
     assert (run_dir / "analysis" / "attention.png").stat().st_size > 10_000
-    assert "induction" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "induction" in printed and "* a score of at least 0.5: a previous-token" in printed
+    assert (run_dir / "analysis" / "attention.pdf").is_file()
     assert main(["analyze", "covariance", str(run_dir), "--out", str(tmp_path / "c")]) == 0
     assert set(json.loads((tmp_path / "c" / "covariance.json").read_text())) == {
         "covariance",

@@ -32,6 +32,9 @@ from mixit.training.resolve import fit_model_to_data
 
 # The most token labels a map's axis names; beyond it, every k-th.
 TICKS = 24
+# A head whose previous-token or induction score reaches this is one such head (claim C10's
+# rule reads the same).
+HEAD_THRESHOLD = 0.5
 
 
 def attention_patterns(model: Decoder, input_ids: torch.Tensor) -> torch.Tensor:

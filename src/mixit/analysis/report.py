@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mixit.analysis.attention import attention_patterns, head_scores, plot_attention_maps
+from mixit.analysis.attention import (
+    HEAD_THRESHOLD,
+    attention_patterns,
+    head_scores,
+    plot_attention_maps,
+)
 from mixit.analysis.covariance import token_covariance
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
@@ -41,7 +46,11 @@ def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str
     for layer, heads in enumerate(zip(*(scores[c] for c in columns), strict=True)):
         for head, (p, i, u) in enumerate(zip(*heads, strict=True)):
             shown = "n/a" if u is None else f"{u:.3f}"
-            lines.append(f"{layer:>5} {head:>4} {p:>14.3f} {i:>9.3f} {shown:>10}")
+            lines.append(f"{layer:>5} {head:>4} {_score(p):>14} {_score(i):>9} {shown:>10}")
+    lines.append(
+        f"* a score of at least {HEAD_THRESHOLD:g}: a previous-token or induction head "
+        "(the threshold of claim C10)"
+    )
     if any(u is None for heads in scores["uniformity"] for u in heads):
         lines.append("uniformity n/a: the head's rows hold negative weights (MixiT's mixing)")
     lines.append(f"written: {folder}/head_scores.json, {folder}/attention.png")
@@ -62,3 +71,8 @@ def mean_uniformity(run_dir: str | Path, sequences: int = 64) -> float | None:
     by_head = head_scores(model, inputs, mask=inputs != PAD)["uniformity"]
     defined = [u for heads in by_head for u in heads if u is not None]
     return sum(defined) / len(defined) if defined else None
+
+
+def _score(value: float) -> str:
+    """A head score, starred at ``HEAD_THRESHOLD`` or above."""
+    return f"{value:.3f}{'*' if value >= HEAD_THRESHOLD else ' '}"

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mixit.analysis.attention import HEAD_THRESHOLD
 from mixit.experiments.base import Claim
 from mixit.readings.litmus import ROUNDING, interval_95
 
@@ -210,7 +211,7 @@ FINDINGS: list[Finding] = [
             "in each seed's Frozen-QK retrieval model some head has previous-token score at "
             "value positions (where retrieval needs it) >= {threshold:g} and some later-layer "
             "head has induction score >= {threshold:g}",
-            {"threshold": 0.5},
+            {"threshold": HEAD_THRESHOLD},
             EVERY_SEED,
         ),
     ),
