@@ -44,3 +44,8 @@ def test_the_committed_tiny_table7_report_flags_mixits_covariance():
     report = (results / "table7" / "report.md").read_text()
     (row,) = [line for line in report.splitlines() if "mixit covariance against" in line]
     assert row.count("× smaller") == len(table7.DEPTHS)
+
+
+def test_a_title_names_the_scale_and_the_seeds():
+    assert text.ran("tiny", range(100, 103)) == "tiny, seeds 100-102"
+    assert text.ran("small", range(0, 1)) == "small, seed 0"

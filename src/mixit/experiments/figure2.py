@@ -21,7 +21,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, paired, per_seed
 from mixit.readings.plots import line_plot
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 # The tiny preset has 8 pairs; the paper's x axis reaches 30 (Table 1 uses m_max = 30). The
@@ -60,7 +60,7 @@ def report(
         out / "figure2.png",
         pairs,
         series,
-        f"Retrieval accuracy vs number of pairs ({scale})",
+        f"Retrieval accuracy vs number of pairs ({ran(scale, seeds)})",
         "largest number of key-value pairs m_max",
         "test accuracy",
     )

@@ -27,7 +27,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import every_seed, judged, margin, paired, per_seed
 from mixit.readings.plots import bar_plot
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 from mixit.tasks.khop import HOPS_METRIC, accuracy_by_hops
 from mixit.training.rundir import load_run
 from mixit.training.scoring import correct_rows
@@ -119,7 +119,12 @@ def report(
         rows.append(
             [task, *(f"{percent(PAPER[task][m])} / {mean_std(accuracy[m])}" for m in MODELS)]
         )
-        bar_plot(out / f"{task}.png", accuracy, f"{task} ({scale}): test accuracy", "accuracy")
+        bar_plot(
+            out / f"{task}.png",
+            accuracy,
+            f"{task} ({ran(scale, seeds)}): test accuracy",
+            "accuracy",
+        )
     hops = {
         m: [recorded_hops(summaries[run]) for run in runs("khop", [m], seeds, scale)]
         for m in MODELS

@@ -26,7 +26,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, paired, per_seed
 from mixit.readings.plots import bar_plot
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 
 MODELS = ("standard", "frozen-qk", "mixit")
 PAPER = {  # Table 2, log perplexity
@@ -70,7 +70,12 @@ def report(
         results[dataset] = log_ppl
         paper = PAPER.get(dataset, {})
         rows.append([dataset, *(f"{paper.get(m, '-')} / {mean_std(log_ppl[m])}" for m in MODELS)])
-        bar_plot(out / f"{dataset}.png", log_ppl, f"LM on {dataset} ({scale})", "log perplexity")
+        bar_plot(
+            out / f"{dataset}.png",
+            log_ppl,
+            f"LM on {dataset} ({ran(scale, seeds)})",
+            "log perplexity",
+        )
     markdown = "\n\n".join(
         [
             "Test log perplexity (nats per token), paper / ours (lower is better). The paper's "

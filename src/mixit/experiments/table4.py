@@ -22,7 +22,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, margin, per_seed
 from mixit.readings.plots import bar_plot
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 PAPER = {  # Table 4: accuracy, bits per parameter, trainable parameters
@@ -73,7 +73,12 @@ def report(
         ]
         for m in MODELS
     ]
-    bar_plot(out / "bits_per_param.png", bits, f"Memorization capacity ({scale})", "bits/param")
+    bar_plot(
+        out / "bits_per_param.png",
+        bits,
+        f"Memorization capacity ({ran(scale, seeds)})",
+        "bits/param",
+    )
     markdown = "\n\n".join(
         [
             "Paper / ours. Bits per parameter = bits of the memorized values recalled / "

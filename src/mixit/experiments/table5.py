@@ -23,7 +23,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
 from mixit.readings.plots import line_plot
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 
 TASKS = ("addition", "dyck", "sentiment")
 # Head counts the width allows (the tiny models are 64 or 128 wide, so 64 heads stand in for
@@ -113,7 +113,7 @@ def report(
         out / "table5.png",
         heads,
         accuracy,
-        f"MixiT accuracy against heads ({scale})",
+        f"MixiT accuracy against heads ({ran(scale, seeds)})",
         "number of heads (fixed width)",
         "test accuracy",
         log_x=True,

@@ -23,7 +23,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
 from mixit.readings.plots import line_plot
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 
 # Each series: the variant and its own settings. C8 is judged on `mixit`, MixiT as the paper
 # and the authors' code build it (shaped residual, lam = sqrt(1/2)); `mixit-plain-residual`
@@ -99,7 +99,7 @@ def report(
         out / "table6.png",
         DEPTHS,
         accuracy,
-        f"Addition accuracy against depth ({scale})",
+        f"Addition accuracy against depth ({ran(scale, seeds)})",
         "layers",
         "test accuracy",
     )

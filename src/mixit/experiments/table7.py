@@ -33,7 +33,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
 from mixit.readings.plots import line_plot
-from mixit.readings.text import PAPER_FACTOR, against_paper, markdown_table
+from mixit.readings.text import PAPER_FACTOR, against_paper, markdown_table, ran
 from mixit.tasks import get_task
 from mixit.training.resolve import fit_model_to_data
 from mixit.training.rundir import load_run
@@ -125,7 +125,7 @@ def report(
         out / "table7.png",
         DEPTHS,
         correlation,
-        f"Token correlation at initialisation ({scale}, LM text)",
+        f"Token correlation at initialisation ({ran(scale, seeds)}, LM text)",
         "layers",
         "mean correlation between tokens",
         log_x=True,

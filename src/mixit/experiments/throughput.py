@@ -38,7 +38,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import claim, margin
 from mixit.readings.plots import bar_plot
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 from mixit.training.devices import auto_device
 from mixit.training.resolve import resolve_config
 
@@ -105,7 +105,7 @@ def report(
     bar_plot(
         out / "throughput.png",
         speed,
-        f"Training throughput ({scale}, {measured['shape']['device']})",
+        f"Training throughput ({ran(scale, seeds)}, {measured['shape']['device']})",
         "samples / s",
     )
     rows = [

@@ -53,7 +53,7 @@ from mixit.experiments.base import (
 from mixit.experiments.width_reading import CONSTRUCTIONS, DEPTH, reading
 from mixit.models.build import build_model
 from mixit.readings.plots import line_plot
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 from mixit.tasks import get_task
 from mixit.training.resolve import fit_model_to_data
 from mixit.training.rundir import load_run
@@ -218,7 +218,7 @@ def _retrieval_section(
         out / "retrieval.png",
         widths,
         accuracy,
-        f"retrieval against width ({scale})",
+        f"retrieval against width ({ran(scale, seeds)})",
         "width",
         "test accuracy",
     )
@@ -260,7 +260,7 @@ def _depth_section(
         out / "depth.png",
         widths,
         accuracy,
-        f"depth {DEPTH} against width ({scale})",
+        f"depth {DEPTH} against width ({ran(scale, seeds)})",
         "width",
         "test accuracy",
     )
@@ -287,7 +287,7 @@ def _memorization_section(
         out / "memorization.png",
         widths,
         bits,
-        f"memorization against width ({scale})",
+        f"memorization against width ({ran(scale, seeds)})",
         "width",
         "bits per parameter",
     )

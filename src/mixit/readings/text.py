@@ -21,6 +21,14 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
+def ran(scale: str, seeds: range) -> str:
+    """What a figure shows, for its title: ``tiny, seeds 100-102``."""
+    last = seeds.stop - 1
+    return f"{scale}, seed{'s' if len(seeds) > 1 else ''} {seeds.start}" + (
+        f"-{last}" if len(seeds) > 1 else ""
+    )
+
+
 # A number of ours more than this many times above or below the paper's is said to differ.
 PAPER_FACTOR = 3.0
 
