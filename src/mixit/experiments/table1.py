@@ -27,7 +27,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import every_seed, judged, margin, paired, per_seed
 from mixit.readings.plots import bar_plot
-from mixit.readings.text import markdown_table, ran
+from mixit.readings.text import markdown_table, points_from_paper, ran
 from mixit.tasks.khop import HOPS_METRIC, accuracy_by_hops
 from mixit.training.rundir import load_run
 from mixit.training.scoring import correct_rows
@@ -119,6 +119,8 @@ def report(
         rows.append(
             [task, *(f"{percent(PAPER[task][m])} / {mean_std(accuracy[m])}" for m in MODELS)]
         )
+        gaps = (points_from_paper(mean(accuracy[m]), PAPER[task][m]) for m in MODELS)
+        rows.append([f"{task}: ours against the paper", *gaps])
         bar_plot(
             out / f"{task}.png",
             accuracy,

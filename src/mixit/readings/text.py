@@ -52,3 +52,20 @@ def against_paper(ours: float, paper: float, factor: float = PAPER_FACTOR) -> st
     far = ratio if ratio > 1 else 1 / ratio
     shown = f"{far:,.0f}" if far >= 10 else f"{far:.1f}"
     return f"{shown}× {'larger' if ratio > 1 else 'smaller'}"
+
+
+# An accuracy of ours more than this many points (of 100) from the paper's is said to differ.
+PAPER_POINTS = 10.0
+
+
+def points_from_paper(ours: float, paper: float, points: float = PAPER_POINTS) -> str:
+    """How far an accuracy ``ours`` (a fraction) is from the paper's: "within 10 points",
+    "62.5 points below" or "12.0 points above".
+
+    >>> points_from_paper(0.30, 0.925)
+    '62.5 points below'
+    """
+    gap = 100 * (ours - paper)
+    if abs(gap) <= points:
+        return f"within {points:g} points"
+    return f"{abs(gap):.1f} points {'above' if gap > 0 else 'below'}"
