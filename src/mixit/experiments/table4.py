@@ -22,7 +22,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, margin, per_seed
 from mixit.readings.plots import bar_plot
-from mixit.readings.text import markdown_table, ran
+from mixit.readings.text import against_paper, markdown_table, ran
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
 PAPER = {  # Table 4: accuracy, bits per parameter, trainable parameters
@@ -57,6 +57,10 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
     return [judged("C6", readings, {m: mean(bits[m]) for m in MODELS})]
 
 
+def _against(ours: list[float], paper: float) -> str:
+    return against_paper(mean(ours), paper)
+
+
 def report(
     scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
 ) -> Report:
@@ -68,7 +72,7 @@ def report(
         [
             m,
             f"{PAPER[m][0]:.0%} / {mean_std(accuracy[m])}",
-            f"{PAPER[m][1]:.2f} / {mean_std(bits[m])}",
+            f"{PAPER[m][1]:.2f} / {mean_std(bits[m])} ({_against(bits[m], PAPER[m][1])})",
             f"{PAPER[m][2]:,} / {trainable[m]:,}",
         ]
         for m in MODELS
