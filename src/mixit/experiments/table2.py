@@ -61,6 +61,22 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
     return [judged("C4", readings, means)]
 
 
+# A log perplexity of ours more than this many nats from the paper's is said to differ.
+PAPER_NATS = 0.05
+
+
+def _nats(ours: float, paper: float | None) -> str:
+    """How far a log perplexity is from the paper's, in nats."""
+    if paper is None:
+        return "-"
+    gap = ours - paper
+    return (
+        f"{abs(gap):.2f} nats {'above' if gap > 0 else 'below'}"
+        if abs(gap) > PAPER_NATS
+        else f"within {PAPER_NATS:g} nats"
+    )
+
+
 def report(
     scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
 ) -> Report:
@@ -70,6 +86,9 @@ def report(
         results[dataset] = log_ppl
         paper = PAPER.get(dataset, {})
         rows.append([dataset, *(f"{paper.get(m, '-')} / {mean_std(log_ppl[m])}" for m in MODELS)])
+        if paper:  # log perplexity: the gap in nats, and as a factor of perplexity
+            gaps = (_nats(mean(log_ppl[m]), paper.get(m)) for m in MODELS)
+            rows.append([f"{dataset}: ours against the paper", *gaps])
         bar_plot(
             out / f"{dataset}.png",
             log_ppl,

@@ -23,7 +23,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
 from mixit.readings.plots import line_plot
-from mixit.readings.text import markdown_table, ran
+from mixit.readings.text import markdown_table, points_from_paper, ran
 
 TASKS = ("addition", "dyck", "sentiment")
 # Head counts the width allows (the tiny models are 64 or 128 wide, so 64 heads stand in for
@@ -123,6 +123,15 @@ def report(
             t,
             *(
                 f"{percent(PAPER[t][h]) if h in PAPER[t] else '-'} / {mean_std(v)}"
+                for h, v in zip(heads, accuracy[t], strict=True)
+            ),
+        ]
+        for t in TASKS
+    ] + [
+        [
+            f"{t}: ours against the paper",
+            *(
+                points_from_paper(mean(v), PAPER[t][h]) if h in PAPER[t] else "-"
                 for h, v in zip(heads, accuracy[t], strict=True)
             ),
         ]

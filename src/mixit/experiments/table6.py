@@ -23,7 +23,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, margin, paired, per_seed
 from mixit.readings.plots import line_plot
-from mixit.readings.text import markdown_table, ran
+from mixit.readings.text import markdown_table, points_from_paper, ran
 
 # Each series: the variant and its own settings. C8 is judged on `mixit`, MixiT as the paper
 # and the authors' code build it (shaped residual, lam = sqrt(1/2)); `mixit-plain-residual`
@@ -113,6 +113,16 @@ def report(
             ),
         ]
         for m in SERIES
+    ] + [
+        [
+            f"{m}: ours against the paper",
+            *(
+                points_from_paper(mean(v), p) if p else "-"
+                for p, v in zip(paper[m], accuracy[m], strict=True)
+            ),
+        ]
+        for m in SERIES
+        if any(paper[m])
     ]
     markdown = "\n\n".join(
         [
