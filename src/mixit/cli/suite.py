@@ -26,6 +26,7 @@ from mixit.comparisons.estimate import estimate_comparison, format_suite_estimat
 from mixit.comparisons.suite import suite, suite_tasks
 from mixit.models.variants import VARIANTS
 from mixit.readings.litmus import AUTO, AUTO_SEEDS
+from mixit.running.workers import busy_cores_elsewhere
 
 
 def add(commands: Any) -> None:
@@ -73,11 +74,13 @@ def estimate(args: argparse.Namespace) -> str:
     most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
     seeds = range(args.seed, args.seed + most)
     models = tuple(model_names(args.models))
+    busy = None if args.target else busy_cores_elsewhere()  # once for every task's estimate
     estimates = [
         estimate_comparison(
             Comparison(task, models, args.preset, seeds, Path(args.out) / task, overrides),
             args.target,
             args.jobs,
+            busy,
         )
         for task in suite_tasks(names(args.tasks, "--tasks"))
     ]

@@ -4,9 +4,7 @@ predicted for a device (``mixit.cost.predict``)."""
 
 from __future__ import annotations
 
-import functools
 import math
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +24,7 @@ from mixit.tuning.rules import BUDGET_CAP, EDGE_BOUND, GRID, halving_budgets
 
 
 def estimate_comparison(
-    plan: Comparison, target: str | None = None, jobs: int = 1
+    plan: Comparison, target: str | None = None, jobs: int = 1, busy: float | None = None
 ) -> dict[str, Any]:
     """What `compare` (or, with one model and seed, `train`) would cost on this machine,
     without training or writing anything: each model's config is timed once (its seeds cost
@@ -61,7 +59,10 @@ def estimate_comparison(
         "task": plan.task,
         "preset": plan.preset,
         "device": where,
-        "shared": shared_cores_note(busy_cores_elsewhere()) if target is None else "",
+        # ``busy``: other processes' cores, measured once by a caller that estimates many.
+        "shared": ""
+        if target
+        else shared_cores_note(busy_cores_elsewhere() if busy is None else busy),
         "rows": rows,
         "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
         "jobs": jobs,
@@ -124,9 +125,6 @@ class TuningCost:
     least: float
     most: float
 
-    def __add__(self, other: TuningCost) -> TuningCost:
-        return TuningCost(self.least + other.least, self.most + other.most)
-
 
 def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> TuningCost:
     """What tuning adds to a comparison's estimate (``rows``: its per-model rows): each model's
@@ -136,7 +134,7 @@ def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, An
     inits = 2 if arch and "model.arch_init" not in overrides else 1
     grid = halving_budgets(len(GRID) * inits)
     edges = halving_budgets((len(GRID) + EDGE_BOUND - 1) * inits)
-    doublings = sum(2**k for k in range(1, int(math.log2(BUDGET_CAP)) + 1))  # 2 + 4
+    doublings = sum(2**k for k in range(1, int(math.log2(BUDGET_CAP)) + 1))  # 2x, 4x: 2 + 4
     least = sum(row["run_seconds"] * grid for row in rows)
     most = sum(
         row["run_seconds"] * (edges + doublings + row["runs"] * (BUDGET_CAP - 1)) for row in rows
@@ -170,9 +168,6 @@ def format_suite_estimate(
     total = f"suite: {len(estimates)} tasks, about {duration(wall)} of wall time"
     total += f" ({duration(training)} of training)" if wall != training else ""
     if tuning:
-        cost = functools.reduce(operator.add, tuning)
-        total += (
-            f", plus {duration(cost.least)} to {duration(cost.most)} of tuning one run after "
-            "another"
-        )
+        least, most = sum(c.least for c in tuning), sum(c.most for c in tuning)
+        total += f", plus {duration(least)} to {duration(most)} of tuning one run after another"
     return "\n\n".join([*blocks, total])

@@ -26,7 +26,7 @@ from mixit.experiments.base import (
 )
 from mixit.experiments.claims import judged, paired, per_seed
 from mixit.readings.plots import bar_plot
-from mixit.readings.text import markdown_table, ran
+from mixit.readings.text import markdown_table, nats_from_paper, ran
 
 MODELS = ("standard", "frozen-qk", "mixit")
 PAPER = {  # Table 2, log perplexity
@@ -61,22 +61,6 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
     return [judged("C4", readings, means)]
 
 
-# A log perplexity of ours more than this many nats from the paper's is said to differ.
-PAPER_NATS = 0.05
-
-
-def _nats(ours: float, paper: float | None) -> str:
-    """How far a log perplexity is from the paper's, in nats."""
-    if paper is None:
-        return "-"
-    gap = ours - paper
-    return (
-        f"{abs(gap):.2f} nats {'above' if gap > 0 else 'below'}"
-        if abs(gap) > PAPER_NATS
-        else f"within {PAPER_NATS:g} nats"
-    )
-
-
 def report(
     scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
 ) -> Report:
@@ -87,7 +71,7 @@ def report(
         paper = PAPER.get(dataset, {})
         rows.append([dataset, *(f"{paper.get(m, '-')} / {mean_std(log_ppl[m])}" for m in MODELS)])
         if paper:  # log perplexity: the gap in nats, and as a factor of perplexity
-            gaps = (_nats(mean(log_ppl[m]), paper.get(m)) for m in MODELS)
+            gaps = (nats_from_paper(mean(log_ppl[m]), paper.get(m)) for m in MODELS)
             rows.append([f"{dataset}: ours against the paper", *gaps])
         bar_plot(
             out / f"{dataset}.png",

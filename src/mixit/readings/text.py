@@ -69,3 +69,18 @@ def points_from_paper(ours: float, paper: float, points: float = PAPER_POINTS) -
     if abs(gap) <= points:
         return f"within {points:g} points"
     return f"{abs(gap):.1f} points {'above' if gap > 0 else 'below'}"
+
+
+# A log perplexity of ours more than this many nats from the paper's is said to differ.
+PAPER_NATS = 0.05
+
+
+def nats_from_paper(ours: float, paper: float | None, nats: float = PAPER_NATS) -> str:
+    """How far a log perplexity is from the paper's (none: "-"): "within 0.05 nats",
+    "0.42 nats above"."""
+    if paper is None:
+        return "-"
+    gap = ours - paper
+    if abs(gap) <= nats:
+        return f"within {nats:g} nats"
+    return f"{abs(gap):.2f} nats {'above' if gap > 0 else 'below'}"
