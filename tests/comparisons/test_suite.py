@@ -9,7 +9,7 @@ from mixit.comparisons.suite import relative_score
 from mixit.readings.results import COLUMNS, read_results_csv
 
 QUICK = ["train.steps=4", "train.eval_every=4", "train.stop_at=none", "train.eval_examples=64"]
-QUICK += ["task.n_train=500", "task.n_test=64"]  # both tasks have these keys
+QUICK += ["task.n_train=500", "task.n_test=64", "train.batch_size=16"]  # both tasks have these keys
 
 
 def test_suite_writes_one_row_per_run_a_heatmap_and_the_verdicts(tmp_path, capsys):

@@ -11,7 +11,7 @@ from mixit.experiments.differences import EQUATIONS, flips
 from mixit.experiments.setting import Setting
 from mixit.running.runs import run_dir_name
 
-QUICK = {"train.steps": 4, "train.eval_every": 4, "train.eval_examples": 64}
+QUICK = {"train.steps": 4, "train.eval_every": 4, "train.eval_examples": 64, "train.batch_size": 16}
 
 
 def test_a_mixit_only_difference_leaves_the_softmax_models_alone():

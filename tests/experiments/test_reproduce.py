@@ -32,6 +32,7 @@ from mixit.training.train import time_training
 
 TWO_JOBS = Launch(jobs=2)
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
+QUICK |= {"train.batch_size": 32}  # the steps' cost is the batch's; what is tested is not
 
 
 def summaries_mtimes(out):
