@@ -23,14 +23,16 @@ lint: setup
 	$(BIN)/ruff format --check src tests tools
 
 # Two worker processes, one thread each (tests/conftest.py): the suite in about half the time
-# on two cores. TEST_WORKERS=0 runs it in this one process.
+# on two cores. TEST_WORKERS=0 runs it in this one process. Work stealing hands out single
+# tests, so neither worker idles while the other ends a long file; a module's fixture may
+# then be built in both workers.
 TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # The suite without the tests that start, signal or kill processes: for a quick edit-test loop.
 test-fast: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow and not processes"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow and not processes"
 
 # The slow checks (every paper-scale model takes real training steps): minutes on a CPU.
 test-slow: setup

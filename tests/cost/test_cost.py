@@ -167,7 +167,11 @@ def test_bad_targets_exit_2(extra, message, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "task, overrides",
-    [("lm", {}), ("sentiment", {}), ("sentiment", {"model.construction": "authors"})],
+    [
+        ("lm", {"task.max_documents": 40}),  # the shape is the preset's; the whole corpus is slow
+        ("sentiment", {}),
+        ("sentiment", {"model.construction": "authors"}),
+    ],
 )
 def test_a_declared_shape_is_the_shape_of_the_built_data(task, overrides):
     from mixit.tasks import IGNORE_INDEX, get_task
