@@ -23,14 +23,34 @@ def test_tuning_adds_a_range_from_the_grid_to_every_extension_and_doubling():
     assert arch.least == pytest.approx(10 * halving_budgets(6)) and arch.most > plain.most
     line = tuning_estimate_line(plain)
     assert (
-        f"about 18 s one run after another from the grid alone, up to {duration(plain.most)}"
-        in line
+        "about 18 s one run after another from the grid alone, each trial stopping as early as "
+        f"its stop rule allows, up to {duration(plain.most)}" in line
     )
     estimate = {"task": "t", "preset": "tiny", "device": "here", "rows": rows, "jobs": 1}
     estimate |= {"total_seconds": 30.0, "wall_seconds": 30.0}
-    total = format_suite_estimate([estimate, estimate], [plain, plain]).splitlines()[-1]
+    total = format_suite_estimate([estimate, estimate], [plain, plain]).splitlines()[-2:]
     both = f"{duration(2 * plain.least)} to {duration(2 * plain.most)}"
-    assert total.endswith(f"plus {both} of tuning one run after another")
+    assert total[0].endswith(f"plus {both} of tuning one run after another")
+    everything = f"{duration(60 + 2 * plain.least)} to {duration(60 + 2 * plain.most)}"
+    assert total[1].startswith(f"in all, {everything} of training one run after another")
+
+
+def test_a_run_that_may_stop_early_lowers_the_least_cost_to_its_first_evaluation():
+    from mixit.comparisons.estimate import earliest_stop
+    from mixit.config.schema import TrainConfig
+
+    assert earliest_stop(TrainConfig(steps=1000, eval_every=100)) == 1000
+    assert earliest_stop(TrainConfig(steps=1000, eval_every=100, stop_at=0.99)) == 100
+    assert earliest_stop(TrainConfig(steps=1000, eval_every=100, patience=3)) == 400
+    assert earliest_stop(TrainConfig(steps=50, eval_every=100, stop_at=0.99)) == 50
+    rows = [{"model": "m", "runs": 3, "steps": 1000, "step_seconds": 0.01, "run_seconds": 10.0}]
+    rows[0]["least_run_seconds"] = 1.0
+    assert tuning_seconds(rows, {}).least == pytest.approx(halving_budgets(3))
+    estimate = {"task": "t", "preset": "tiny", "device": "here", "rows": rows, "jobs": 1}
+    estimate |= {"total_seconds": 30.0, "wall_seconds": 30.0, "least_seconds": 3.0}
+    text = format_suite_estimate([estimate])
+    assert "as little as 3 s of training if every run with a stop rule stops" in text
+    assert text.splitlines()[-1].startswith("in all, 3 s to 30 s of training")
 
 
 @pytest.mark.processes
@@ -46,3 +66,18 @@ def test_a_busy_neighbour_is_seen_and_said():
     assert busy is not None and busy >= 0.5
     assert "other processes keep about" in shared_cores_note(busy)
     assert shared_cores_note(0.1) == "" and shared_cores_note(None) == ""
+
+
+def test_the_llama_suites_estimate_holds_what_the_suite_cost():
+    """The committed estimate's range in all against the training seconds the committed tuned
+    suite logged (results/suite-llama-estimate/README.md)."""
+    import re
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "results"
+    last = (results / "suite-llama-estimate" / "estimate.txt").read_text().strip().splitlines()
+    least, most = re.match(r"in all, ([\d.]+) h to ([\d.]+) h of training", last[-1]).groups()
+    summary = (results / "suite-llama-tuned" / "summary.md").read_text()
+    logged = re.search(r"^\| all \| \d+ \| ([\d,]+) \|", summary, re.M).group(1)
+    hours = int(logged.replace(",", "")) / 3600
+    assert float(least) <= hours <= float(most)

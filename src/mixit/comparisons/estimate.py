@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mixit.comparisons.compare import Comparison
+from mixit.config.schema import TrainConfig
 from mixit.cost.predict import fewest_pieces, get_target
 from mixit.readings.text import duration
 from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
@@ -21,6 +22,18 @@ from mixit.running.workers import (
 )
 from mixit.training.resolve import resolve_device
 from mixit.tuning.rules import BUDGET_CAP, EDGE_BOUND, GRID, halving_budgets
+
+
+def earliest_stop(train: TrainConfig) -> int:
+    """The fewest steps a run of ``train`` can take: its first evaluation when it stops at a
+    target (``stop_at``), after ``patience`` evaluations more when it stops on no progress;
+    all of ``steps`` without a stop rule."""
+    first = train.steps
+    if train.stop_at is not None:
+        first = train.eval_every
+    elif train.patience > 0:
+        first = (train.patience + 1) * train.eval_every
+    return min(first, train.steps)
 
 
 def estimate_comparison(
@@ -43,8 +56,11 @@ def estimate_comparison(
         names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
         pending = [timings[name] for name in names if name in timings]
         timing = pending[0] if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
-        row = {"model": model, "runs": len(pending), "steps": configs[model, seed].train.steps}
+        train = configs[model, seed].train
+        row = {"model": model, "runs": len(pending), "steps": train.steps}
         row |= {"step_seconds": timing["step_seconds"], "run_seconds": timing["run_seconds"]}
+        # A run that stops early costs its share of the budget's time, at the least.
+        row["least_run_seconds"] = timing["run_seconds"] * earliest_stop(train) / train.steps
         if "memory_bytes" in timing:
             row["memory_gib"] = timing["memory_bytes"] / 2**30
             row["fits"] = timing["fits"]
@@ -65,6 +81,7 @@ def estimate_comparison(
         else shared_cores_note(busy_cores_elsewhere() if busy is None else busy),
         "rows": rows,
         "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
+        "least_seconds": sum(row["runs"] * row["least_run_seconds"] for row in rows),
         "jobs": jobs,
         "wall_seconds": list_schedule(
             [row["run_seconds"] for row in rows for _ in range(row["runs"])],
@@ -97,6 +114,12 @@ def format_comparison_estimate(result: Mapping[str, Any]) -> str:
             f"about {duration(result['wall_seconds'])} in all with {jobs} runs at once "
             f"({duration(result['total_seconds'])} of training)"
         )
+    least = result.get("least_seconds", result["total_seconds"])
+    if least < result["total_seconds"]:
+        lines.append(
+            f"as little as {duration(least)} of training if every run with a stop rule stops "
+            "at the first evaluation it may"
+        )
     shared = [result["shared"]] if result.get("shared") else []
     return "\n".join([*lines, *misfit_lines(result["rows"]), *shared])
 
@@ -119,8 +142,9 @@ def misfit_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 @dataclass(frozen=True)
 class TuningCost:
     """What tuning adds to an estimate, one run after another: ``least`` from the grid alone,
-    ``most`` with every edge extension, every doubling of the winner's budget up to the cap,
-    and the verdict runs at the capped budget (docs/tuning.md, rules 1 and 5)."""
+    each trial stopping as early as its stop rule lets it (``earliest_stop``), ``most`` with
+    every edge extension, every doubling of the winner's budget up to the cap, and the verdict
+    runs at the capped budget (docs/tuning.md, rules 1 and 5), none stopping early."""
 
     least: float
     most: float
@@ -135,7 +159,7 @@ def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, An
     grid = halving_budgets(len(GRID) * inits)
     edges = halving_budgets((len(GRID) + EDGE_BOUND - 1) * inits)
     doublings = sum(2**k for k in range(1, int(math.log2(BUDGET_CAP)) + 1))  # 2x, 4x: 2 + 4
-    least = sum(row["run_seconds"] * grid for row in rows)
+    least = sum(row.get("least_run_seconds", row["run_seconds"]) * grid for row in rows)
     most = sum(
         row["run_seconds"] * (edges + doublings + row["runs"] * (BUDGET_CAP - 1)) for row in rows
     )
@@ -146,8 +170,9 @@ def tuning_estimate_line(cost: TuningCost) -> str:
     """``tuning_seconds`` as the line the estimates print."""
     return (
         f"plus tuning (docs/tuning.md): about {duration(cost.least)} one run after another from "
-        f"the grid alone, up to {duration(cost.most)} if every model extends its grid to the "
-        f"bound and doubles its budget to the cap ({BUDGET_CAP}x, the verdict runs too)"
+        f"the grid alone, each trial stopping as early as its stop rule allows, up to "
+        f"{duration(cost.most)} if every model extends its grid to the bound and doubles its "
+        f"budget to the cap ({BUDGET_CAP}x, the verdict runs too)"
     )
 
 
@@ -164,10 +189,18 @@ def format_suite_estimate(
             for block, cost in zip(blocks, tuning, strict=True)
         ]
     training = sum(e["total_seconds"] for e in estimates)
+    floor = sum(e.get("least_seconds", e["total_seconds"]) for e in estimates)
     wall = sum(e["wall_seconds"] for e in estimates)
     total = f"suite: {len(estimates)} tasks, about {duration(wall)} of wall time"
     total += f" ({duration(training)} of training)" if wall != training else ""
     if tuning:
         least, most = sum(c.least for c in tuning), sum(c.most for c in tuning)
         total += f", plus {duration(least)} to {duration(most)} of tuning one run after another"
+        floor, training = floor + least, training + most
+    if floor < training:
+        total += (
+            f"\nin all, {duration(floor)} to {duration(training)} of training one run after "
+            "another: at the least every run with a stop rule (train.stop_at, train.patience) "
+            "stops at the first evaluation it may, at the most none does"
+        )
     return "\n\n".join([*blocks, total])
