@@ -189,17 +189,18 @@ def format_suite_estimate(
             for block, cost in zip(blocks, tuning, strict=True)
         ]
     training = sum(e["total_seconds"] for e in estimates)
-    floor = sum(e.get("least_seconds", e["total_seconds"]) for e in estimates)
     wall = sum(e["wall_seconds"] for e in estimates)
     total = f"suite: {len(estimates)} tasks, about {duration(wall)} of wall time"
     total += f" ({duration(training)} of training)" if wall != training else ""
+    lowest = sum(e.get("least_seconds", e["total_seconds"]) for e in estimates)
+    highest = training
     if tuning:
         least, most = sum(c.least for c in tuning), sum(c.most for c in tuning)
         total += f", plus {duration(least)} to {duration(most)} of tuning one run after another"
-        floor, training = floor + least, training + most
-    if floor < training:
+        lowest, highest = lowest + least, highest + most
+    if lowest < highest:
         total += (
-            f"\nin all, {duration(floor)} to {duration(training)} of training one run after "
+            f"\nin all, {duration(lowest)} to {duration(highest)} of training one run after "
             "another: at the least every run with a stop rule (train.stop_at, train.patience) "
             "stops at the first evaluation it may, at the most none does"
         )
