@@ -10,7 +10,10 @@ import torch
 from mixit.analysis.attention import plot_attention_maps
 from mixit.comparisons.suite import heatmap
 from mixit.experiments import theorem21
+from mixit.experiments.setting import Setting
+from mixit.experiments.verdicts import tuning_caption
 from mixit.readings.plots import bar_plot, line_plot
+from mixit.readings.text import ran, trained_as
 
 
 @pytest.fixture
@@ -78,3 +81,15 @@ def test_the_heatmap_extends_its_scale_to_every_score_and_marks_the_verdicts(tmp
     assert [t.get_text() for t in fig.axes[0].texts] == ["-0.11 ✗"]  # standard left out
     assert fig.axes[0].get_title() == "Suite: mixit's decoder, preset tiny, 3 seeds, untuned"
     assert image.get_cmap().name.startswith("cividis")
+
+
+def test_a_figure_title_says_how_its_runs_were_trained():
+    assert ran("tiny", range(100, 103)) == "tiny, seeds 100-102"
+    with trained_as("tuned presets"):
+        assert ran("tiny", range(100, 103)) == "tiny, seeds 100-102, tuned presets"
+    assert ran("small", range(7, 8)) == "small, seed 7"
+    presets = Setting("tiny", 3, presets="tiny.json")
+    assert tuning_caption(presets) == "tuned presets"
+    assert tuning_caption(presets, covered=False) == "untuned (task presets' rates)"
+    assert tuning_caption(Setting("tiny", 3, tune="protocol")).startswith("tuned first")
+    assert tuning_caption(Setting("tiny", 3, tuned="sweeps/best.json")) == "rates of best.json"

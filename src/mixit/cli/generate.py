@@ -15,7 +15,11 @@ def add(commands: Any) -> None:
         "generate", help="continue a prompt with a trained run (cached greedy decoding)"
     )
     parser.add_argument("run_dir", help="a finished run directory")
-    parser.add_argument("--prompt", default=None, help="text (lm runs)")
+    parser.add_argument(
+        "--prompt",
+        default=None,
+        help="text, for a run of a task that reads text (lm, sentiment, custom)",
+    )
     parser.add_argument("--prompt-ids", default=None, help="token ids, e.g. 5,17,3")
     parser.add_argument(
         "--max-new-tokens", type=count, default=50, help="tokens to add (default 50)"
@@ -28,8 +32,8 @@ PROMPT_END = " ‖ "  # between the prompt and what the model added: rare in tex
 
 
 def marked(result: dict[str, Any]) -> str:
-    """The prompt and its continuation, as text (lm runs) or token ids, with ``PROMPT_END``
-    between them."""
+    """The prompt and its continuation, as text (runs that saved a vocabulary) or token ids,
+    with ``PROMPT_END`` between them."""
     if "text" in result:
         return f"{result['prompt_text']}{PROMPT_END}{result['new_text']}"
     ids = [str(i) for i in result["ids"]]

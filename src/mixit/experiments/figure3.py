@@ -30,7 +30,7 @@ from mixit.experiments.base import (
     test_split,
 )
 from mixit.experiments.claims import claim, margin
-from mixit.readings.text import markdown_table
+from mixit.readings.text import markdown_table, ran
 from mixit.tasks.retrieval import value_positions
 from mixit.training.rundir import load_run
 
@@ -94,8 +94,9 @@ def report(
                     f"{best_at_values:.2f}",
                 ]
             )
-            if model_name == "frozen-qk" and run.seed == 0:
-                _plot_example(model, inputs[:1], out / "frozen_qk_attention.png", scale)
+            if model_name == "frozen-qk" and run.seed == seeds.start:
+                shown = ran(scale, range(run.seed, run.seed + 1))
+                _plot_example(model, inputs[:1], out / "frozen_qk_attention.png", shown)
     markdown = "\n\n".join(
         [
             "Best previous-token and induction scores over the heads of each trained retrieval "
@@ -126,13 +127,14 @@ def report(
     return Report(markdown, stored, judge(stored))
 
 
-def _plot_example(model: torch.nn.Module, example: torch.Tensor, path: Path, scale: str) -> None:
-    """Every head's attention on one test example (1, T), padding removed."""
+def _plot_example(model: torch.nn.Module, example: torch.Tensor, path: Path, shown: str) -> None:
+    """Every head's attention on one test example (1, T), padding removed; ``shown``: the
+    scale, seed and training, for the title."""
     keep = example[0] != PAD
     patterns = attention_patterns(model, example)[:, 0]  # (L, H, T, T)
     patterns = patterns[:, :, keep][:, :, :, keep]  # padding removed
     tokens = [str(t) for t in example[0, keep].tolist()]
-    title = f"Frozen-QK on retrieval ({scale}); the last row is the query, {tokens[-1]}"
+    title = f"Frozen-QK on retrieval ({shown}); the last row is the query, {tokens[-1]}"
     plot_attention_maps(patterns, tokens, path, title)
 
 

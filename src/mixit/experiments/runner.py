@@ -36,8 +36,9 @@ from mixit.experiments.timing import (
     stops_note,
 )
 from mixit.experiments.tuned_presets import capped_groups, identity, with_choices
-from mixit.experiments.verdicts import changed_settings_note, record_claims
+from mixit.experiments.verdicts import changed_settings_note, record_claims, tuning_caption
 from mixit.readings.results import write_results_csv
+from mixit.readings.text import trained_as
 from mixit.running.runs import run_dir_name, train_missing
 from mixit.training.resolve import validate
 from mixit.tuning import halving, rules
@@ -286,7 +287,8 @@ def _judge(
         return []
     else:
         started = time.perf_counter()
-        report = experiment.report(scale, seed_range, summaries, folder, how.overrides)
+        with trained_as(tuning_caption(setting, experiment.tuned_presets)):
+            report = experiment.report(scale, seed_range, summaries, folder, how.overrides)
         timing[experiment.name]["report_seconds"] = time.perf_counter() - started
         write_text(folder / "report.md", header + report.markdown + "\n")
         results = {**setting.record(), "construction": construction, **report.results}

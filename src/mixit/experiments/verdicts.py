@@ -113,6 +113,16 @@ def changed_settings_note(setting: Setting) -> str:
     return " ".join(sentences[0 if changed else 1 :])
 
 
+def tuning_caption(setting: Setting, covered: bool = True) -> str:
+    """How the runs' learning rates were chosen, for a figure's title; ``covered``: whether the
+    scale's tuned presets cover the experiment's runs (``Experiment.tuned_presets``)."""
+    if setting.tune:
+        return "tuned first (docs/tuning.md)"
+    if setting.tuned:
+        return f"rates of {Path(setting.tuned).name}"
+    return "tuned presets" if setting.presets and covered else "untuned (task presets' rates)"
+
+
 def _not_counted(claims: Sequence[Claim]) -> str:
     """Sentences naming the claims judged but not counted: no reference, inconclusive (cut off
     while rising, or undecided by the seeds), or counted in another committed output."""

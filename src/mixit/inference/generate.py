@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch
 
 from mixit.common.errors import UsageError
-from mixit.data import decode, encode_texts
+from mixit.config.schema import RunConfig
+from mixit.data.vocabulary import Vocabulary, load_vocabulary
 from mixit.models.decoder import Decoder
-from mixit.tasks.lm import lm_tokenizer
+from mixit.tasks import get_task
 from mixit.training.rundir import load_run
 
 
@@ -56,21 +57,21 @@ def cache_bytes_per_token(model: Decoder) -> int:
 def generate_from_run(
     run_dir: str, prompt: str | None, prompt_ids: str | None, max_new_tokens: int
 ) -> dict[str, object]:
-    """Continue a text prompt (lm runs: the run's tokenizer) or a list of token ids."""
+    """Continue a text prompt (a run of a task that reads text: its saved vocabulary frames and
+    encodes it) or a list of token ids."""
     import time
 
     model, config = load_run(run_dir)
     if (prompt is None) == (prompt_ids is None):
-        raise UsageError("give exactly one of --prompt TEXT (lm runs) or --prompt-ids 1,2,3")
-    tokenizer = None
+        raise UsageError("give exactly one of --prompt TEXT or --prompt-ids 1,2,3")
+    vocabulary = run_vocabulary(run_dir, config)
     if prompt is not None:
-        if config.task_name != "lm":
+        if vocabulary is None:
             raise UsageError(
-                f"--prompt needs an lm run; this is {config.task_name}: use --prompt-ids"
+                f"--prompt needs a run that saved its vocabulary (a task that reads text); "
+                f"this {config.task_name} run has none: use --prompt-ids"
             )
-
-        tokenizer = lm_tokenizer(config.task)
-        ids = encode_texts(tokenizer, [prompt])[0]
+        ids = vocabulary.prompt(prompt)
     else:
         try:
             ids = [int(t) for t in prompt_ids.split(",") if t.strip()]
@@ -90,8 +91,17 @@ def generate_from_run(
     result: dict[str, object] = {"ids": tokens, "new_tokens": max_new_tokens}
     result["prompt_tokens"] = len(ids)
     result["tokens_per_second"] = max_new_tokens / seconds
-    if tokenizer is not None:
-        result["text"] = decode(tokenizer, tokens)
-        result["prompt_text"] = decode(tokenizer, tokens[: len(ids)])
-        result["new_text"] = decode(tokenizer, tokens[len(ids) :])
+    if vocabulary is not None:
+        result["text"] = vocabulary.decode(tokens)
+        result["prompt_text"] = vocabulary.decode(tokens[: len(ids)])
+        result["new_text"] = vocabulary.decode(tokens[len(ids) :])
     return result
+
+
+def run_vocabulary(run_dir: str, config: RunConfig) -> Vocabulary | None:
+    """The vocabulary the run saved; for an lm run from before runs saved one, its task's
+    tokenizer (from the cache, or trained again on the same corpus)."""
+    saved = load_vocabulary(run_dir)
+    if saved is not None or config.task_name != "lm":
+        return saved
+    return get_task("lm").vocabulary(config.task)

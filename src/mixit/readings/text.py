@@ -3,7 +3,9 @@ markdown table, how far a number of ours is from the paper's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 
@@ -21,12 +23,30 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
+# How the learning rates of the runs a figure shows were chosen ("tuned presets", "untuned"),
+# for its title: a reproduction sets it around each report (``trained_as``), so that every
+# report's figures say it without each report being told; '' outside one.
+_TRAINED_AS: ContextVar[str] = ContextVar("trained_as", default="")
+
+
+@contextmanager
+def trained_as(label: str) -> Iterator[None]:
+    """Figures titled by ``ran`` inside say ``label``: how their runs were trained."""
+    token = _TRAINED_AS.set(label)
+    try:
+        yield
+    finally:
+        _TRAINED_AS.reset(token)
+
+
 def ran(scale: str, seeds: range) -> str:
-    """What a figure shows, for its title: ``tiny, seeds 100-102``."""
+    """What a figure shows, for its title: ``tiny, seeds 100-102`` and, inside ``trained_as``,
+    how it was trained (``tiny, seeds 100-102, tuned presets``)."""
     last = seeds.stop - 1
-    return f"{scale}, seed{'s' if len(seeds) > 1 else ''} {seeds.start}" + (
+    shown = f"{scale}, seed{'s' if len(seeds) > 1 else ''} {seeds.start}" + (
         f"-{last}" if len(seeds) > 1 else ""
     )
+    return f"{shown}, {_TRAINED_AS.get()}" if _TRAINED_AS.get() else shown
 
 
 # A number of ours more than this many times above or below the paper's is said to differ.

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from mixit.common.errors import UsageError
+from mixit.data.vocabulary import Vocabulary
 
 IGNORE_INDEX = -100
 PAD = 0  # the padding token of every task that pads
@@ -165,6 +166,9 @@ class TaskSpec:
     # Scored through mixit.models.readout.BottleneckReadout (the whole input rebuilt from the last
     # position's state) instead of each position's next-token logits.
     bottleneck_readout: bool = False
+    # How the task's text maps to its ids, from its config (a task that reads text): a run
+    # saves it so that a prompt can be written as text (mixit.data.vocabulary).
+    vocabulary: Callable[[Any], Vocabulary | None] | None = None
     # The tokens a scored answer is chosen among, from the task config and the vocabulary size
     # (mixit.models.readout.AnswerReadout); None, or a None answer: every token of the vocabulary.
     answer_ids: Callable[[Any, int], tuple[int, ...] | None] | None = None

@@ -30,6 +30,7 @@ from mixit.data import (
     task_tokenizer,
     tokenizer_vocab_size,
 )
+from mixit.data.vocabulary import Vocabulary, fast_tokenizer
 from mixit.tasks.base import (
     TaskData,
     TaskSpec,
@@ -170,45 +171,71 @@ def target_ids(config: CustomConfig, vocab_size: int) -> tuple[int, ...] | None:
 Pairs = tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
 
 
+@dataclass(frozen=True)
+class Encoded:
+    """The files' (input ids, target ids) pairs, the vocabulary size, and the vocabulary that
+    maps text to those ids (None for lists of ints, or a tokenizer with no fast backend)."""
+
+    train: Pairs
+    test: Pairs
+    size: int
+    vocabulary: Vocabulary | None
+
+
 def encoded_pairs(config: CustomConfig) -> tuple[Pairs, Pairs, int]:
     """The (input ids, target ids) of the training and test files, and the vocabulary size.
 
     Training reads the files for its data and the model reads them again for a
     ``task.readout=targets`` label set; both get one reading and tokenization, kept while
     the files' size and modification time stay as they were."""
+    encoded = _encoded(config)
+    return encoded.train, encoded.test, encoded.size
+
+
+def custom_vocabulary(config: CustomConfig) -> Vocabulary | None:
+    """How the run's text maps to ids, saved with the run (``mixit generate --prompt``)."""
+    return _encoded(config).vocabulary
+
+
+def _encoded(config: CustomConfig) -> Encoded:
     config.validate()
     fingerprint = tuple(tuple(entry) for entry in file_fingerprint(config.data_files))
-    return _encoded_pairs(
+    return _encoded_files(
         config.data_files, config.tokenizer, config.vocab_size, config.cache_dir, fingerprint
     )
 
 
 @functools.lru_cache(maxsize=4)
-def _encoded_pairs(
+def _encoded_files(
     data_files: str, tokenizer: str, vocab_size: int, cache_dir: str, fingerprint: tuple
-) -> tuple[Pairs, Pairs, int]:
+) -> Encoded:
     config = CustomConfig(data_files, tokenizer, vocab_size, cache_dir)
     train_path, test_path = (Path(f.strip()) for f in data_files.split(","))
     train, test = read_pairs(train_path), read_pairs(test_path)
     if _is_text(train[0][0]) != _is_text(test[0][0]):
         raise UsageError(f"{train_path} and {test_path} mix strings and lists of ints")
-    encode, size = _tokenizer(config, train)
+    encode, size, vocabulary = _tokenizer(config, train)
 
     def encoded(pairs: list[tuple[object, object]]) -> Pairs:
         return tuple((tuple(encode(a)), tuple(encode(b))) for a, b in pairs)
 
-    return encoded(train), encoded(test), size
+    return Encoded(encoded(train), encoded(test), size, vocabulary)
+
+
+SPECIALS = {PAD: "<pad>", SEP: "<sep>", UNK: "<unk>"}
 
 
 def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
-    """An ``encode(value) -> ids`` function for the data's kind, and the vocabulary size."""
+    """An ``encode(value) -> ids`` function for the data's kind, the vocabulary size, and the
+    vocabulary of text data."""
     if _is_int_list(train[0][0]):
         largest = max(max(max(a), max(b)) for a, b in train)
-        return (lambda ids: [FIRST_SYMBOL + min(i, largest + 1) for i in ids]), largest + 5
+        return (lambda ids: [FIRST_SYMBOL + min(i, largest + 1) for i in ids]), largest + 5, None
+    frame = {"offset": FIRST_SYMBOL, "specials": SPECIALS, "suffix": (SEP,)}
     if config.tokenizer == "chars":
-        symbols = sorted({c for a, b in train for c in a + b})
-        index = {c: FIRST_SYMBOL + i for i, c in enumerate(symbols)}
-        return (lambda text: [index.get(c, UNK) for c in text]), FIRST_SYMBOL + len(symbols)
+        symbols = tuple(sorted({c for a, b in train for c in a + b}))
+        vocabulary = Vocabulary(FIRST_SYMBOL + len(symbols), symbols=symbols, unknown=UNK, **frame)
+        return vocabulary.encode, vocabulary.size, vocabulary
 
     source = {"task": "custom", "files": file_fingerprint(config.data_files)}
     tokenizer = task_tokenizer(
@@ -218,11 +245,15 @@ def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
         source,
         lambda: [a + b for a, b in train],
     )
-    size = tokenizer_vocab_size(tokenizer)
     # Token ids shift by FIRST_SYMBOL so that PAD, SEP and UNK keep their own ids.
-    return (lambda text: [FIRST_SYMBOL + t for t in encode_texts(tokenizer, [text])[0]]), (
-        FIRST_SYMBOL + size
-    )
+    size = FIRST_SYMBOL + tokenizer_vocab_size(tokenizer)
+    backend = fast_tokenizer(tokenizer)
+    vocabulary = None if backend is None else Vocabulary(size, tokenizer=backend, **frame)
+
+    def encode(text: str) -> list[int]:
+        return [FIRST_SYMBOL + t for t in encode_texts(tokenizer, [text])[0]]
+
+    return encode, size, vocabulary
 
 
 register(
@@ -232,6 +263,7 @@ register(
         config_cls=CustomConfig,
         make_data=make_custom_data,
         answer_ids=target_ids,
+        vocabulary=custom_vocabulary,
         summary="your own input -> target pairs from JSONL files (the paper's litmus test)",
         presets={
             "tiny": {

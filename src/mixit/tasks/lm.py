@@ -31,6 +31,7 @@ from mixit.data import (
     task_tokenizer,
     tokenizer_vocab_size,
 )
+from mixit.data.vocabulary import Vocabulary, fast_tokenizer
 from mixit.tasks.base import (
     Split,
     TaskData,
@@ -170,6 +171,15 @@ def lm_metrics(metrics: dict[str, float], params_trainable: int, config: LMConfi
     return {"log_ppl": metrics["test_loss"]}
 
 
+def lm_vocabulary(config: LMConfig) -> Vocabulary | None:
+    """The tokenizer's ids as they are (a prompt continues the text), saved with the run."""
+    tokenizer = lm_tokenizer(config)
+    backend = fast_tokenizer(tokenizer)
+    return (
+        None if backend is None else Vocabulary(tokenizer_vocab_size(tokenizer), tokenizer=backend)
+    )
+
+
 def lm_shape(config: LMConfig) -> tuple[int, int, float] | None:
     """Windows of ``seq_len`` tokens, every one scored, over a trained BPE's vocabulary (a
     named tokenizer's size is known once it is loaded)."""
@@ -189,6 +199,7 @@ register(
         exact_match=False,
         extra_metrics=lm_metrics,
         declared_shape=lm_shape,
+        vocabulary=lm_vocabulary,
         presets={
             # Minutes a model on 2 cores (docs/presets.md).
             "tiny": {

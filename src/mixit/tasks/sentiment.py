@@ -20,7 +20,9 @@ so every position of a review reads the whole review, pads included, and a two-l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +40,7 @@ from mixit.data import (
     task_tokenizer,
     tokenizer_vocab_size,
 )
+from mixit.data.vocabulary import Vocabulary, fast_tokenizer
 from mixit.tasks.base import (
     PAD,
     PADDINGS,
@@ -143,8 +146,7 @@ def make_sentiment_data(config: SentimentConfig, seed: int) -> TaskData:
 def encoded_splits(config: SentimentConfig) -> tuple[np.ndarray, np.ndarray, int]:
     """Training and test rows (review, separator, label; cached on disk) and the first label's
     token id, which follows the tokenizer's vocabulary."""
-    cache = default_cache_dir(config.cache_dir)
-    source = {"dataset": config.dataset, "files": file_fingerprint(config.data_files)}
+    cache, source = default_cache_dir(config.cache_dir), _source(config)
     loaded: tuple | None = None
 
     def corpus() -> tuple[list[str], list[int], list[str], list[int]]:
@@ -152,9 +154,7 @@ def encoded_splits(config: SentimentConfig) -> tuple[np.ndarray, np.ndarray, int
         loaded = loaded or load_sentiment(config.dataset, config.data_files)
         return loaded
 
-    tokenizer = task_tokenizer(
-        config.tokenizer, config.vocab_size, cache, source, lambda: corpus()[0]
-    )
+    tokenizer = _tokenizer(config, lambda: corpus()[0])
     sep = special_token_id(tokenizer, SEP) or 0
     label0 = tokenizer_vocab_size(tokenizer)
     key = cache_key(
@@ -175,6 +175,22 @@ def encoded_splits(config: SentimentConfig) -> tuple[np.ndarray, np.ndarray, int
     return train, test, label0
 
 
+def _source(config: SentimentConfig) -> dict[str, object]:
+    return {"dataset": config.dataset, "files": file_fingerprint(config.data_files)}
+
+
+def _tokenizer(config: SentimentConfig, texts: Callable[[], list[str]] | None = None) -> Any:
+    """The task's tokenizer: trained on the training reviews (and cached), or a named one."""
+
+    def training_texts() -> list[str]:
+        return texts() if texts else load_sentiment(config.dataset, config.data_files)[0]
+
+    cache = default_cache_dir(config.cache_dir)
+    return task_tokenizer(
+        config.tokenizer, config.vocab_size, cache, _source(config), training_texts
+    )
+
+
 def label_ids(config: SentimentConfig, vocab_size: int) -> tuple[int, ...] | None:
     """The tokens the answer is chosen among: the two labels with ``task.readout=labels`` (the
     authors' classifier scores two classes, not a vocabulary), every token (None) otherwise.
@@ -183,6 +199,25 @@ def label_ids(config: SentimentConfig, vocab_size: int) -> tuple[int, ...] | Non
         return None
     label0 = vocab_size - 2 - config.bos_token
     return (label0, label0 + 1)
+
+
+def sentiment_vocabulary(config: SentimentConfig) -> Vocabulary | None:
+    """The tokenizer's ids, then the two labels and the BOS token; a prompt is a review, the
+    separator after it (the model answers with a label there). Saved with the run."""
+    tokenizer = _tokenizer(config)
+    backend = fast_tokenizer(tokenizer)
+    if backend is None:
+        return None
+    label0 = tokenizer_vocab_size(tokenizer)
+    bos = (label0 + 2,) if config.bos_token else ()
+    specials = {label0: "<negative>", label0 + 1: "<positive>"} | {b: "<bos>" for b in bos}
+    return Vocabulary(
+        label0 + 2 + config.bos_token,
+        specials=specials,
+        prefix=bos,
+        suffix=(special_token_id(tokenizer, SEP) or 0,),
+        tokenizer=backend,
+    )
 
 
 def sentiment_shape(config: SentimentConfig) -> tuple[int, int, float] | None:
@@ -218,6 +253,7 @@ register(
         },
         answer_ids=label_ids,
         declared_shape=sentiment_shape,
+        vocabulary=sentiment_vocabulary,
         presets={
             # Words, not BPE pieces: a snippet stays short in tokens, and both standard and
             # mixit score higher (docs/presets.md).

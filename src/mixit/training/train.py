@@ -22,10 +22,11 @@ from tqdm.auto import tqdm
 from mixit.common.errors import TrainingDiverged, UsageError
 from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
+from mixit.data.vocabulary import save_vocabulary
 from mixit.models.build import RunModel, build_model
 from mixit.models.readout import BottleneckReadout
 from mixit.tasks import TaskData, get_task
-from mixit.tasks.base import hold_out_validation, next_token_targets
+from mixit.tasks.base import TaskSpec, hold_out_validation, next_token_targets
 from mixit.training.checkpoint import (
     check_resumable,
     latest_checkpoint,
@@ -168,6 +169,7 @@ def run(
         unit="step",
     )
     writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
+    keep_vocabulary(spec, config, writer.out)
     progress_state = _train(training, schedule, progress_state, bar, writer)
     bar.close()
     if progress_state["step"] < config.train.steps and not progress_state["stopped"]:
@@ -238,6 +240,14 @@ def _train(
         "train_seconds": train_seconds,
         "metrics": metrics,
     }
+
+
+def keep_vocabulary(spec: TaskSpec, config: RunConfig, out: Path | None) -> None:
+    """Save how the task's text maps to ids into the run directory, for a task that reads text
+    (``mixit generate --prompt TEXT``)."""
+    vocabulary = spec.vocabulary(config.task) if spec.vocabulary and out is not None else None
+    if vocabulary is not None:
+        save_vocabulary(out, vocabulary)
 
 
 def smoothed(running: float, value: float) -> float:
