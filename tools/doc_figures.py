@@ -34,6 +34,7 @@ from figures.reproduce import (
     rejudged_changes,
     reproductions,
     transcript,
+    tuning_rules_changes,
 )
 from figures.sources import source_sizes
 from figures.speed import bench, decode
@@ -66,6 +67,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "c2-budget": c2_budget,
     "no-reference": no_reference_changes,
     "reading-rules": reading_rules_changes,
+    "tuning-rules": tuning_rules_changes,
     "bench": bench,
     "decode": decode,
     "tuning-cost": tuning_cost,

@@ -24,6 +24,7 @@ from figures.common import (
     _seeds,
     _training,
     _verdicts,
+    _whole_reproductions,
 )
 from mixit.comparisons.compare import format_table
 from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
@@ -151,13 +152,9 @@ def reading_rules_changes() -> str:
         for claim in claims["claims"]:
             if before.get(claim["id"], NOT_RUN) == claim["verdict"]:
                 continue
-            why = [*claim.get("unfinished", []), *claim.get("no_reference", [])]
-            why += [f"undecided by the seeds: {u}" for u in claim.get("undecided", [])]
-            if claim.get("failing") and claim["verdict"] != NO_REFERENCE:
-                why.append(f"fails on tasks with a reference: {', '.join(claim['failing'])}")
             rows.append(
                 f"| `{out.name}` | {claim['id']} | {before.get(claim['id'], NOT_RUN)} | "
-                f"{claim['verdict']} | {'; '.join(why) or '-'} |"
+                f"{claim['verdict']} | {_why(claim)} |"
             )
     labels = [f"`{out.name}` ({_presets_label(out)})" for out in judged]
     return (
@@ -241,3 +238,50 @@ def transcript(folder: str) -> str:
     result = _json(common.RESULTS / folder / "compare.json")
     lines = [f"    {line}".rstrip() for line in format_table(result).splitlines()]
     return "\n" + "\n".join(lines) + "\n"
+
+
+def _why(claim: dict) -> str:
+    """What a verdict rests on, from its claim record: runs cut off still rising, a missing
+    reference, seeds left undecided, tasks it fails on."""
+    why = [*claim.get("unfinished", []), *claim.get("no_reference", [])]
+    why += [f"undecided by the seeds: {u}" for u in claim.get("undecided", [])]
+    if claim.get("failing") and claim["verdict"] != NO_REFERENCE:
+        why.append(f"fails on tasks with a reference: {', '.join(claim['failing'])}")
+    return "; ".join(why) or "-"
+
+
+def tuning_rules_changes() -> str:
+    """docs/reproduce.md: each whole reproduction under presets tuned by the rules of
+    2026-12-01 beside the one under the old rules' presets at the same scale and construction
+    on fresh seeds, claim by claim, with what the new verdict rests on."""
+    outputs = {out: _json(out / "claims.json") for out in _whole_reproductions()}
+    lines = []
+    for out, new in outputs.items():
+        if _presets_label(out) != "tuned presets" or not new.get("confirmed_on_seeds"):
+            continue
+        old = [
+            other
+            for other, claims in outputs.items()
+            if _presets_label(other) == "presets tuned under the old rules"
+            and claims.get("confirmed_on_seeds")
+            and (claims["scale"], _construction(claims)) == (new["scale"], _construction(new))
+        ]
+        if not old:
+            continue
+        before = {c["id"]: c for c in outputs[old[-1]]["claims"]}
+        lines += [
+            f"`results/{out.name}` (presets tuned under the new rules, seeds {_seeds(new)}) "
+            f"beside `results/{old[-1].name}` (presets tuned under the old rules, seeds "
+            f"{_seeds(outputs[old[-1]])}), {new['scale']}:",
+            "",
+            "| claim | old rules | new rules | what the new verdict rests on |",
+            "|---|---|---|---|",
+        ]
+        for claim in new["claims"]:
+            was = before.get(claim["id"], {}).get("verdict", NOT_RUN)
+            bold = "**" if was != claim["verdict"] else ""
+            lines.append(
+                f"| {claim['id']} | {was} | {bold}{claim['verdict']}{bold} | {_why(claim)} |"
+            )
+        lines.append("")
+    return "\n".join(lines).strip() or "(no reproduction under the new rules' presets yet)"

@@ -40,10 +40,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose value is itself written ``section.key=values`` (``--axis task.max_pairs=4,8``):
+# that value stays beside its option.
+DOTTED_VALUE_OPTIONS = ("--axis",)
+
+
 def overrides_last(argv: Sequence[str]) -> list[str]:
     """``argv`` with every ``section.key=value`` moved to the end, in order: argparse fills a
     positional list only from one place, and an override is as valid before an option."""
-    return [a for a in argv if not OVERRIDE.match(a)] + [a for a in argv if OVERRIDE.match(a)]
+    moved = [
+        OVERRIDE.match(a) is not None and (i == 0 or argv[i - 1] not in DOTTED_VALUE_OPTIONS)
+        for i, a in enumerate(argv)
+    ]
+    kept = [a for a, m in zip(argv, moved, strict=True) if not m]
+    return kept + [a for a, m in zip(argv, moved, strict=True) if m]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

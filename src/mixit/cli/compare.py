@@ -20,6 +20,8 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
+from mixit.common.errors import UsageError
+from mixit.comparisons.axis import along_axis, format_axis, parse_axis
 from mixit.comparisons.compare import Comparison, compare, format_table, settings_to_tune
 from mixit.comparisons.estimate import (
     estimate_comparison,
@@ -58,6 +60,13 @@ def add(commands: Any) -> None:
         help="the litmus test's margin: a model matches standard when at most this much worse "
         "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
     )
+    parser.add_argument(
+        "--axis",
+        default=None,
+        help="KEY=v1,v2,... or default: one comparison per value, read for where each model "
+        "breaks (OUT/axis.json, axis.csv, axis.png); default: the task's own knob at 0.5, 1, "
+        "2 and 4 times the preset's value",
+    )
     add_tune_options(parser)
     parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
     add_launch_options(parser)
@@ -68,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     models = model_names(args.models)
     overrides = dotted_overrides(args)
     out = args.out or f"runs/compare/{args.task}"
+    if args.estimate and args.axis is not None:
+        raise UsageError("--estimate prices one comparison: give its KEY=VALUE, not --axis")
     if args.estimate:
         most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
         seeds = range(args.seed, args.seed + most)
@@ -77,19 +88,27 @@ def run(args: argparse.Namespace) -> int:
         if settings_to_tune(tune_choice(args), overrides):
             print(tuning_estimate_line(tuning_seconds(cost["rows"], overrides)))
         return 0
-    result = compare(
-        args.task,
-        models,
-        args.preset,
-        seed=args.seed,
-        seeds=args.seeds,
-        out=out,
-        overrides=overrides,
-        progress=args.progress,
-        tolerance=args.tolerance,
-        tune=tune_choice(args),
-        launch=launch_options(args),
-    )
-    print(format_table(result))
+
+    def compare_at(folder: Path | str, point: dict[str, Any]) -> dict[str, Any]:
+        return compare(
+            args.task,
+            models,
+            args.preset,
+            seed=args.seed,
+            seeds=args.seeds,
+            out=folder,
+            overrides=point,
+            progress=args.progress,
+            tolerance=args.tolerance,
+            tune=tune_choice(args),
+            launch=launch_options(args),
+        )
+
+    if args.axis is not None:
+        axis = parse_axis(args.axis, args.task, args.preset, overrides)
+        print(format_axis(along_axis(axis, Path(out), overrides, compare_at)))
+        print(f"results: {out}/axis.json", file=sys.stderr)
+        return 0
+    print(format_table(compare_at(out, overrides)))
     print(f"results: {out}/compare.json", file=sys.stderr)
     return 0

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mixit.models.variants import VARIANTS
+from mixit.tasks import get_task
 from mixit.tasks.base import harder
 
 # The litmus test (the paper's section 5): a variant "matches" the standard model when its
@@ -241,7 +242,11 @@ def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> dict[str
     # Even the weakest model matches: no sentence about what the task needs holds.
     for row in rows:
         row["reading"] = DOES_NOT_DISCRIMINATE if row["matches"] is not None else row["reading"]
-    harder_task = f"make it harder: {harder(result['task'])}" if "task" in result else ""
+    harder_task = ""
+    if "task" in result:
+        axis = get_task(result["task"]).axis
+        walk = f"; `mixit compare --axis default` walks {axis} to where they part" if axis else ""
+        harder_task = f"make it harder: {harder(result['task'])}{walk}"
     return {"tolerance": tolerance, "rows": rows, "does_not_discriminate": harder_task}
 
 

@@ -175,6 +175,7 @@ def make_addition_data(config: AdditionConfig, seed: int) -> TaskData:
 register(
     TaskSpec(
         name="addition",
+        axis="task.num_digits",
         config_cls=AdditionConfig,
         make_data=make_addition_data,
         summary="a + b for two num_digits-digit integers; exact digits of the (reversed) sum",

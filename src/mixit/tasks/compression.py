@@ -104,6 +104,7 @@ def most_frequent_token_guess(data: TaskData, config: CompressionConfig) -> floa
 register(
     TaskSpec(
         name="compression",
+        axis="task.seq_len",
         config_cls=CompressionConfig,
         make_data=make_compression_data,
         summary="MAD's compression: random tokens, then a compression token: rebuild them "

@@ -138,6 +138,7 @@ def make_dyck_data(config: DyckConfig, seed: int) -> TaskData:
 register(
     TaskSpec(
         name="dyck",
+        axis="task.length",
         config_cls=DyckConfig,
         make_data=make_dyck_data,
         summary="is a string of parentheses balanced? half balanced, mostly hard negatives",

@@ -236,6 +236,7 @@ def most_frequent_value_guess(data: TaskData, config: FuzzyRecallConfig) -> floa
 register(
     TaskSpec(
         name="fuzzy-recall",
+        axis="task.seq_len",
         config_cls=FuzzyRecallConfig,
         make_data=make_fuzzy_recall_data,
         summary="MAD's fuzzy in-context recall: key spans with value spans, every key shown "

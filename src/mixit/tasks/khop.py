@@ -163,6 +163,7 @@ def make_khop_data(config: KHopConfig, seed: int) -> TaskData:
 register(
     TaskSpec(
         name="khop",
+        axis="task.max_hops",
         config_cls=KHopConfig,
         make_data=make_khop_data,
         summary="k-hop induction heads: follow 'the token after the last occurrence' k times",

@@ -194,6 +194,7 @@ def elimination_guess(data: TaskData, config: MQARConfig) -> float:
 register(
     TaskSpec(
         name="mqar",
+        axis="task.num_pairs",
         config_cls=MQARConfig,
         make_data=make_mqar_data,
         summary="multi-query associative recall (Zoology's): key-value pairs, then every key "

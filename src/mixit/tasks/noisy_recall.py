@@ -149,6 +149,7 @@ def most_frequent_value_guess(data: TaskData, config: NoisyRecallConfig) -> floa
 register(
     TaskSpec(
         name="noisy-recall",
+        axis="task.seq_len",
         config_cls=NoisyRecallConfig,
         make_data=make_noisy_recall_data,
         summary="MAD's noisy in-context recall: key-value pairs among noise, every key shown "

@@ -171,6 +171,7 @@ def make_retrieval_data(config: RetrievalConfig, seed: int) -> TaskData:
 register(
     TaskSpec(
         name="retrieval",
+        axis="task.max_pairs",
         config_cls=RetrievalConfig,
         make_data=make_retrieval_data,
         summary="key-value pairs then a query key: emit the value stored with that key",

@@ -140,6 +140,7 @@ def most_frequent_token_guess(data: TaskData, config: SelectiveCopyingConfig) ->
 register(
     TaskSpec(
         name="selective-copying",
+        axis="task.seq_len",
         config_cls=SelectiveCopyingConfig,
         make_data=make_selective_copying_data,
         summary="MAD's selective copying: tokens among blanks, written out in order after a "

@@ -1,0 +1,153 @@
+"""`compare --axis`: break points, the reference stopping the axis, the score over the axis,
+and the files it writes, on planted comparisons and on one real short run."""
+
+import csv
+import json
+import math
+
+import pytest
+
+from mixit.cli import main, overrides_last
+from mixit.common.errors import UsageError
+from mixit.comparisons.axis import Axis, along_axis, format_axis, parse_axis
+
+SEEDS = [0, 1, 2]
+
+
+def planted(value, scores, matches, chance=0.1, learned=True):
+    """A compare.json at one axis value: each model's per-seed scores and litmus verdict."""
+    rows = [
+        {"model": m, "values": v, "mean": sum(v) / 3, "stopped": ["budget"] * 3}
+        for m, v in scores.items()
+    ]
+    litmus = {"tolerance": 0.02, "rows": []}
+    if learned:
+        litmus["rows"] = [
+            {"model": m, "matches": verdict, "reading": f"{m} read at {value}"}
+            for m, verdict in matches.items()
+        ]
+    else:
+        litmus["no_reference"] = ["standard did not learn"]
+    return {
+        "task": "retrieval",
+        "metric": "test_accuracy",
+        "seeds": SEEDS,
+        "chance": chance,
+        "rows": rows,
+        "litmus": litmus,
+    }
+
+
+# mixit breaks at 8, frozen-qk holds, random is inconclusive at 16.
+PLANTED = {
+    4: planted(
+        4,
+        {"standard": [1.0] * 3, "frozen-qk": [1.0] * 3, "mixit": [1.0] * 3, "random": [1.0] * 3},
+        {"frozen-qk": True, "mixit": True, "random": True},
+    ),
+    8: planted(
+        8,
+        {"standard": [1.0] * 3, "frozen-qk": [1.0] * 3, "mixit": [0.4] * 3, "random": [1.0] * 3},
+        {"frozen-qk": True, "mixit": False, "random": True},
+    ),
+    16: planted(
+        16,
+        {"standard": [1.0] * 3, "frozen-qk": [1.0] * 3, "mixit": [0.1] * 3, "random": [0.9] * 3},
+        {"frozen-qk": True, "mixit": False, "random": None},
+    ),
+}
+
+
+def run_planted(tmp_path, plants, values):
+    asked = []
+
+    def compare_point(folder, overrides):
+        asked.append(overrides["task.max_pairs"])
+        return plants[overrides["task.max_pairs"]]
+
+    return along_axis(Axis("task.max_pairs", values), tmp_path, {}, compare_point), asked
+
+
+def test_break_points_of_a_model_that_breaks_one_that_holds_and_one_inconclusive(tmp_path):
+    result, asked = run_planted(tmp_path, PLANTED, (4, 8, 16))
+    assert asked == [4, 8, 16] and result["stopped_at"] is None
+    points = {b["model"]: (b["outcome"], b["at"]) for b in result["break_points"]}
+    assert points == {
+        "frozen-qk": ("holds", None),
+        "mixit": ("breaks", 8),
+        "random": ("inconclusive", 16),
+    }
+    scores = {s["model"]: s for s in result["scores"]}
+    assert scores["frozen-qk"]["relative"] == pytest.approx(1.0)
+    # mixit: (1 + (0.4 - 0.1) / 0.9 + 0) / 3 on every seed
+    assert scores["mixit"]["relative"] == pytest.approx((1 + 0.3 / 0.9) / 3)
+    assert scores["mixit"]["spread"] == pytest.approx(0.0)
+    text = format_axis(result)
+    assert "breaks at 8" in text and "inconclusive at 16" in text and "holds over the axis" in text
+
+
+def test_the_reference_not_learning_stops_the_axis(tmp_path):
+    plants = dict(PLANTED)
+    plants[8] = planted(
+        8, {m: [0.1] * 3 for m in ("standard", "frozen-qk", "mixit", "random")}, {}, learned=False
+    )
+    result, asked = run_planted(tmp_path, plants, (4, 8, 16))
+    assert asked == [4, 8]  # nothing beyond it trains
+    assert result["stopped_at"] == 8
+    assert {b["outcome"] for b in result["break_points"]} == {"holds"}
+    text = format_axis(result)
+    assert "did not learn at task.max_pairs=8" in text and "holds up to 4" in text
+
+
+def test_no_value_with_a_reference_gives_no_reading(tmp_path):
+    plants = {4: planted(4, {"standard": [0.1] * 3, "mixit": [0.1] * 3}, {}, learned=False)}
+    result, _ = run_planted(tmp_path, plants, (4, 8))
+    assert [b["outcome"] for b in result["break_points"]] == ["unread"]
+    assert math.isnan(result["scores"][0]["relative"]) and "no reading" in format_axis(result)
+
+
+def test_it_writes_one_csv_row_per_run_a_json_and_a_figure(tmp_path):
+    result, _ = run_planted(tmp_path, PLANTED, (4, 8, 16))
+    rows = list(csv.DictReader((tmp_path / "axis.csv").open()))
+    assert len(rows) == 3 * 4 * 3  # values x models x seeds
+    assert {r["value"] for r in rows} == {"4", "8", "16"}
+    assert (
+        json.loads((tmp_path / "axis.json").read_text())["break_points"] == result["break_points"]
+    )
+    assert (tmp_path / "axis.png").stat().st_size > 5_000 and (tmp_path / "axis.pdf").is_file()
+
+
+def test_parse_axis_reads_values_and_the_tasks_default():
+    assert parse_axis("task.max_pairs=4,8", "retrieval", "tiny", {}) == Axis(
+        "task.max_pairs", ("4", "8")
+    )
+    default = parse_axis("default", "retrieval", "tiny", {})
+    assert default == Axis("task.max_pairs", (4, 8, 16, 32))  # the tiny preset's 8 x 0.5..4
+    for bad in ("task.max_pairs=4", "task.max_pairs=4,4", "pairs"):
+        with pytest.raises(UsageError):
+            parse_axis(bad, "retrieval", "tiny", {})
+    with pytest.raises(UsageError):
+        parse_axis("default", "memorization", "tiny", {})  # no knob of its own
+
+
+def test_an_axis_value_stays_beside_its_option():
+    argv = ["compare", "--axis", "task.max_pairs=4,8", "train.steps=5", "--seeds", "2"]
+    assert overrides_last(argv) == [
+        "compare",
+        "--axis",
+        "task.max_pairs=4,8",
+        "--seeds",
+        "2",
+        "train.steps=5",
+    ]
+
+
+def test_compare_along_an_axis_end_to_end(tmp_path, capsys):
+    out = tmp_path / "axis"
+    argv = ["compare", "--task", "retrieval", "--models", "standard,mixit", "--axis"]
+    argv += ["task.max_pairs=2,4", "train.steps=4", "train.eval_every=4", "task.n_train=256"]
+    argv += ["task.n_test=64", "train.batch_size=16", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    assert "axis task.max_pairs" in capsys.readouterr().out
+    assert (out / "task.max_pairs=2" / "compare.json").is_file()
+    assert main([*argv[:-3], "--estimate", "--out", str(out)]) == 2
