@@ -211,8 +211,10 @@ def plot_axis(path: Path, result: Mapping[str, Any]) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs, [f"{x:g}" for x in xs])
         ax.minorticks_off()
+        seeds, tuned = first["seeds"], "tuned" if first.get("tuned") else "untuned"
+        shown = f"seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}"
         ax.set(
-            title=f"{first['task']} along {result['key']} (x: breaks)",
+            title=f"{first['task']} along {result['key']} ({shown}, {tuned}; x: breaks)",
             xlabel=result["key"],
             ylabel=first["metric"],
         )
