@@ -151,3 +151,30 @@ def test_compare_along_an_axis_end_to_end(tmp_path, capsys):
     assert "axis task.max_pairs" in capsys.readouterr().out
     assert (out / "task.max_pairs=2" / "compare.json").is_file()
     assert main([*argv[:-3], "--estimate", "--out", str(out)]) == 2
+
+
+def test_axis_auto_doubles_until_a_model_that_matched_falls_short(tmp_path):
+    axis = parse_axis("auto", "retrieval", "tiny", {})
+    assert axis.values == (8, 16, 32, 64, 128) and axis.until_separated
+    everyone = {"frozen-qk": True, "mixit": True, "random": True}
+    scores = {m: [1.0] * 3 for m in ("standard", "frozen-qk", "mixit", "random")}
+    plants = {8: planted(8, scores, everyone), 16: planted(16, scores, everyone)}
+    plants[32] = planted(32, scores, {**everyone, "random": False})  # the weakest parts here
+    asked = []
+
+    def compare_point(folder, overrides):
+        asked.append(overrides["task.max_pairs"])
+        return plants[overrides["task.max_pairs"]]
+
+    result = along_axis(axis, tmp_path, {}, compare_point)
+    assert asked == [8, 16, 32] and result["separated_at"] == 32
+    assert "the models separate at task.max_pairs=32" in format_axis(result)
+
+
+def test_axis_auto_states_its_bound_when_nothing_separates(tmp_path):
+    axis = Axis("task.max_pairs", (8, 16), until_separated=True)
+    scores = {m: [1.0] * 3 for m in ("standard", "mixit")}
+    plant = planted(8, scores, {"mixit": True})
+    result = along_axis(axis, tmp_path, {}, lambda folder, overrides: plant)
+    assert result["separated_at"] is None
+    assert "no separation up to task.max_pairs=16" in format_axis(result)

@@ -63,9 +63,10 @@ def add(commands: Any) -> None:
     parser.add_argument(
         "--axis",
         default=None,
-        help="KEY=v1,v2,... or default: one comparison per value, read for where each model "
-        "breaks (OUT/axis.json, axis.csv, axis.png); default: the task's own knob at 0.5, 1, "
-        "2 and 4 times the preset's value",
+        help="KEY=v1,v2,..., default or auto: one comparison per value, read for where each "
+        "model breaks (OUT/axis.json, axis.csv, axis.png); default: the task's own knob at 0.5, "
+        "1, 2 and 4 times the preset's value; auto: that knob doubled from the preset's value "
+        "until a model that matched falls short (at most 4 doublings)",
     )
     add_tune_options(parser)
     parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")

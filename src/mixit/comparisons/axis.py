@@ -36,6 +36,8 @@ from mixit.training.resolve import resolve_config
 
 # ``--axis default``: the preset's value of the task's knob times these.
 DEFAULT_FACTORS = (0.5, 1, 2, 4)
+# ``--axis auto``: the preset's value, doubled at most this many times (up to 16x).
+AUTO_DOUBLINGS = 4
 HOLDS, BREAKS, INCONCLUSIVE, UNREAD = "holds", "breaks", "inconclusive", "unread"
 
 
@@ -45,6 +47,8 @@ class Axis:
 
     key: str
     values: tuple[Any, ...]
+    # ``--axis auto``: stop at the first value where the models separate (``separated``).
+    until_separated: bool = False
 
     def folder(self, value: Any) -> str:
         return f"{self.key}={value}"
@@ -69,13 +73,18 @@ class AxisScore(TypedDict):
 
 
 def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) -> Axis:
-    """``KEY=v1,v2,...`` or ``default`` (the task's own knob around its preset's value)."""
-    if text == "default":
+    """``KEY=v1,v2,...``, ``default`` (the task's own knob around its preset's value) or
+    ``auto`` (that knob doubled from the preset's value until the models separate)."""
+    if text in ("default", "auto"):
         key = get_task(task).axis
         if key is None:
-            raise UsageError(f"task {task} has no default axis: give --axis KEY=v1,v2,...")
+            raise UsageError(f"task {task} has no knob of its own: give --axis KEY=v1,v2,...")
+        if key in overrides:
+            raise UsageError(f"--axis {text} walks {key}: drop the override {key}=...")
         config = resolve_config(task, "standard", preset, 0, overrides)
         base = getattr(config.task, key.split(".", 1)[1])
+        if text == "auto":
+            return Axis(key, tuple(base * 2**k for k in range(AUTO_DOUBLINGS + 1)), True)
         values = sorted({max(1, round(base * f)) for f in DEFAULT_FACTORS})
         return Axis(key, tuple(values))
     if "=" not in text:
@@ -96,19 +105,34 @@ def along_axis(
     compare_point: Callable[[Path, dict[str, Any]], dict[str, Any]],
 ) -> dict[str, Any]:
     """One comparison per value (``compare_point(folder, overrides)`` returns its
-    compare.json), in order, until the reference does not learn; then the reading, written to
-    ``out/axis.json``, ``out/axis.csv`` and ``out/axis.png``."""
+    compare.json), in order, until the reference does not learn (or, for ``--axis auto``, the
+    models separate); then the reading, written to ``out/axis.json``, ``out/axis.csv`` and
+    ``out/axis.png``."""
     points: list[dict[str, Any]] = []
     for value in axis.values:
         point = compare_point(out / axis.folder(value), {**overrides, axis.key: value})
         points.append({"value": value, "compare": point})
         if point["litmus"].get("no_reference"):
             break
+        if axis.until_separated and separated(points):
+            break
     result = axis_reading(axis, points)
+    if axis.until_separated:
+        result["separated_at"] = points[-1]["value"] if separated(points) else None
     write_json(out / "axis.json", result)
     write_text(out / "axis.csv", axis_csv(result))
     plot_axis(out / "axis.png", result)
     return result
+
+
+def separated(points: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a model that matched the reference at every earlier value falls short at the
+    last one: where ``--axis auto`` stops."""
+    verdicts = [{r["model"]: r["matches"] for r in p["compare"]["litmus"]["rows"]} for p in points]
+    return any(
+        matches is False and all(earlier.get(model) is True for earlier in verdicts[:-1])
+        for model, matches in verdicts[-1].items()
+    )
 
 
 def axis_reading(axis: Axis, points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -231,6 +255,13 @@ def format_axis(result: Mapping[str, Any]) -> str:
         lines.append(
             f"  the reference did not learn at {result['key']}={result['stopped_at']}: "
             "the axis stops there"
+        )
+    if "separated_at" in result:
+        lines.append(
+            f"  the models separate at {result['key']}={result['separated_at']}"
+            if result["separated_at"] is not None
+            else f"  no separation up to {result['key']}={result['points'][-1]['value']} "
+            f"(--axis auto doubles the preset's value at most {AUTO_DOUBLINGS} times)"
         )
     scores = {s["model"]: s for s in result["scores"]}
     head = f"  {'model':<11} {'break point':<29} score over the axis"

@@ -245,7 +245,7 @@ def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> dict[str
     harder_task = ""
     if "task" in result:
         axis = get_task(result["task"]).axis
-        walk = f"; `mixit compare --axis default` walks {axis} to where they part" if axis else ""
+        walk = f"; `mixit compare --axis auto` doubles {axis} until they part" if axis else ""
         harder_task = f"make it harder: {harder(result['task'])}{walk}"
     return {"tolerance": tolerance, "rows": rows, "does_not_discriminate": harder_task}
 
