@@ -90,6 +90,6 @@ def test_a_figure_title_says_how_its_runs_were_trained():
     assert ran("small", range(7, 8)) == "small, seed 7"
     presets = Setting("tiny", 3, presets="tiny.json")
     assert tuning_caption(presets) == "tuned presets"
-    assert tuning_caption(presets, covered=False) == "untuned (task presets' rates)"
-    assert tuning_caption(Setting("tiny", 3, tune="protocol")).startswith("tuned first")
+    assert tuning_caption(presets, covered=False) == "untuned"
+    assert tuning_caption(Setting("tiny", 3, tune="protocol")) == "tuned here"
     assert tuning_caption(Setting("tiny", 3, tuned="sweeps/best.json")) == "rates of best.json"

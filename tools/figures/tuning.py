@@ -13,6 +13,7 @@ from figures.common import (
     _confirmed,
     _construction,
     _json,
+    _presets_label,
     _rates,
     _seeds,
     _tuning_cost,
@@ -215,8 +216,8 @@ def fresh_seeds() -> str:
             other
             for other, claims in outputs.items()
             if not claims.get("confirmed_on_seeds")
-            and (claims["scale"], _rates(claims), _construction(claims))
-            == (fresh["scale"], _rates(fresh), _construction(fresh))
+            and (claims["scale"], _rates(claims), _construction(claims), _presets_label(other))
+            == (fresh["scale"], _rates(fresh), _construction(fresh), _presets_label(out))
         ]
         if seen:
             labels = ("seen seeds", "fresh seeds")

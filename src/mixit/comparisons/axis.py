@@ -30,7 +30,7 @@ from typing import Any, TypedDict
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json, write_text
 from mixit.config.overrides import parse_overrides
-from mixit.readings.plots import COLUMN, save, styled
+from mixit.readings.plots import COLUMN, fitted, save, styled
 from mixit.tasks import get_task
 from mixit.training.resolve import resolve_config
 
@@ -238,7 +238,7 @@ def plot_axis(path: Path, result: Mapping[str, Any]) -> None:
         seeds, tuned = first["seeds"], "tuned" if first.get("tuned") else "untuned"
         shown = f"seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}"
         ax.set(
-            title=f"{first['task']} along {result['key']} ({shown}, {tuned}; x: breaks)",
+            title=fitted(f"{first['task']} along {result['key']} ({shown}, {tuned}; x: breaks)"),
             xlabel=result["key"],
             ylabel=first["metric"],
         )

@@ -117,10 +117,10 @@ def tuning_caption(setting: Setting, covered: bool = True) -> str:
     """How the runs' learning rates were chosen, for a figure's title; ``covered``: whether the
     scale's tuned presets cover the experiment's runs (``Experiment.tuned_presets``)."""
     if setting.tune:
-        return "tuned first (docs/tuning.md)"
+        return "tuned here"
     if setting.tuned:
         return f"rates of {Path(setting.tuned).name}"
-    return "tuned presets" if setting.presets and covered else "untuned (task presets' rates)"
+    return "tuned presets" if setting.presets and covered else "untuned"
 
 
 def _not_counted(claims: Sequence[Claim]) -> str:

@@ -6,6 +6,7 @@ PNG (``save``). Every figure has a title and labelled axes."""
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,6 +57,15 @@ def save(fig: Any, path: Path) -> None:
     pyplot().close(fig)
 
 
+# Characters of a title line at one column's width in the house style's 8 pt.
+TITLE_WIDTH = 50
+
+
+def fitted(title: str) -> str:
+    """``title`` broken into lines that fit one column, so no figure clips its title."""
+    return "\n".join(textwrap.wrap(title, TITLE_WIDTH))
+
+
 def line_plot(
     path: Path,
     x: Sequence[float],
@@ -73,7 +83,7 @@ def line_plot(
             means = [statistics.fmean(values) for values in per_x]
             stds = [statistics.stdev(values) if len(values) > 1 else 0.0 for values in per_x]
             ax.errorbar(x, means, yerr=stds, marker="o", markersize=3, capsize=2, label=name)
-        ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+        ax.set(title=fitted(title), xlabel=xlabel, ylabel=ylabel)
         if log_x:
             ax.set_xscale("log")
             ax.set_xticks(list(x), [f"{v:g}" for v in x])  # the measured points, not 3x10^1
@@ -93,7 +103,7 @@ def bar_plot(path: Path, values: Mapping[str, Sequence[float]], title: str, ylab
         means = [statistics.fmean(values[name]) for name in names]
         stds = [statistics.stdev(values[n]) if len(values[n]) > 1 else 0.0 for n in names]
         ax.bar(names, means, yerr=stds, capsize=3)
-        ax.set(title=title, xlabel="model", ylabel=ylabel)
+        ax.set(title=fitted(title), xlabel="model", ylabel=ylabel)
         ax.grid(axis="x", visible=False)
         fig.tight_layout()
         save(fig, path)
