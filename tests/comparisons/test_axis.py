@@ -121,8 +121,14 @@ def test_parse_axis_reads_values_and_the_tasks_default():
     assert parse_axis("task.max_pairs=4,8", "retrieval", "tiny", {}) == Axis(
         "task.max_pairs", ("4", "8")
     )
-    default = parse_axis("default", "retrieval", "tiny", {})
-    assert default == Axis("task.max_pairs", (4, 8, 16, 32))  # the tiny preset's 8 x 0.5..4
+    # Retrieval names its own: Figure 2's pair counts; others walk 0.5-4x the preset's value.
+    assert parse_axis("default", "retrieval", "tiny", {}) == Axis("task.max_pairs", (3, 4, 8))
+    default = parse_axis("default", "addition", "tiny", {})
+    assert default.key == "task.num_digits" and len(default.values) >= 3
+    # Values the task refuses fail before training; auto stops doubling short of them.
+    with pytest.raises(UsageError, match=r"task\.num_pairs=32"):
+        parse_axis("task.num_pairs=8,32", "mqar", "tiny", {})
+    assert parse_axis("auto", "mqar", "tiny", {}).values == (8, 16)
     for bad in ("task.max_pairs=4", "task.max_pairs=4,4", "pairs"):
         with pytest.raises(UsageError):
             parse_axis(bad, "retrieval", "tiny", {})
@@ -154,8 +160,10 @@ def test_compare_along_an_axis_end_to_end(tmp_path, capsys):
 
 
 def test_axis_auto_doubles_until_a_model_that_matched_falls_short(tmp_path):
-    axis = parse_axis("auto", "retrieval", "tiny", {})
+    axis = parse_axis("auto", "retrieval", "tiny", {"task.vocab_size": 512})
     assert axis.values == (8, 16, 32, 64, 128) and axis.until_separated
+    # At tiny's 64 tokens the keys (the upper half) run out beyond 32 pairs.
+    assert parse_axis("auto", "retrieval", "tiny", {}).values == (8, 16, 32)
     everyone = {"frozen-qk": True, "mixit": True, "random": True}
     scores = {m: [1.0] * 3 for m in ("standard", "frozen-qk", "mixit", "random")}
     plants = {8: planted(8, scores, everyone), 16: planted(16, scores, everyone)}

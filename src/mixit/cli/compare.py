@@ -9,6 +9,7 @@ from typing import Any
 
 from mixit.cli.options import (
     FORMATTER,
+    add_axis_option,
     add_common,
     add_launch_options,
     add_tune_options,
@@ -60,14 +61,7 @@ def add(commands: Any) -> None:
         help="the litmus test's margin: a model matches standard when at most this much worse "
         "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
     )
-    parser.add_argument(
-        "--axis",
-        default=None,
-        help="KEY=v1,v2,..., default or auto: one comparison per value, read for where each "
-        "model breaks (OUT/axis.json, axis.csv, axis.png); default: the task's own knob at 0.5, "
-        "1, 2 and 4 times the preset's value; auto: that knob doubled from the preset's value "
-        "until a model that matched falls short (at most 4 doublings)",
-    )
+    add_axis_option(parser, "OUT/")
     add_tune_options(parser)
     parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
     add_launch_options(parser)

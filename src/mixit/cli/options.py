@@ -206,6 +206,21 @@ def command_line_overrides(items: list[str]) -> dict[str, str]:
     return overrides
 
 
+def add_axis_option(parser: argparse.ArgumentParser, where: str) -> None:
+    """``--axis``: the litmus test along a difficulty axis (mixit.comparisons.axis); ``where``
+    names the folder its files go to in this command ("" for OUT itself)."""
+    parser.add_argument(
+        "--axis",
+        default=None,
+        help="KEY=v1,v2,..., default or auto: one comparison per value, read for where each "
+        f"model breaks ({where}axis.json, axis.csv, axis.png); default: the task's own knob "
+        "(retrieval: Figure 2's pair counts; MQAR at tiny: 2-16 pairs; others: 0.5, 1, 2 "
+        "and 4 times the preset's value); auto: that knob doubled from the preset's value "
+        "until a model that matched falls short (at most 4 doublings, and no further than "
+        "the task accepts)",
+    )
+
+
 def add_estimate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--estimate",

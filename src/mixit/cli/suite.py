@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from mixit.cli.options import (
     add_arch_option,
+    add_axis_option,
     add_estimate_options,
     add_launch_options,
     add_overrides_argument,
@@ -21,9 +23,11 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
+from mixit.common.errors import UsageError
 from mixit.comparisons.compare import Comparison, settings_to_tune
 from mixit.comparisons.estimate import estimate_comparison, format_suite_estimate, tuning_seconds
 from mixit.comparisons.suite import suite, suite_tasks
+from mixit.comparisons.suite_axis import suite_along
 from mixit.models.variants import VARIANTS
 from mixit.readings.litmus import AUTO, AUTO_SEEDS
 from mixit.running.workers import busy_cores_elsewhere
@@ -58,6 +62,7 @@ def add(commands: Any) -> None:
         help="train nothing: write results.csv, heatmap.png and summary.md from the tasks "
         "already finished in OUT (to read a long suite while it runs, or after it stopped)",
     )
+    add_axis_option(parser, "OUT/TASK/")
     add_progress_option(parser)
     add_arch_option(parser)
     add_tune_options(parser)
@@ -90,10 +95,13 @@ def estimate(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.estimate and args.axis is not None:
+        raise UsageError("--estimate prices one suite: give each task's KEY=VALUE, not --axis")
     if args.estimate:
         print(estimate(args))
         return 0
-    suite(
+    along = partial(suite_along, args.axis) if args.axis is not None else suite
+    along(
         names(args.tasks, "--tasks"),
         model_names(args.models),
         args.preset,
@@ -107,5 +115,6 @@ def run(args: argparse.Namespace) -> int:
         report_only=args.report,
     )
     print((Path(args.out) / "summary.md").read_text())
-    print(f"results: {args.out}/results.csv, {args.out}/heatmap.png", file=sys.stderr)
+    table = "axis.csv" if args.axis is not None else "results.csv"
+    print(f"results: {args.out}/{table}, {args.out}/heatmap.png", file=sys.stderr)
     return 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,10 +30,13 @@ from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json, write_text
+from mixit.comparisons.compare import table_row
 from mixit.config.overrides import parse_overrides
+from mixit.readings.litmus import DEFAULT_TOLERANCE, reading
 from mixit.readings.plots import COLUMN, fitted, save, styled
 from mixit.tasks import get_task
-from mixit.training.resolve import resolve_config
+from mixit.training.resolve import resolve_config, stored_config
+from mixit.tuning.rules import rising_at_end
 
 # ``--axis default``: the preset's value of the task's knob times these.
 DEFAULT_FACTORS = (0.5, 1, 2, 4)
@@ -76,7 +80,8 @@ def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) 
     """``KEY=v1,v2,...``, ``default`` (the task's own knob around its preset's value) or
     ``auto`` (that knob doubled from the preset's value until the models separate)."""
     if text in ("default", "auto"):
-        key = get_task(task).axis
+        spec = get_task(task)
+        key = spec.axis
         if key is None:
             raise UsageError(f"task {task} has no knob of its own: give --axis KEY=v1,v2,...")
         if key in overrides:
@@ -84,9 +89,12 @@ def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) 
         config = resolve_config(task, "standard", preset, 0, overrides)
         base = getattr(config.task, key.split(".", 1)[1])
         if text == "auto":
-            return Axis(key, tuple(base * 2**k for k in range(AUTO_DOUBLINGS + 1)), True)
+            doubled = Axis(key, tuple(base * 2**k for k in range(AUTO_DOUBLINGS + 1)), True)
+            return checked(doubled, task, preset, overrides)
+        if preset in spec.axis_values:
+            return checked(Axis(key, tuple(spec.axis_values[preset])), task, preset, overrides)
         values = sorted({max(1, round(base * f)) for f in DEFAULT_FACTORS})
-        return Axis(key, tuple(values))
+        return checked(Axis(key, tuple(values)), task, preset, overrides)
     if "=" not in text:
         raise UsageError(f"--axis '{text}' is not KEY=v1,v2,... or default")
     ((key, raw),) = parse_overrides([text]).items()
@@ -95,7 +103,21 @@ def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) 
         raise UsageError(f"--axis {key} needs two or more distinct values, got '{raw}'")
     if key in overrides:
         raise UsageError(f"--axis {key} and the override {key}={overrides[key]} disagree")
-    return Axis(key, values)
+    return checked(Axis(key, values), task, preset, overrides)
+
+
+def checked(axis: Axis, task: str, preset: str, overrides: Mapping[str, Any]) -> Axis:
+    """``axis`` once every value of it makes a run the task accepts (a UsageError naming the
+    first that does not), so that a bad value fails before anything trains. An ``--axis auto``
+    stops doubling before the first value the task refuses."""
+    for number, value in enumerate(axis.values):
+        try:
+            resolve_config(task, "standard", preset, 0, {**overrides, axis.key: value})
+        except UsageError as error:
+            if axis.until_separated and number > 1:
+                return Axis(axis.key, axis.values[:number], True)
+            raise UsageError(f"--axis {axis.key}={value}: {error}") from None
+    return axis
 
 
 def along_axis(
@@ -123,6 +145,46 @@ def along_axis(
     write_text(out / "axis.csv", axis_csv(result))
     plot_axis(out / "axis.png", result)
     return result
+
+
+def point_from_runs(
+    task: str,
+    seeds: Sequence[int],
+    summaries: Mapping[str, Sequence[Mapping[str, Any]]],
+    tolerance: float | None = None,
+) -> dict[str, Any]:
+    """One value's comparison as compare.json holds it, from finished runs' summaries by
+    model (the standard model's first; each model's in the order of ``seeds``): how an
+    experiment of ``reproduce`` reads an axis (figure 2). A run whose summary names its
+    folder is read there for whether it was still rising at its budget's end."""
+    spec = get_task(task)
+    rows = []
+    for model, runs in summaries.items():
+        row = table_row(model, runs, spec.metric)
+        row["rising"] = [_rising(summary) for summary in runs]
+        rows.append(row)
+    chances = [s["chance"] for runs in summaries.values() for s in runs if "chance" in s]
+    result: dict[str, Any] = {
+        "task": task,
+        "metric": spec.metric,
+        "higher_is_better": spec.higher_is_better,
+        "seeds": list(seeds),
+        "chance": statistics.fmean(chances) if chances else None,
+        "rows": rows,
+    }
+    if tolerance is None:
+        tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
+    steps = next(iter(summaries.values()))[0]["steps"]
+    result["litmus"] = reading(result, tolerance, steps)
+    return result
+
+
+def _rising(summary: Mapping[str, Any]) -> bool:
+    folder = Path(summary.get("run_dir", ""))
+    if not (folder / "metrics.jsonl").is_file() or not (folder / "config.json").is_file():
+        return False
+    config = stored_config(json.loads((folder / "config.json").read_text()))
+    return rising_at_end(folder, config, summary.get("stopped", "budget"))
 
 
 def separated(points: Sequence[Mapping[str, Any]]) -> bool:

@@ -66,7 +66,8 @@ def suite(
     returns ``{task: compare.json}``. ``tune`` and ``seeds`` (a count, or ``"auto"``, decided
     task by task): as ``compare``'s (None: tune ``model.arch`` models only). ``report_only``:
     train nothing, and write the files from the tasks whose ``OUT/TASK/compare.json`` exists
-    (the others are named as unfinished)."""
+    (the others are named as unfinished). ``mixit.comparisons.suite_axis.suite_along`` walks
+    each task along its axis instead."""
     tasks = suite_tasks(tasks)
     if not report_only:  # every task's configs, so that bad input leaves no folder behind
         for task in tasks:
@@ -175,10 +176,17 @@ def relative_scores(result: Mapping[str, Any]) -> dict[str, float]:
 
 
 MARKS = {True: "✓", False: "✗", None: "?"}  # the litmus verdict: matches, falls short, unsure
+LEGEND = (
+    "✓ matches standard, ✗ falls short, ? inconclusive (litmus test); "
+    "no ref.: no verdict, see summary.md"
+)
 
 
 def heatmap(
-    path: Path, scores: Mapping[str, Mapping[str, float]], results: Mapping[str, Any]
+    path: Path,
+    scores: Mapping[str, Mapping[str, float]],
+    results: Mapping[str, Any],
+    legend: str = LEGEND,
 ) -> None:
     """Variants (rows; the standard model, 1 by construction, left out) x tasks (columns),
     coloured from chance (0) to the standard model (1) on a colour-blind-safe scale that
@@ -215,13 +223,7 @@ def heatmap(
         ax.grid(False)
         bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
         bar.set_label("score (0: chance, 1: standard)")
-        fig.text(
-            0.01,
-            0.01,
-            "✓ matches standard, ✗ falls short, ? inconclusive (litmus test); "
-            "no ref.: no verdict, see summary.md",
-            size=5.5,
-        )
+        fig.text(0.01, 0.01, legend, size=5.5)
         fig.tight_layout(rect=(0, 0.04, 1, 1))
         save(fig, path)
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mixit.comparisons.axis import point_from_runs
 from mixit.experiments.base import (
     Claim,
     Experiment,
@@ -13,7 +14,6 @@ from mixit.experiments.base import (
     Report,
     Run,
     Summaries,
-    by_model,
     mean,
     mean_std,
     runs,
@@ -22,13 +22,11 @@ from mixit.experiments.base import (
 from mixit.experiments.claims import judged, paired, per_seed
 from mixit.readings.plots import line_plot
 from mixit.readings.text import markdown_table, ran
+from mixit.tasks import get_task
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")
-# The tiny preset has 8 pairs; the paper's x axis reaches 30 (Table 1 uses m_max = 30). The
-# axis starts at 3: under the authors' layout (task.key_pool=max-pairs) m_max = 2 leaves two
-# keys, and tiny's and small's vocabularies then hold too few distinct rows for a test set
-# that training never saw.
-PAIRS = {"tiny": (3, 4, 8), "small": (3, 4, 8), "paper": (5, 10, 20, 30)}
+# Retrieval's default axis (`compare --task retrieval --axis default`) at each scale.
+PAIRS = get_task("retrieval").axis_values
 
 
 def _runs(scale: str, pairs: int, seeds: range) -> list[Run]:
@@ -50,11 +48,20 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
     return [judged("C3", readings, {"drop": results["drop"]})]
 
 
+def _point(summaries: Summaries, selected: list[Run], seeds: range) -> dict[str, Any]:
+    """One value of the axis as `compare --axis` reads it (``axis.point_from_runs``)."""
+    by_model: dict[str, list[Any]] = {}
+    for run in selected:
+        by_model.setdefault(run.model, []).append(summaries[run])
+    return point_from_runs("retrieval", seeds, by_model)
+
+
 def report(
     scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
 ) -> Report:
     pairs = PAIRS[scale]
-    accuracy = {p: by_model(summaries, _runs(scale, p, seeds), "test_accuracy") for p in pairs}
+    points = {p: _point(summaries, _runs(scale, p, seeds), seeds) for p in pairs}
+    accuracy = {p: {r["model"]: r["values"] for r in points[p]["rows"]} for p in pairs}
     series = {m: [accuracy[p][m] for p in pairs] for m in MODELS}
     line_plot(
         out / "figure2.png",

@@ -169,9 +169,10 @@ class TaskSpec:
     # How the task's text maps to its ids, from its config (a task that reads text): a run
     # saves it so that a prompt can be written as text (mixit.data.vocabulary).
     vocabulary: Callable[[Any], Vocabulary | None] | None = None
-    # The knob that makes the task harder (a dotted ``task.*`` key): ``compare --axis
-    # default`` walks it around the preset's value (mixit.comparisons.axis).
+    # The knob that makes the task harder (a dotted ``task.*`` key) and the values ``compare
+    # --axis default`` walks by preset, where named (else factors of the preset's value).
     axis: str | None = None
+    axis_values: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     # The tokens a scored answer is chosen among, from the task config and the vocabulary size
     # (mixit.models.readout.AnswerReadout); None, or a None answer: every token of the vocabulary.
     answer_ids: Callable[[Any, int], tuple[int, ...] | None] | None = None

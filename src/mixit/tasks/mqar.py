@@ -195,6 +195,10 @@ register(
     TaskSpec(
         name="mqar",
         axis="task.num_pairs",
+        # Zoology's sweep of pairs at a fixed length: at tiny's 64 tokens, 16 pairs and their
+        # 16 queries fill the sequence, so the axis runs from a quarter to twice the preset's
+        # 8 (the factors' 4x would not fit).
+        axis_values={"tiny": (2, 4, 8, 16)},
         config_cls=MQARConfig,
         make_data=make_mqar_data,
         summary="multi-query associative recall (Zoology's): key-value pairs, then every key "
