@@ -10,7 +10,8 @@ pytest.importorskip("transformers")
 
 from mixit.cli import main
 from mixit.common.errors import UsageError
-from mixit.models.build import TRUST_ENV, trust_module
+from mixit.common.trust import TRUST_ENV
+from mixit.models.build import trust_module
 from mixit.training.resolve import resolve_config
 from mixit.training.rundir import load_run, stored_config
 from mixit.training.train import build_model, train

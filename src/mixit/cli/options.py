@@ -7,6 +7,7 @@ import math
 import re
 
 from mixit.common.errors import UsageError
+from mixit.common.trust import trust
 from mixit.config.overrides import parse_overrides
 from mixit.models.build import trust_module
 from mixit.models.variants import VARIANTS
@@ -196,6 +197,8 @@ def command_line_overrides(items: list[str]) -> dict[str, str]:
     overrides = parse_overrides(items)
     arch = str(overrides.get("model.arch", "mixit"))
     trust_module(arch)
+    if overrides.get("task.generator"):  # a custom task's data generator, named here
+        trust(str(overrides["task.generator"]).partition(":")[0])
     if arch != "mixit":
         unused = [k for k in overrides if k.startswith("model.") and k[6:] not in ARCH_SETTINGS]
         if unused:

@@ -84,10 +84,14 @@ def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) 
         key = spec.axis
         if key is None:
             raise UsageError(f"task {task} has no knob of its own: give --axis KEY=v1,v2,...")
-        if key in overrides:
-            raise UsageError(f"--axis {text} walks {key}: drop the override {key}=...")
+        # An override of the knob is where the walk starts (the preset's value otherwise).
         config = resolve_config(task, "standard", preset, 0, overrides)
         base = getattr(config.task, key.split(".", 1)[1])
+        if not base:
+            raise UsageError(
+                f"--axis {text} walks {key} from its value, here {base}: set {key}=N (task "
+                "custom: with its task.generator), or give --axis KEY=v1,v2,..."
+            )
         if text == "auto":
             doubled = Axis(key, tuple(base * 2**k for k in range(AUTO_DOUBLINGS + 1)), True)
             return checked(doubled, task, preset, overrides)
@@ -318,7 +322,7 @@ def format_axis(result: Mapping[str, Any]) -> str:
             f"  the reference did not learn at {result['key']}={result['stopped_at']}: "
             "the axis stops there"
         )
-    if "separated_at" in result:
+    if "separated_at" in result and result["stopped_at"] is None:
         lines.append(
             f"  the models separate at {result['key']}={result['separated_at']}"
             if result["separated_at"] is not None

@@ -22,9 +22,6 @@ initialisation (with ``output_init_std``).
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +29,7 @@ import torch
 from torch import nn
 
 from mixit.common.errors import UsageError
+from mixit.common.trust import trust, trusted_function
 from mixit.config.schema import ModelConfig, RunConfig
 from mixit.models.adapters import ADAPTERS, Parts, spectrum
 from mixit.models.decoder import Decoder, Trainable
@@ -41,11 +39,6 @@ from mixit.tasks import get_task
 
 BUILT_IN = "mixit"
 ARCH_FORMS = "mixit, hf:NAME (NAME one of: " + ", ".join(ADAPTERS) + ") or module:MODULE:FACTORY"
-# The modules a ``module:`` arch may import, comma-separated: as Hugging Face's
-# ``trust_remote_code``, code a stored config names runs only when the user opted in. The
-# command line trusts the module its own ``--arch`` or ``model.arch=`` names; the variable
-# carries that to the processes a reproduction trains in.
-TRUST_ENV = "MIXIT_TRUST_MODULES"
 
 
 class ArchModel(Trainable):
@@ -108,15 +101,8 @@ def trust_module(arch: str) -> None:
     """Let this process and those it starts import ``arch``'s module (``module:MODULE:...``;
     any other arch is left alone): the user named it, on the command line or in the Python
     API. ``MIXIT_TRUST_MODULES=MODULE`` does the same for a run folder's stored config."""
-    if not arch.startswith("module:"):
-        return
-    name = arch.removeprefix("module:").partition(":")[0]
-    trusted = [m for m in os.environ.get(TRUST_ENV, "").split(",") if m]
-    os.environ[TRUST_ENV] = ",".join(dict.fromkeys([*trusted, name]))
-
-
-def _trusted(module_name: str) -> bool:
-    return module_name in os.environ.get(TRUST_ENV, "").split(",")
+    if arch.startswith("module:"):
+        trust(arch.removeprefix("module:").partition(":")[0])
 
 
 def _factory(spec: str) -> tuple[Callable[[ModelConfig], nn.Module], Parts | None]:
@@ -125,25 +111,8 @@ def _factory(spec: str) -> tuple[Callable[[ModelConfig], nn.Module], Parts | Non
     module_name, _, factory_name = spec.removeprefix("module:").partition(":")
     if not module_name or not factory_name:
         raise UsageError(f"model.arch='{spec}' is not of the form module:PACKAGE.MODULE:FACTORY")
-    if not _trusted(module_name):
-        raise UsageError(
-            f"model.arch='{spec}' names code to run (module {module_name}), and mixit imports "
-            f"none that it was not asked to: name it with --arch, or set "
-            f"{TRUST_ENV}={module_name} if you trust it"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise UsageError(f"model.arch='{spec}': cannot import {module_name} ({error})") from None
-    factory = getattr(module, factory_name, None)
-    if not callable(factory):
-        raise UsageError(f"model.arch='{spec}': {module_name} has no function {factory_name}")
-    defined_there = inspect.isfunction(factory) or inspect.isclass(factory)
-    if not defined_there or factory.__module__ != module.__name__:
-        raise UsageError(
-            f"model.arch='{spec}': {factory_name} is not a function or class defined in "
-            f"{module_name} (a builtin or an import from elsewhere is never called)"
-        )
+    setting = f"model.arch='{spec}'"
+    factory, module = trusted_function(setting, spec.removeprefix("module:"), "--arch")
     parts = getattr(module, "PARTS", None)
     if parts is not None and not isinstance(parts, Parts):
         raise UsageError(f"model.arch='{spec}': {module_name}.PARTS is not a mixit.spectrum.Parts")

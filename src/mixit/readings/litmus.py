@@ -244,7 +244,10 @@ def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> dict[str
         row["reading"] = DOES_NOT_DISCRIMINATE if row["matches"] is not None else row["reading"]
     harder_task = ""
     if "task" in result:
-        axis = get_task(result["task"]).axis
+        spec = get_task(result["task"])
+        # A task from files (custom without a generator) has no knob to double.
+        generated = spec.synthetic or result.get("overrides", {}).get("task.generator")
+        axis = spec.axis if generated else None
         walk = f"; `mixit compare --axis auto` doubles {axis} until they part" if axis else ""
         harder_task = f"make it harder: {harder(result['task'])}{walk}"
     return {"tolerance": tolerance, "rows": rows, "does_not_discriminate": harder_task}

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from mixit.common.errors import UsageError
+from mixit.common.trust import require_trusted, trusted_function
 from mixit.data import (
     default_cache_dir,
     encode_texts,
@@ -36,12 +38,14 @@ from mixit.tasks.base import (
     TaskSpec,
     answer_split,
     check_choice,
+    check_positive,
     model_size,
     register,
     schedule,
 )
 
 PAD, SEP, UNK = 0, 1, 2
+GENERATOR_OPTION = "task.generator= on the command line"
 READOUTS = ("vocabulary", "targets")
 FIRST_SYMBOL = 3  # ids below are special; symbol i (a character, or integer token i) is 3 + i
 
@@ -53,14 +57,27 @@ class CustomConfig:
     vocab_size: int = 1024  # BPE vocabulary size
     cache_dir: str = ""  # BPE tokenizer cache; empty: $MIXIT_CACHE or ~/.cache/mixit
     readout: str = "vocabulary"  # vocabulary (every token) | targets (the tokens targets use)
+    # Instead of files, MODULE:FUNCTION (MODULE a dotted name or a .py file):
+    # FUNCTION(size=, n=, seed=) returns n (input, target) pairs at that size.
+    generator: str = ""
+    size: int = 0  # the generator's difficulty knob: `--axis task.size=...`, or `auto`
+    n_train: int = 4000  # a generator's examples: distinct inputs, none in both splits
+    n_test: int = 500
+    data_seed: int = 0  # a generator's seed: every run of a comparison reads the same examples
 
     def validate(self) -> None:
         check_choice(self, "readout", READOUTS)
+        if self.generator:
+            if self.data_files:
+                raise UsageError("task custom takes task.data_files or task.generator, not both")
+            check_positive(self, "size", "n_train", "n_test")
+            return
         files = [f for f in self.data_files.split(",") if f.strip()]
         if len(files) != 2:
             raise UsageError(
                 "task custom needs task.data_files=train.jsonl,test.jsonl (two JSONL files with "
-                '{"input": ..., "target": ...} lines)'
+                '{"input": ..., "target": ...} lines) or task.generator=MODULE:FUNCTION with '
+                "task.size=N"
             )
 
 
@@ -91,22 +108,55 @@ def read_pairs(path: Path) -> list[tuple[object, object]]:
             raise UsageError(f"{path}:{number}: not a JSON object") from None
         if not isinstance(record, dict) or "input" not in record or "target" not in record:
             raise UsageError(f'{path}:{number}: expected {{"input": ..., "target": ...}}')
-        pair = (record["input"], record["target"])
-        if not all(_is_text(x) or _is_int_list(x) for x in pair) or (
-            _is_text(pair[0]) != _is_text(pair[1])
-        ):
-            raise UsageError(
-                f"{path}:{number}: input and target must both be strings or both lists of ints"
-            )
-        if not _is_text(pair[0]) and max(max(pair[0]), max(pair[1])) >= MAX_TOKEN_ID:
-            raise UsageError(
-                f"{path}:{number}: token ids must be below {MAX_TOKEN_ID:,} (one embedding row "
-                f"each), got {max(max(pair[0]), max(pair[1])):,}"
-            )
-        pairs.append(pair)
+        pairs.append(checked_pair((record["input"], record["target"]), f"{path}:{number}"))
     if not pairs:
         raise UsageError(f"{path} holds no examples")
     return pairs
+
+
+def checked_pair(pair: tuple[object, object], where: str) -> tuple[object, object]:
+    """An (input, target) example, both strings or both lists of token ids; ``where`` (a
+    file's line, a generator's example) names it in the UsageError."""
+    if not all(_is_text(x) or _is_int_list(x) for x in pair) or (
+        _is_text(pair[0]) != _is_text(pair[1])
+    ):
+        raise UsageError(f"{where}: input and target must both be strings or both lists of ints")
+    if not _is_text(pair[0]) and max(max(pair[0]), max(pair[1])) >= MAX_TOKEN_ID:
+        raise UsageError(
+            f"{where}: token ids must be below {MAX_TOKEN_ID:,} (one embedding row each), got "
+            f"{max(max(pair[0]), max(pair[1])):,}"
+        )
+    return pair
+
+
+def generated_pairs(config: CustomConfig) -> tuple[list, list]:
+    """The training and test examples of ``task.generator`` at ``task.size``: the first
+    ``n_train`` distinct inputs it returns, then the next ``n_test`` (so no input is in
+    both). Its module is imported only when trusted (``mixit.common.trust``)."""
+    setting = f"task.generator='{config.generator}'"
+    function, _ = trusted_function(setting, config.generator, GENERATOR_OPTION)
+    n = config.n_train + config.n_test
+    try:
+        examples = list(function(size=config.size, n=n, seed=config.data_seed))
+    except Exception as error:  # the user's code refused its arguments: say so in one line
+        raise UsageError(
+            f"{setting} failed at task.size={config.size}: {type(error).__name__}: {error}"
+        ) from None
+    distinct: dict[str, tuple[object, object]] = {}
+    for number, example in enumerate(examples):
+        if isinstance(example, Mapping) and {"input", "target"} <= example.keys():
+            example = (example["input"], example["target"])
+        if not isinstance(example, tuple | list) or len(example) != 2:
+            raise UsageError(f"{setting}: example {number} is not an (input, target) pair")
+        pair = checked_pair(tuple(example), f"{setting}, example {number}")
+        distinct.setdefault(json.dumps(pair[0]), pair)
+    pairs = list(distinct.values())
+    if len(pairs) < config.n_train + config.n_test:
+        raise UsageError(
+            f"{setting} gave {len(pairs)} distinct inputs at task.size={config.size}; the splits "
+            f"need task.n_train + task.n_test = {config.n_train + config.n_test}"
+        )
+    return pairs[: config.n_train], pairs[config.n_train : config.n_train + config.n_test]
 
 
 def _is_text(value: object) -> bool:
@@ -199,6 +249,8 @@ def custom_vocabulary(config: CustomConfig) -> Vocabulary | None:
 
 def _encoded(config: CustomConfig) -> Encoded:
     config.validate()
+    if config.generator:
+        return _encoded_generated(config)
     fingerprint = tuple(tuple(entry) for entry in file_fingerprint(config.data_files))
     return _encoded_files(
         config.data_files, config.tokenizer, config.vocab_size, config.cache_dir, fingerprint
@@ -212,14 +264,37 @@ def _encoded_files(
     config = CustomConfig(data_files, tokenizer, vocab_size, cache_dir)
     train_path, test_path = (Path(f.strip()) for f in data_files.split(","))
     train, test = read_pairs(train_path), read_pairs(test_path)
+    return _encode(config, train, test, f"{train_path} and {test_path}")
+
+
+def _encode(config: CustomConfig, train: list, test: list, source: str) -> Encoded:
+    """Both splits' examples as ids, by the tokenizer ``config`` names fitted to ``train``."""
     if _is_text(train[0][0]) != _is_text(test[0][0]):
-        raise UsageError(f"{train_path} and {test_path} mix strings and lists of ints")
+        raise UsageError(f"{source} mix strings and lists of ints")
     encode, size, vocabulary = _tokenizer(config, train)
 
     def encoded(pairs: list[tuple[object, object]]) -> Pairs:
         return tuple((tuple(encode(a)), tuple(encode(b))) for a, b in pairs)
 
     return Encoded(encoded(train), encoded(test), size, vocabulary)
+
+
+def _encoded_generated(config: CustomConfig) -> Encoded:
+    # Checked on every call, not once per cached reading: trust can be withdrawn.
+    setting = f"task.generator='{config.generator}'"
+    require_trusted(setting, config.generator.partition(":")[0], GENERATOR_OPTION)
+    key = (config.generator, config.size, config.n_train, config.n_test, config.data_seed)
+    return _encoded_generator(*key, config.tokenizer, config.vocab_size, config.cache_dir)
+
+
+@functools.lru_cache(maxsize=4)
+def _encoded_generator(
+    generator: str, size: int, n_train: int, n_test: int, data_seed: int, *tokenizer: Any
+) -> Encoded:
+    config = CustomConfig("", *tokenizer, generator=generator, size=size, n_train=n_train,
+                          n_test=n_test, data_seed=data_seed)  # fmt: skip
+    source = f"the examples of task.generator='{generator}'"
+    return _encode(config, *generated_pairs(config), source)
 
 
 SPECIALS = {PAD: "<pad>", SEP: "<sep>", UNK: "<unk>"}
@@ -237,7 +312,11 @@ def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
         vocabulary = Vocabulary(FIRST_SYMBOL + len(symbols), symbols=symbols, unknown=UNK, **frame)
         return vocabulary.encode, vocabulary.size, vocabulary
 
-    source = {"task": "custom", "files": file_fingerprint(config.data_files)}
+    source: dict[str, Any] = {"task": "custom"}
+    if config.generator:
+        source.update(generator=config.generator, size=config.size, seed=config.data_seed)
+    else:
+        source["files"] = file_fingerprint(config.data_files)
     tokenizer = task_tokenizer(
         config.tokenizer,
         config.vocab_size,
@@ -260,6 +339,7 @@ register(
     TaskSpec(
         name="custom",
         synthetic=False,
+        axis="task.size",
         config_cls=CustomConfig,
         make_data=make_custom_data,
         answer_ids=target_ids,

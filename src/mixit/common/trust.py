@@ -1,0 +1,81 @@
+"""Which user modules mixit may import: code a stored config names runs only when asked.
+
+As Hugging Face's ``trust_remote_code``: a ``module:`` architecture (``model.arch``) or a
+custom task's data generator (``task.generator``) is imported only when its module is
+trusted. The command line trusts the module its own options name; ``MIXIT_TRUST_MODULES``
+(comma-separated) carries that to the processes a reproduction trains in, and lets a user
+opt in for a run folder someone shared.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from mixit.common.errors import UsageError
+
+TRUST_ENV = "MIXIT_TRUST_MODULES"
+
+
+def trust(module_name: str) -> None:
+    """Let this process and those it starts import ``module_name``."""
+    trusted = [m for m in os.environ.get(TRUST_ENV, "").split(",") if m]
+    os.environ[TRUST_ENV] = ",".join(dict.fromkeys([*trusted, module_name]))
+
+
+def is_trusted(module_name: str) -> bool:
+    return module_name in os.environ.get(TRUST_ENV, "").split(",")
+
+
+def require_trusted(setting: str, module_name: str, option: str) -> None:
+    """A UsageError unless ``module_name`` is trusted (see ``trusted_function``)."""
+    if not is_trusted(module_name):
+        raise UsageError(
+            f"{setting} names code to run (module {module_name}), and mixit imports none that "
+            f"it was not asked to: name it with {option}, or set {TRUST_ENV}={module_name} if "
+            "you trust it"
+        )
+
+
+def _imported(module_name: str) -> ModuleType:
+    """A module by its dotted name, or a file of Python by its path (``examples/x.py``)."""
+    if not module_name.endswith(".py"):
+        return importlib.import_module(module_name)
+    path = Path(module_name)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise ImportError(f"no Python file at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def trusted_function(setting: str, spec: str, option: str) -> tuple[Callable[..., Any], Any]:
+    """``MODULE:NAME`` -> (the function or class NAME defined in MODULE, the module), for a
+    trusted MODULE (a dotted module name, or the path of a ``.py`` file); ``setting``
+    (``model.arch='...'``) and ``option`` (the command-line option that names it) word the
+    one-line UsageErrors."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise UsageError(f"{setting} is not of the form MODULE:NAME (a module you can import)")
+    require_trusted(setting, module_name, option)
+    try:
+        module = _imported(module_name)
+    except (ImportError, OSError) as error:
+        raise UsageError(f"{setting}: cannot import {module_name} ({error})") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise UsageError(f"{setting}: {module_name} has no function {name}")
+    defined_there = inspect.isfunction(function) or inspect.isclass(function)
+    if not defined_there or function.__module__ != module.__name__:
+        raise UsageError(
+            f"{setting}: {name} is not a function or class defined in {module_name} (a "
+            "builtin or an import from elsewhere is never called)"
+        )
+    return function, module

@@ -1,0 +1,71 @@
+"""The custom task's data from a generator (``task.generator=MODULE:FUNCTION``): the lookup
+example of examples/lookup, trusted only when named, its splits disjoint, its axis."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mixit.cli import main
+from mixit.common.errors import UsageError
+from mixit.common.trust import TRUST_ENV, trust
+from mixit.comparisons.axis import parse_axis
+from mixit.tasks import get_task
+from mixit.training.resolve import resolve_config
+
+LOOKUP = str(Path(__file__).resolve().parents[2] / "examples" / "lookup" / "lookup.py")
+GENERATOR = f"{LOOKUP}:examples"
+SMALL = {"task.generator": GENERATOR, "task.size": 6, "task.n_train": 300, "task.n_test": 60}
+
+
+def data(overrides, seed=0):
+    config = resolve_config("custom", "standard", "tiny", seed, overrides)
+    return get_task("custom").make_data(config.task, seed)
+
+
+@pytest.fixture
+def trusted(monkeypatch):
+    monkeypatch.setenv(TRUST_ENV, "")
+    trust(LOOKUP)
+
+
+def test_a_generator_gives_disjoint_splits_the_same_for_every_seed(trusted):
+    first = data(SMALL)
+    rows = {tuple(r) for r in first.train.inputs.tolist()}
+    assert len(first.train.inputs) == 300 and len(first.test.inputs) == 60
+    # Each test row's input (up to the separator) was never a training input.
+    assert not rows & {tuple(r) for r in first.test.inputs.tolist()}
+    assert np.array_equal(data(SMALL, seed=1).train.inputs, first.train.inputs)
+    longer = data({**SMALL, "task.size": 12})
+    assert longer.train.inputs.shape[1] > first.train.inputs.shape[1]
+
+
+def test_a_generator_no_one_named_is_never_imported(monkeypatch):
+    monkeypatch.setenv(TRUST_ENV, "")
+    with pytest.raises(UsageError, match=TRUST_ENV):
+        data(SMALL)
+
+
+def test_a_generators_refusal_and_too_few_examples_are_usage_errors(trusted):
+    with pytest.raises(UsageError, match=r"failed at task\.size=1: ValueError"):
+        data({**SMALL, "task.size": 1})
+    with pytest.raises(UsageError, match="distinct inputs"):
+        data({**SMALL, "task.size": 2, "task.n_train": 4000})
+    with pytest.raises(UsageError, match="not both"):
+        data({**SMALL, "task.data_files": "a.jsonl,b.jsonl"})
+
+
+def test_the_axis_of_a_generated_task_is_its_size(trusted):
+    axis = parse_axis("auto", "custom", "tiny", {**SMALL, "task.size": 10})
+    assert axis.key == "task.size" and axis.values == (10, 20, 40, 80, 160)
+    with pytest.raises(UsageError, match=r"task\.size"):
+        parse_axis("auto", "custom", "tiny", {"task.data_files": "a.jsonl,b.jsonl"})
+
+
+def test_the_command_line_trusts_the_generator_it_names(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(TRUST_ENV, "")
+    argv = ["compare", "--task", "custom", "--models", "standard,mixit", "--axis", "auto"]
+    argv += [f"task.generator={GENERATOR}", "task.size=4", "task.n_train=200", "task.n_test=40"]
+    argv += ["train.steps=4", "train.eval_every=4", "--out", str(tmp_path), "--no-progress"]
+    assert main(argv) == 0
+    assert "axis task.size: 4" in capsys.readouterr().out
