@@ -1,6 +1,7 @@
 """The custom task's data from a generator (``task.generator=MODULE:FUNCTION``): the lookup
 example of examples/lookup, trusted only when named, its splits disjoint, its axis."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -69,3 +70,28 @@ def test_the_command_line_trusts_the_generator_it_names(tmp_path, monkeypatch, c
     argv += ["train.steps=4", "train.eval_every=4", "--out", str(tmp_path), "--no-progress"]
     assert main(argv) == 0
     assert "axis task.size: 4" in capsys.readouterr().out
+
+
+def test_jsonl_data_walks_an_axis_of_file_pairs(tmp_path, capsys):
+    files = []
+    for length in (3, 6):
+        folder = tmp_path / f"length-{length}"
+        folder.mkdir()
+        for name, count in (("train", 120), ("test", 30)):
+            rows = [
+                {"input": s, "target": s[::-1]}
+                for s in (f"{k + (name == 'test') * 500:0{length}d}" for k in range(count))
+            ]
+            path = folder / f"{name}.jsonl"
+            path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+            files.append(str(path))
+    out = tmp_path / "axis"
+    argv = ["compare", "--task", "custom", "--models", "standard,mixit", "--axis"]
+    argv += [f"task.data_files={','.join(files)}", "train.steps=4", "train.eval_every=4"]
+    argv += ["--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    assert (out / "task.data_files=1" / "compare.json").is_file()
+    assert (out / "axis.png").is_file()
+    capsys.readouterr()
+    assert main([*argv[:5], f"task.data_files={','.join(files[:3])}", *argv[6:]]) == 2
+    assert "task.data_files" in capsys.readouterr().err  # an odd number of files

@@ -43,6 +43,8 @@ DEFAULT_FACTORS = (0.5, 1, 2, 4)
 # ``--axis auto``: the preset's value, doubled at most this many times (up to 16x).
 AUTO_DOUBLINGS = 4
 HOLDS, BREAKS, INCONCLUSIVE, UNREAD = "holds", "breaks", "inconclusive", "unread"
+# A custom task's files: along this key, each value is a (train, test) pair of JSONL files.
+FILES_KEY = "task.data_files"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,10 @@ class Axis:
     until_separated: bool = False
 
     def folder(self, value: Any) -> str:
+        """``KEY=VALUE``; a value that names files (a pair of data files) goes by its place
+        on the axis instead (``task.data_files=2``), since a path cannot be a folder's name."""
+        if any(mark in str(value) for mark in ("/", ",", "\\")):
+            return f"{self.key}={self.values.index(value) + 1}"
         return f"{self.key}={value}"
 
 
@@ -103,6 +109,13 @@ def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) 
         raise UsageError(f"--axis '{text}' is not KEY=v1,v2,... or default")
     ((key, raw),) = parse_overrides([text]).items()
     values = tuple(v.strip() for v in raw.split(",") if v.strip())
+    if key == FILES_KEY:  # JSONL data: the axis is a list of (train, test) file pairs
+        if len(values) % 2:
+            raise UsageError(
+                f"--axis {FILES_KEY} takes pairs: train1.jsonl,test1.jsonl,train2.jsonl,... "
+                f"(got {len(values)} files)"
+            )
+        values = tuple(f"{a},{b}" for a, b in zip(values[::2], values[1::2], strict=True))
     if len(values) < 2 or len(set(values)) < len(values):
         raise UsageError(f"--axis {key} needs two or more distinct values, got '{raw}'")
     if key in overrides:
@@ -281,7 +294,12 @@ def plot_axis(path: Path, result: Mapping[str, Any]) -> None:
     """Each model's mean over seeds with a band of one std, chance dashed, and a cross at
     each model's break point."""
     points = result["points"]
-    xs = [float(p["value"]) for p in points]
+    labels = [str(p["value"]) for p in points]
+    numeric = all(_is_number(label) for label in labels)
+    # Values that are not numbers (file pairs) stand at their places, named by their folder.
+    xs = [float(label) for label in labels] if numeric else [float(i) for i in range(len(points))]
+    if not numeric:
+        labels = [Path(label.split(",")[0]).parent.name or label for label in labels]
     breaks = {b["model"]: b for b in result["break_points"]}
     first = points[0]["compare"]
     with styled() as plt:
@@ -295,11 +313,13 @@ def plot_axis(path: Path, result: Mapping[str, Any]) -> None:
             high = [m + s for m, s in zip(means, stds, strict=True)]
             ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
             if model in breaks and breaks[model]["outcome"] == BREAKS:
-                at = xs.index(float(breaks[model]["at"]))
+                at = [str(p["value"]) for p in points].index(str(breaks[model]["at"]))
                 ax.plot(xs[at], means[at], "x", color=line.get_color(), markersize=8)
         ax.plot(xs, [p["compare"]["chance"] for p in points], "--", color="grey", label="chance")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(xs, [f"{x:g}" for x in xs])
+        if numeric:
+            ax.set_xscale("log", base=2)
+            labels = [f"{x:g}" for x in xs]
+        ax.set_xticks(xs, labels)
         ax.minorticks_off()
         seeds, tuned = first["seeds"], "tuned" if first.get("tuned") else "untuned"
         shown = f"seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}"
@@ -311,6 +331,14 @@ def plot_axis(path: Path, result: Mapping[str, Any]) -> None:
         ax.legend()
         fig.tight_layout()
         save(fig, path)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def format_axis(result: Mapping[str, Any]) -> str:
