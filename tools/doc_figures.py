@@ -37,7 +37,7 @@ from figures.reproduce import (
     tuning_rules_changes,
 )
 from figures.sources import source_sizes
-from figures.speed import bench, decode
+from figures.speed import bench, decode, wait_policy
 from figures.suites import (
     TUNED_SUITES,
     _tuned_suite,
@@ -70,6 +70,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "tuning-rules": tuning_rules_changes,
     "bench": bench,
     "decode": decode,
+    "wait-policy": wait_policy,
     "tuning-cost": tuning_cost,
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,

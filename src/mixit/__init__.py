@@ -12,11 +12,24 @@ The layers, from the floor up, are the packages ``common``, ``config``, ``data``
 before it (tests/test_structure.py).
 """
 
-from mixit.comparisons.compare import compare
-from mixit.models.adapters import Parts, spectrum
-from mixit.models.decoder import Decoder
-from mixit.models.variants import VARIANTS
-from mixit.training.rundir import load_run
-from mixit.training.train import train
+import importlib
+from typing import Any
 
-__all__ = ["VARIANTS", "Decoder", "Parts", "compare", "load_run", "spectrum", "train"]
+# The API by name and the module that defines it, imported on first use (PEP 562), so that
+# ``mixit.common`` loads without torch: the command line sets OpenMP's wait policy first.
+_API = {
+    "VARIANTS": "mixit.models.variants",
+    "Decoder": "mixit.models.decoder",
+    "Parts": "mixit.models.adapters",
+    "compare": "mixit.comparisons.compare",
+    "load_run": "mixit.training.rundir",
+    "spectrum": "mixit.models.adapters",
+    "train": "mixit.training.train",
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'mixit' has no attribute '{name}'")
+    return getattr(importlib.import_module(_API[name]), name)

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from mixit.common.cores import busy_cores_elsewhere
 from mixit.comparisons.estimate import format_suite_estimate, tuning_estimate_line, tuning_seconds
 from mixit.readings.text import duration
-from mixit.running.workers import busy_cores_elsewhere, shared_cores_note
+from mixit.running.workers import shared_cores_note
 from mixit.tuning.rules import BUDGET_CAP, halving_budgets
 
 

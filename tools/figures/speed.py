@@ -74,3 +74,28 @@ def _benches() -> list[dict[str, Any]]:
     """The bench runs in docs/bench/, narrowest model first."""
     runs = [_json(path) for path in (ROOT / "docs" / "bench").glob("*.json")]
     return sorted(runs, key=lambda run: run["rows"][0]["n_embd"])
+
+
+def wait_policy() -> str:
+    """docs/speed.md: training speed under each OpenMP wait policy on a quiet machine, from
+    results/wait-policy-quiet/."""
+    folder = ROOT / "results" / "wait-policy-quiet"
+    speeds = {
+        policy: [
+            _json(path)["rows"][0]["tokens_per_s"]
+            for path in sorted(folder.glob(f"{policy}-*.json"))
+        ]
+        for policy in ("default", "active", "passive")
+    }
+    mean = {policy: sum(values) / len(values) for policy, values in speeds.items()}
+    rows = ["| OMP_WAIT_POLICY | tokens/s, each try | mean |", "|---|---|---:|"]
+    for policy, values in speeds.items():
+        listed = ", ".join(f"{v:,.0f}" for v in values)
+        shown = "unset (libgomp's default)" if policy == "default" else policy.upper()
+        rows.append(f"| {shown} | {listed} | {mean[policy]:,.0f} |")
+    rows += [
+        "",
+        f"Quiet, the default is {mean['default'] / mean['passive']:.2f}x as fast as passive "
+        f"waiting, and active spinning {mean['active'] / mean['passive']:.2f}x.",
+    ]
+    return "\n".join(rows)

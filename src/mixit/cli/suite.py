@@ -23,6 +23,7 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
+from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
 from mixit.comparisons.compare import Comparison, settings_to_tune
 from mixit.comparisons.estimate import estimate_comparison, format_suite_estimate, tuning_seconds
@@ -30,7 +31,6 @@ from mixit.comparisons.suite import suite, suite_tasks
 from mixit.comparisons.suite_axis import suite_along
 from mixit.models.variants import VARIANTS
 from mixit.readings.litmus import AUTO, AUTO_SEEDS
-from mixit.running.workers import busy_cores_elsewhere
 
 
 def add(commands: Any) -> None:

@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mixit.common.cores import busy_cores_elsewhere
 from mixit.comparisons.compare import Comparison
 from mixit.config.schema import TrainConfig
 from mixit.cost.predict import fewest_pieces, get_target
 from mixit.readings.text import duration
 from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
 from mixit.running.workers import (
-    busy_cores_elsewhere,
     parallel_jobs,
     shared_cores_note,
     worker_threads,

@@ -11,13 +11,13 @@ import os
 import signal
 import sys
 import threading
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from mixit.common.cores import SHARED_FROM
 from mixit.common.progress import Progress
 from mixit.training import devices
 from mixit.training.resolve import stored_config
@@ -139,32 +139,6 @@ def parallel_jobs(jobs: int) -> int:
 def worker_threads(jobs: int) -> int:
     """Threads per training process: the machine's cores shared between ``jobs`` processes."""
     return torch.get_num_threads() if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
-
-
-# Other processes' busy cores, on average, from which a machine counts as shared.
-SHARED_FROM = 0.25
-
-
-def busy_cores_elsewhere(interval: float = 0.5) -> float | None:
-    """How many of the cores this process may use (``sched_getaffinity``) other processes kept
-    busy over ``interval`` seconds: their busy time in /proc/stat, less this process's own.
-    None where there is no /proc/stat (not Linux)."""
-    stat, cores = Path("/proc/stat"), os.sched_getaffinity(0)
-    if not stat.is_file():
-        return None
-
-    def busy() -> float:
-        ticks = 0
-        for line in stat.read_text().splitlines():
-            name, *fields = line.split()
-            if name[3:].isdigit() and name.startswith("cpu") and int(name[3:]) in cores:
-                values = [int(v) for v in fields[:8]]  # user .. steal
-                ticks += sum(values) - values[3] - values[4]  # less idle and iowait
-        return ticks / os.sysconf("SC_CLK_TCK") - time.process_time()
-
-    before = busy()
-    time.sleep(interval)
-    return max(0.0, (busy() - before) / interval)
 
 
 def shared_cores_note(busy: float | None) -> str:
