@@ -21,11 +21,17 @@ SHARED_FROM = 0.25
 WAIT_POLICY = "OMP_WAIT_POLICY"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or ``taskset``'s
+    share, not the whole machine's count)."""
+    return len(os.sched_getaffinity(0))
+
+
 def busy_cores_elsewhere(interval: float = 0.5) -> float | None:
     """How many of the cores this process may use (``sched_getaffinity``) other processes kept
     busy over ``interval`` seconds: their busy time in /proc/stat, less this process's own.
     None where there is no /proc/stat (not Linux)."""
-    stat, cores = Path("/proc/stat"), os.sched_getaffinity(0)
+    stat, cores = Path("/proc/stat"), os.sched_getaffinity(0)  # the usable cores' numbers
     if not stat.is_file():
         return None
 
@@ -50,7 +56,7 @@ def wait_policy_line(environ: MutableMapping[str, str], busy: float | None) -> s
     if WAIT_POLICY in environ or busy is None or busy < SHARED_FROM:
         return ""
     environ[WAIT_POLICY] = "PASSIVE"
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cores()
     return (
         f"mixit: other processes keep about {busy:.1f} of this machine's {cores} cores busy; "
         f"its threads wait passively ({WAIT_POLICY}=PASSIVE; set {WAIT_POLICY} to choose)"

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from mixit.common.cores import SHARED_FROM
+from mixit.common.cores import SHARED_FROM, usable_cores
 from mixit.common.progress import Progress
 from mixit.training import devices
 from mixit.training.resolve import stored_config
@@ -132,20 +132,21 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
 
 def parallel_jobs(jobs: int) -> int:
     """How many of ``jobs`` training processes make progress at once here: no more than the
-    machine's cores (the rest wait for one), which a wall-time estimate counts."""
-    return min(jobs, os.cpu_count() or 1)
+    cores this process may use (the rest wait for one), which a wall-time estimate counts."""
+    return min(jobs, usable_cores())
 
 
 def worker_threads(jobs: int) -> int:
-    """Threads per training process: the machine's cores shared between ``jobs`` processes."""
-    return torch.get_num_threads() if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
+    """Threads per training process: the cores this process may use, shared between ``jobs``
+    processes."""
+    return torch.get_num_threads() if jobs == 1 else max(1, usable_cores() // jobs)
 
 
 def shared_cores_note(busy: float | None) -> str:
     """A line for a machine whose cores other processes keep busy; "" for a quiet one."""
     if busy is None or busy < SHARED_FROM:
         return ""
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cores()
     return (
         f"this machine is shared: other processes keep about {busy:.1f} of its {cores} cores "
         "busy, and these times assume a quiet machine; beside other training a run may take "
