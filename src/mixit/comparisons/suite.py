@@ -11,6 +11,7 @@ suite that takes hours can be read while it runs or after it was stopped.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
@@ -20,7 +21,7 @@ from mixit.common.io import make_dir, read_json, write_json, write_text
 from mixit.comparisons.compare import Comparison, compare, raised_budget, seeds_auto_text
 from mixit.models.variants import VARIANTS
 from mixit.readings.litmus import AUTO, AUTO_SEEDS, VERDICTS
-from mixit.readings.plots import PAGE, SEQUENTIAL, save, styled
+from mixit.readings.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.readings.results import KEYS, csv_problem, read_results_csv, write_rows
 from mixit.readings.text import markdown_table
 from mixit.running.launchers import LOCAL, Launch
@@ -219,12 +220,15 @@ def heatmap(
                 ax.text(j, i, text, ha="center", va="center", size=6, color="w" if dark else "k")
         ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
         ax.set_yticks(range(len(models)), models)
-        ax.set(xlabel="task", ylabel="model", title=_heatmap_title(results, tasks))
+        # Characters per inch of the title's and the legend's type: a narrow suite wraps both.
+        title = fitted(_heatmap_title(results, tasks), max(20, int(14 * width)))
+        ax.set(xlabel="task", ylabel="model", title=title)
         ax.grid(False)
         bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
         bar.set_label("score (0: chance, 1: standard)")
-        fig.text(0.01, 0.01, legend, size=5.5)
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
+        lines = textwrap.wrap(legend, int(26 * width))
+        fig.text(0.01, 0.01, "\n".join(lines), size=5.5)
+        fig.tight_layout(rect=(0, 0.04 * len(lines), 1, 1))
         save(fig, path)
 
 

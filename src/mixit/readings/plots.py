@@ -61,9 +61,10 @@ def save(fig: Any, path: Path) -> None:
 TITLE_WIDTH = 50
 
 
-def fitted(title: str) -> str:
-    """``title`` broken into lines that fit one column, so no figure clips its title."""
-    return "\n".join(textwrap.wrap(title, TITLE_WIDTH))
+def fitted(title: str, width: int = TITLE_WIDTH) -> str:
+    """``title`` broken into lines of at most ``width`` characters (default: one column's),
+    so no figure clips its title."""
+    return "\n".join(textwrap.wrap(title, width))
 
 
 def line_plot(
