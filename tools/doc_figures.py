@@ -37,7 +37,7 @@ from figures.reproduce import (
     tuning_rules_changes,
 )
 from figures.sources import source_sizes
-from figures.speed import bench, decode, wait_policy
+from figures.speed import bench, decode, wait_policy, wait_policy_beside
 from figures.suites import (
     TUNED_SUITES,
     _tuned_suite,
@@ -71,6 +71,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "bench": bench,
     "decode": decode,
     "wait-policy": wait_policy,
+    "wait-policy-beside": wait_policy_beside,
     "tuning-cost": tuning_cost,
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,

@@ -99,3 +99,17 @@ def wait_policy() -> str:
         f"waiting, and active spinning {mean['active'] / mean['passive']:.2f}x.",
     ]
     return "\n".join(rows)
+
+
+def wait_policy_beside() -> str:
+    """docs/speed.md: a tiny step beside a second training, before and after the command
+    chose the wait policy, from results/wait-policy-beside/."""
+    tries = [_json(p) for p in sorted((ROOT / "results" / "wait-policy-beside").glob("try-*.json"))]
+    rows = ["| try | alone, ms a step | before: x alone | after: x alone |", "|---|---:|---:|---:|"]
+    for number, measured in enumerate(tries, start=1):
+        ratio = {case["case"]: case["times_alone"] for case in measured["cases"]}
+        rows.append(
+            f"| {number} | {measured['alone_ms_per_step']:.0f} | {ratio['before']:.2f}x "
+            f"| {ratio['after']:.2f}x |"
+        )
+    return "\n".join(rows)
