@@ -73,6 +73,10 @@ def test_generate_takes_text_for_a_custom_run_and_marks_the_prompt(tmp_path, cap
     assert capsys.readouterr().out.rstrip("\n") == f"{prompt} ‖ {added}"  # the same ids
     # A character the training text never used is the task's unknown token, as in training.
     assert vocabulary.prompt("z") == [vocabulary.unknown, 1]
+    # The whole target fits: the last token is read off the positions before it, so a row of
+    # the task's own length (its positions plus one) can be generated to its end.
+    assert main(["generate", str(tmp_path / "run"), "--prompt", "cab"]) == 0
+    assert "3 tokens added, not 50" in capsys.readouterr().err
 
 
 def test_a_run_of_token_ids_saves_no_vocabulary_and_refuses_text(tmp_path, capsys):

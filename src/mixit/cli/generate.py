@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if result["new_tokens"] < args.max_new_tokens:
         print(
             f"{result['new_tokens']} tokens added, not {args.max_new_tokens}: the prompt and "
-            "they fill the model's positions (model.block_size)",
+            "they fill the model's positions (model.block_size, and one token past them)",
             file=sys.stderr,
         )
     print(f"{result['tokens_per_second']:.1f} tokens/s", file=sys.stderr)

@@ -82,7 +82,9 @@ def generate_from_run(
     vocab, block = model.config.vocab_size, model.config.block_size
     if not ids or any(not 0 <= i < vocab for i in ids):
         raise UsageError(f"the prompt must be 1 or more token ids in [0, {vocab})")
-    max_new_tokens = min(max_new_tokens, block - len(ids))
+    # The last new token is read off the positions before it and never fed back (``generate``),
+    # so a sequence may end one token past the model's positions.
+    max_new_tokens = min(max_new_tokens, block + 1 - len(ids))
     if max_new_tokens < 1:
         raise UsageError(f"the prompt ({len(ids)} tokens) fills the model's {block} positions")
     start = time.perf_counter()
