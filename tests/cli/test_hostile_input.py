@@ -557,6 +557,7 @@ TOOL_CASES = [
     ("run_records", lambda tmp: [str(linked_summary(tmp)), str(tmp / "kept")], "is a link"),
     ("publish_results", lambda tmp: [str(linked_output(tmp)), str(tmp / "kept")], "is a link"),
     ("doc_figures", lambda tmp: ["--bogus"], "unrecognized arguments"),
+    ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
 ]
 
 
