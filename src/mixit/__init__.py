@@ -4,7 +4,8 @@ Python entry points (the ``mixit`` command is a thin layer over them):
 ``train(task=..., model=..., preset=..., seed=..., out=..., overrides={...})`` -> summary dict,
 ``compare(...)`` -> the comparison dict, ``load_run(dir)`` -> ``(model, config)``,
 ``spectrum(model_or_config)`` -> the five variants of any causal LM, with ``Parts`` saying
-where a user model's parts are.
+where a user model's parts are, ``convert(model, "frozen-qk")`` -> one variant of a model the
+user has, ``freeze(model)`` -> an exported model's frozen groups applied after loading.
 
 The layers, from the floor up, are the packages ``common``, ``config``, ``data``, ``tasks``,
 ``models``, ``cost``, ``readings``, ``training``, ``analysis``, ``inference``, ``running``,
@@ -22,6 +23,8 @@ _API = {
     "Decoder": "mixit.models.decoder",
     "Parts": "mixit.models.adapters",
     "compare": "mixit.comparisons.compare",
+    "convert": "mixit.models.convert",
+    "freeze": "mixit.models.convert",
     "load_run": "mixit.training.rundir",
     "spectrum": "mixit.models.adapters",
     "train": "mixit.training.train",

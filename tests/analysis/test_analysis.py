@@ -18,8 +18,8 @@ from mixit.analysis.attention import induction_targets
 from mixit.cli import main
 from mixit.common.errors import UsageError
 from mixit.config.schema import ModelConfig
+from mixit.models.adapters import get_variant
 from mixit.models.decoder import Decoder
-from mixit.models.variants import get_variant
 from mixit.training.train import train
 
 

@@ -103,8 +103,9 @@ def test_claims_option_belongs_to_the_ablation(tmp_path, capsys):
 
 def test_every_option_the_authors_construction_changes_has_a_difference():
     from mixit.experiments.differences import DIFFERENCES
+    from mixit.models.adapters import get_variant
     from mixit.models.constructions import construction_overrides
-    from mixit.models.variants import VARIANTS, get_variant
+    from mixit.models.variants import VARIANTS
     from mixit.tasks import get_task
     from mixit.training.resolve import resolve_config
 

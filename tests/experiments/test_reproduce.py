@@ -22,8 +22,8 @@ from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce, tab
 from mixit.experiments.base import NOT_RUN, SCALES, Reproduction, Run
 from mixit.experiments.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.experiments.runner import plan_reproduction
+from mixit.models.adapters import get_variant
 from mixit.models.decoder import Decoder
-from mixit.models.variants import get_variant
 from mixit.readings.results import read_results_csv
 from mixit.running.launchers import Launch
 from mixit.running.runs import list_schedule, run_dir_name

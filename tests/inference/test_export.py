@@ -1,6 +1,7 @@
 """`mixit export-hf`: the softmax variants load in transformers' LlamaForCausalLM with the
 same logits; MixiT is refused."""
 
+import json
 import os
 
 import pytest
@@ -33,9 +34,19 @@ def test_exported_llama_gives_the_same_logits(variant, tmp_path):
         torch.testing.assert_close(theirs(ids).logits, ours(ids), atol=1e-4, rtol=0)
 
 
-def test_mixit_does_not_export(tmp_path, capsys):
+def test_mixit_exports_as_its_own_class_and_a_llama_is_refused(tmp_path, capsys):
     run_dir = tmp_path / "run"
     train("addition", "mixit", out=run_dir, overrides=SHORT, progress=False)
-    assert main(["export-hf", str(run_dir), str(tmp_path / "hf")]) == 2
+    assert main(["export-hf", str(run_dir), str(tmp_path / "hf"), "--as", "llama"]) == 2
     assert "not a Llama" in capsys.readouterr().err
+    assert not (tmp_path / "hf").exists()
+    assert main(["export-hf", str(run_dir), str(tmp_path / "hf")]) == 0
+    stored = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert stored["model_type"] == "mixit" and stored["attention"] == "mixing"
+    assert stored["auto_map"]["AutoModelForCausalLM"] == "modeling_mixit.MixitForCausalLM"
+
+
+def test_an_unknown_export_form_is_refused(tmp_path, capsys):
+    assert main(["export-hf", str(tmp_path / "run"), str(tmp_path / "hf"), "--as", "gguf"]) == 2
+    assert "invalid choice: 'gguf'" in capsys.readouterr().err
     assert not (tmp_path / "hf").exists()

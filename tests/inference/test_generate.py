@@ -6,8 +6,8 @@ import torch
 
 from mixit.config.schema import ModelConfig
 from mixit.inference.generate import cache_bytes_per_token, generate
+from mixit.models.adapters import get_variant
 from mixit.models.decoder import Decoder
-from mixit.models.variants import get_variant
 
 
 def model_of(variant: str) -> Decoder:

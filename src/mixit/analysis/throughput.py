@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from mixit.config.schema import RunConfig
+from mixit.models.adapters import get_variant
 from mixit.models.decoder import Decoder
-from mixit.models.variants import get_variant
 from mixit.training.step import make_optimizer, mixed_precision, use_tensor_cores
 
 Step = Callable[[], None]

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from mixit.common.errors import UsageError
+from mixit.models.adapters import get_variant
 from mixit.models.constructions import construction_overrides
-from mixit.models.variants import get_variant
 from mixit.tasks import get_task
 
 # The differences: a name, what it is, and the option keys whose authors' values it flips.

@@ -1,11 +1,18 @@
-"""``mixit export-hf RUN_DIR OUT_DIR``: a run as a Hugging Face ``LlamaForCausalLM``.
+"""``mixit export-hf RUN_DIR OUT_DIR``: a run as a Hugging Face model folder.
 
-The softmax variants (standard, frozen-qk, frozen-mlp, random) are a stock Llama: pre-norm
-RMSNorm blocks, RoPE on queries and keys (the same half-split rotation as HF's
-``rotate_half``), a SiLU-gated MLP, an untied output head. Freezing changes which weights
-trained, not the architecture. MixiT is not a Llama (fixed mixing matrices, no queries or
-keys, learned absolute positions), and neither is a run with the shaped residual or the
-shaped leaky ReLU: those are refused.
+Two forms (``--as``):
+
+- ``llama``: a stock ``LlamaForCausalLM``, for the softmax variants (standard, frozen-qk,
+  frozen-mlp, random) with the plain residual and the SiLU MLP: pre-norm RMSNorm blocks, RoPE
+  on queries and keys (the same half-split rotation as HF's ``rotate_half``), a SiLU-gated
+  MLP, an untied output head. Freezing changes which weights trained, not the architecture;
+  the config records the frozen groups (``mixit_frozen``) and ``mixit.freeze`` applies them.
+- ``mixit``: ``mixit.models.modeling_mixit.MixitForCausalLM``, for every run of mixit's
+  decoder (MixiT, the authors' construction, the shaped residual and leaky ReLU). The folder
+  carries the modelling code, so it loads with ``trust_remote_code=True`` where mixit is not
+  installed, and the model freezes its groups itself.
+
+``auto`` (default) writes a Llama where one can hold the run, else mixit's class.
 """
 
 from __future__ import annotations
@@ -19,8 +26,12 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import follow_umask, make_dir
-from mixit.config.schema import ModelConfig
+from mixit.config.schema import ModelConfig, RunConfig
+from mixit.models.decoder import Decoder
+from mixit.models.shape import DECODER_FIELDS
 from mixit.training.rundir import load_run
+
+FORMS = ("auto", "llama", "mixit")
 
 # Our parameter names -> HF Llama's, per block.
 _BLOCK_NAMES = {
@@ -80,10 +91,15 @@ def is_run_dir(folder: Path) -> bool:
     return isinstance(stored, dict) and "train" in stored
 
 
-def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False) -> Path:
-    """Write ``out_dir`` so that ``LlamaForCausalLM.from_pretrained(out_dir)`` loads the run.
-    A mixit run directory is never written into; another folder that is not empty only with
-    ``overwrite``."""
+def export_hf(
+    run_dir: str | Path, out_dir: str | Path, overwrite: bool = False, form: str = "auto"
+) -> Path:
+    """Write ``out_dir`` so that Hugging Face loads the run: ``LlamaForCausalLM.from_pretrained``
+    (``form="llama"``) or ``AutoModelForCausalLM.from_pretrained(out_dir,
+    trust_remote_code=True)`` (``"mixit"``; ``"auto"`` picks). A mixit run directory is never
+    written into; another folder that is not empty only with ``overwrite``."""
+    if form not in FORMS:
+        raise UsageError(f"unknown export form '{form}'; choose one of: {', '.join(FORMS)}")
     target = Path(out_dir)
     if target.resolve() == Path(run_dir).resolve() or is_run_dir(target):
         raise UsageError(
@@ -93,12 +109,30 @@ def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False)
     if target.is_dir() and any(target.iterdir()) and not overwrite:
         raise UsageError(f"{target} is not empty; name a new folder, or add --overwrite")
     model, config = load_run(run_dir)
-    m = config.model
-    if not model.traits.exportable:
+    if not isinstance(model, Decoder):
         raise UsageError(
-            f"{config.variant} is not a Llama: its attention is a fixed mixing matrix with no "
-            "queries or keys, and it learns absolute positions; only standard, frozen-qk, "
-            "frozen-mlp and random export to LlamaForCausalLM"
+            "only runs of mixit's decoder export (model.arch=mixit, a language-model task): "
+            "a model.arch run is already its own library's model, and a readout is not a "
+            "causal LM"
+        )
+    try:
+        import transformers  # noqa: F401  (an extra: imported only when exporting)
+    except ImportError:
+        raise UsageError("export-hf needs transformers: pip install 'mixit[hf]'") from None
+    refusal = llama_refusal(model, config.model)
+    if form == "llama" and refusal:
+        raise UsageError(f"{refusal}; export it with --as mixit")
+    if form == "mixit" or (form == "auto" and refusal):
+        return _save(mixit_model(model, config), make_dir(out_dir))
+    return _save(llama_model(model, config), make_dir(out_dir))
+
+
+def llama_refusal(model: Decoder, m: ModelConfig) -> str | None:
+    """Why a stock Llama cannot hold this model, or None when it can."""
+    if not model.traits.exportable:
+        return (
+            "MixiT is not a Llama: its attention is a fixed mixing matrix with no queries or "
+            "keys, and it learns absolute positions"
         )
     stock = (
         m.residual_lambda is None
@@ -107,15 +141,37 @@ def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False)
         and not m.width_scaling
     )
     if not stock:
-        raise UsageError(
-            "this run uses a scaled residual, the shaped leaky ReLU or width-scaled projections, "
-            "which a stock Llama does not have; only plain-residual SiLU runs export"
+        return (
+            "this run uses a scaled residual, the shaped leaky ReLU or width-scaled "
+            "projections, which a stock Llama does not have"
         )
-    try:
-        import transformers
-    except ImportError:
-        raise UsageError("export-hf needs transformers: pip install transformers") from None
+    return None
+
+
+def mixit_model(model: Decoder, config: RunConfig) -> Any:
+    """The run as a ``MixitForCausalLM`` holding the same weights and buffers."""
+    # Imported here: the class needs transformers, an extra.
+    from mixit.models.modeling_mixit import MixitConfig, MixitForCausalLM
+
+    hf_config = MixitConfig(
+        variant=config.variant,
+        attention=model.variant.attention.value,
+        frozen=sorted(model.variant.frozen),
+        **{name: getattr(config.model, name) for name in DECODER_FIELDS},
+    )
+    hf_model = MixitForCausalLM(hf_config)
+    hf_model.decoder.load_state_dict(model.state_dict(), strict=True)
+    return hf_model
+
+
+def llama_model(model: Decoder, config: RunConfig) -> Any:
+    """The run as a ``LlamaForCausalLM``; its config names the variant and frozen groups."""
+    import transformers
+
+    m = config.model
     hf_config = llama_config(m, m.vocab_size, m.block_size)
+    hf_config.mixit_variant = config.variant
+    hf_config.mixit_frozen = sorted(model.variant.frozen)
     state = model.state_dict()
     mapped = {
         "model.embed_tokens.weight": state["tok_emb.weight"],
@@ -128,7 +184,7 @@ def export_hf(run_dir: str | Path, out_dir: str | Path, overwrite: bool = False)
             mapped[f"model.layers.{layer}.{theirs}"] = state[f"blocks.{layer}.{ours}"]
     hf_model = transformers.LlamaForCausalLM(hf_config)
     hf_model.load_state_dict(mapped, strict=True)
-    return _save(hf_model, make_dir(out_dir))
+    return hf_model
 
 
 def _save(hf_model: Any, out_dir: Path) -> Path:

@@ -30,12 +30,19 @@ from torch import nn
 
 from mixit.common.errors import UsageError
 from mixit.models.attention import mixing_matrices, mixing_std
-from mixit.models.variants import VARIANTS, AttentionKind
+from mixit.models.variants import VARIANTS, AttentionKind, Variant
 
 # The token mixers a model of any architecture can be given: its own softmax attention, or
 # fixed mixing in its place. A variant with another mixer exists on mixit's decoder only.
 BUILDABLE = (AttentionKind.SOFTMAX, AttentionKind.MIXING)
 MODELS = tuple(name for name, variant in VARIANTS.items() if variant.attention in BUILDABLE)
+
+
+def get_variant(name: str) -> Variant:
+    """The variant ``name`` names; an unknown name is the user's mistake (exit status 2)."""
+    if name not in VARIANTS:
+        raise UsageError(f"unknown model '{name}'; choose one of: {', '.join(VARIANTS)}")
+    return VARIANTS[name]
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ class Parts:
     embedding: str
     positions: str | None
     final_norm: str | None = None
-    split: Callable[[nn.Module], None] | None = None  # run once on a fresh model first
+    split: Callable[[nn.Module], None] | None = None  # run on a model first (once is enough)
     mlp_output: str | None = None  # the MLP's output matrix, for the small-output init
 
 
@@ -79,7 +86,8 @@ class SplitQKV(nn.Module):
 
 def _split_gpt2(model: nn.Module) -> None:
     for block in model.transformer.h:
-        block.attn.c_attn = SplitQKV(block.attn.c_attn)
+        if not isinstance(block.attn.c_attn, SplitQKV):  # a model converted before
+            block.attn.c_attn = SplitQKV(block.attn.c_attn)
 
 
 LLAMA_PARTS = Parts(
@@ -280,6 +288,20 @@ def _mixit(model: nn.Module, parts: Parts, scale: str, seed: int) -> None:
         _set(model, parts.embedding, WithPositions(_find(model, parts.embedding), block_size))
 
 
+def make_variant(
+    model: nn.Module, parts: Parts, variant: str, mixing_scale: str, seed: int
+) -> None:
+    """Turn ``model`` (its parts already split) into ``variant`` in place: freeze the groups
+    the variant names; for MixiT, put fixed mixing (``mixing_scale``, drawn from ``seed``)
+    in place of every attention module."""
+    groups = parameter_groups(model, parts)
+    for group in VARIANTS[variant].frozen:
+        for parameter in groups[group]:
+            parameter.requires_grad_(False)
+    if VARIANTS[variant].attention is AttentionKind.MIXING:
+        _mixit(model, parts, mixing_scale, seed)
+
+
 def spectrum(
     source: Any,
     parts: Parts | None = None,
@@ -308,11 +330,6 @@ def spectrum(
             found.split(model)
         if init == "small-output":
             small_output_init(model, found, output_std)
-        groups = parameter_groups(model, found)
-        for group in VARIANTS[variant].frozen:
-            for parameter in groups[group]:
-                parameter.requires_grad_(False)
-        if VARIANTS[variant].attention is AttentionKind.MIXING:
-            _mixit(model, found, mixing_scale, seed)
+        make_variant(model, found, variant, mixing_scale, seed)
         built[variant] = model
     return built

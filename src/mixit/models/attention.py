@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mixit.config.schema import ModelConfig
-from mixit.models.variants import AttentionKind
+from .shape import ModelShape
+from .variants import AttentionKind
 
 
 class Tap(nn.Identity):
@@ -40,7 +40,7 @@ class Projection(nn.Linear):
 
 
 def projection(
-    config: ModelConfig,
+    config: ModelShape,
     fan_in: int,
     fan_out: int,
     base: float | None = None,
@@ -107,7 +107,7 @@ def _offset_causal_mask(T: int, start: int, device: torch.device) -> torch.Tenso
 class SoftmaxAttention(nn.Module):
     """Causal multi-head attention softmax(Q K^T / sqrt(n_h)) V with RoPE on Q and K (eq. 2.1)."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelShape) -> None:
         super().__init__()
         n = config.n_embd
         self.n_head = config.n_head
@@ -116,13 +116,23 @@ class SoftmaxAttention(nn.Module):
         self.w_k = projection(config, n, n)
         self.w_v = projection(config, n, n)
         self.w_o = projection(config, n, n)
+        self.rope_base = config.rope_base
         cos, sin = rope_tables(config.block_size, n // config.n_head, config.rope_base)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
         self.hook_pattern = Tap()
 
+    @torch.no_grad()
+    def fill_rope_tables(self) -> None:
+        """Compute the RoPE tables again in place: they are not saved with the weights, so a
+        model that Hugging Face builds without values and then loads needs them filled."""
+        T, half = self.rope_cos.shape
+        cos, sin = rope_tables(T, 2 * half, self.rope_base)
+        self.rope_cos.copy_(cos)
+        self.rope_sin.copy_(sin)
+
     @staticmethod
-    def traits(config: ModelConfig) -> MixerTraits:
+    def traits(config: ModelShape) -> MixerTraits:
         return MixerTraits(positions="rope", cached=("k", "v"), causal=True, exportable=True)
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
@@ -249,7 +259,7 @@ class FixedMixing(nn.Module):
     with m = ``block_size``; ``mixing_matrices`` centres them as the config says.
     """
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelShape) -> None:
         super().__init__()
         n, H, T = config.n_embd, config.n_head, config.block_size
         self.n_head = H
@@ -269,7 +279,7 @@ class FixedMixing(nn.Module):
         self.hook_pattern = Tap()
 
     @staticmethod
-    def traits(config: ModelConfig) -> MixerTraits:
+    def traits(config: ModelShape) -> MixerTraits:
         return MixerTraits(
             positions="learned", cached=("v",), causal=config.mixing_causal, exportable=False
         )
@@ -309,6 +319,6 @@ MIXERS: dict[AttentionKind, type[SoftmaxAttention] | type[FixedMixing]] = {
 }
 
 
-def mixer_traits(kind: AttentionKind, config: ModelConfig) -> MixerTraits:
+def mixer_traits(kind: AttentionKind, config: ModelShape) -> MixerTraits:
     """The traits of the token mixer that ``kind`` names, built with ``config``."""
     return MIXERS[kind].traits(config)

@@ -31,10 +31,9 @@ from torch import nn
 from mixit.common.errors import UsageError
 from mixit.common.trust import trust, trusted_function
 from mixit.config.schema import ModelConfig, RunConfig
-from mixit.models.adapters import ADAPTERS, Parts, spectrum
+from mixit.models.adapters import ADAPTERS, Parts, get_variant, spectrum
 from mixit.models.decoder import Decoder, Trainable
 from mixit.models.readout import AnswerReadout, BottleneckReadout
-from mixit.models.variants import get_variant
 from mixit.tasks import get_task
 
 BUILT_IN = "mixit"

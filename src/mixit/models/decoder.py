@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mixit.config.schema import ModelConfig
-from mixit.models.attention import MIXERS, LayerCache, Tap, mixer_traits, projection
-from mixit.models.variants import AttentionKind, Variant
+from .attention import MIXERS, LayerCache, Tap, mixer_traits, projection
+from .shape import ModelShape
+from .variants import AttentionKind, Variant
 
 PAD = 0  # the token every task pads with (mixit.tasks.base.PAD)
 
@@ -32,7 +32,7 @@ class Trainable(nn.Module):
 class GatedMLP(nn.Module):
     """MLP(h) = W_D (phi(W_G h) * W_U h) with n_m = mlp_ratio * n (eq. 2.2)."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelShape) -> None:
         super().__init__()
         n, n_m = config.n_embd, config.mlp_ratio * config.n_embd
         self.w_g = projection(config, n, n_m)
@@ -58,7 +58,7 @@ class GatedMLP(nn.Module):
         return self.w_d(self.phi(self.w_g(x)) * self.w_u(x))
 
 
-def residual_scales(config: ModelConfig) -> tuple[float, float] | None:
+def residual_scales(config: ModelShape) -> tuple[float, float] | None:
     """(keep, branch) of the residual update h <- keep * h + branch * f(h), or None for the
     plain h + f(h).
 
@@ -76,7 +76,7 @@ def residual_scales(config: ModelConfig) -> tuple[float, float] | None:
 
 
 class Block(nn.Module):
-    def __init__(self, config: ModelConfig, attention: AttentionKind) -> None:
+    def __init__(self, config: ModelShape, attention: AttentionKind) -> None:
         super().__init__()
         self.norm_attn = nn.RMSNorm(config.n_embd, eps=1e-6)
         self.attn = MIXERS[attention](config)
@@ -112,7 +112,7 @@ class Block(nn.Module):
 class Decoder(Trainable):
     """The decoder. ``model(input_ids)`` with a LongTensor (B, T) returns logits (B, T, V)."""
 
-    def __init__(self, config: ModelConfig, variant: Variant) -> None:
+    def __init__(self, config: ModelShape, variant: Variant) -> None:
         super().__init__()
         self.config, self.variant = config, variant
         n = config.n_embd
@@ -194,7 +194,7 @@ class Decoder(Trainable):
         return None if caches is not None else real
 
 
-def init_weights(model: Decoder, config: ModelConfig) -> None:
+def init_weights(model: Decoder, config: ModelShape) -> None:
     """Initialise every weight; the one place that says which distribution each weight gets.
 
     Draws from torch's global generator, so the run seed fixes the model (and MixiT's mixing

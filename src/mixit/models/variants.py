@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from mixit.common.errors import UsageError
-
 
 class AttentionKind(StrEnum):
     SOFTMAX = "softmax"  # softmax(Q K^T / sqrt(n_h)) with RoPE on Q and K (eq. 2.1)
@@ -77,9 +75,3 @@ VARIANTS: dict[str, Variant] = {
         ),
     )
 }
-
-
-def get_variant(name: str) -> Variant:
-    if name not in VARIANTS:
-        raise UsageError(f"unknown model '{name}'; choose one of: {', '.join(VARIANTS)}")
-    return VARIANTS[name]

@@ -1,0 +1,83 @@
+"""The spectrum on a model the user already has: ``mixit.convert`` and ``mixit.freeze``.
+
+``convert(model, "frozen-qk")`` turns a causal LM (GPT-2, Llama, Qwen2, Mistral, pretrained
+or fresh; any other through ``Parts``) into one variant of the spectrum, with the same
+definition ``mixit.spectrum`` and ``--arch`` use (``mixit.models.adapters.make_variant``):
+``frozen-qk``, ``frozen-mlp`` and ``random`` leave their groups without gradients, ``mixit``
+puts fixed causal mixing (eq. 2.3) in place of each attention module's scores and keeps its
+value and output projections. ``freeze(model)`` applies the frozen groups an exported model's
+config records, after loading.
+"""
+
+from __future__ import annotations
+
+import copy as copying
+
+from torch import nn
+
+from mixit.common.errors import UsageError
+from mixit.models.adapters import MODELS, Parts, make_variant, parameter_groups, parts_of
+
+
+def _parts(model: nn.Module, parts: Parts | None) -> Parts:
+    """The model's parts, checked to be where they say (one line, not a traceback)."""
+    found = parts_of(model, parts)
+    try:
+        if found.split is not None:
+            found.split(model)
+        parameter_groups(model, found)
+    except AttributeError as error:
+        raise UsageError(
+            f"this model has no attention blocks where its parts say ({error}); describe "
+            "them with mixit.spectrum.Parts"
+        ) from None
+    return found
+
+
+def convert(
+    model: nn.Module,
+    variant: str,
+    parts: Parts | None = None,
+    copy: bool = False,
+    seed: int = 0,
+    mixing_scale: str = "sequence",
+) -> nn.Module:
+    """``model`` as ``variant`` (one of ``MODELS``): changed in place and returned, or, with
+    ``copy=True``, a deep copy changed and ``model`` left as it was. MixiT's mixing matrices
+    are drawn from ``seed`` at ``mixing_scale`` (``mixit.models.attention.mixing_std``);
+    ``parts`` where no adapter knows the model. ``standard`` changes nothing."""
+    if variant not in MODELS:
+        raise UsageError(f"unknown variant '{variant}'; choose one of: {', '.join(MODELS)}")
+    target = copying.deepcopy(model) if copy else model
+    make_variant(target, _parts(target, parts), variant, mixing_scale, seed)
+    return target
+
+
+def freeze(
+    model: nn.Module, groups: list[str] | None = None, parts: Parts | None = None
+) -> nn.Module:
+    """Leave ``groups`` of ``model`` without gradients, in place, and return it. By default the
+    groups its config records: ``mixit_frozen`` (``mixit export-hf --as llama``) or the
+    ``frozen`` of a ``MixitForCausalLM``, which also freezes itself when it loads."""
+    config = getattr(model, "config", None)
+    if groups is None:
+        groups = getattr(config, "mixit_frozen", None)
+        if groups is None and getattr(config, "model_type", None) == "mixit":
+            groups = config.frozen
+    if groups is None:
+        raise UsageError(
+            "this model's config records no frozen groups (no mixit_frozen): name them, "
+            "freeze(model, groups=['qk'])"
+        )
+    held = (
+        model.decoder.param_groups()
+        if getattr(config, "model_type", None) == "mixit"
+        else parameter_groups(model, _parts(model, parts))
+    )
+    unknown = sorted(set(groups) - set(held))
+    if unknown:
+        raise UsageError(f"unknown group '{unknown[0]}'; this model has: {', '.join(held)}")
+    for name in groups:
+        for parameter in held[name]:
+            parameter.requires_grad_(False)
+    return model
