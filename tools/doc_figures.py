@@ -37,7 +37,7 @@ from figures.reproduce import (
     tuning_rules_changes,
 )
 from figures.sources import source_sizes
-from figures.speed import bench, decode, wait_policy, wait_policy_beside
+from figures.speed import bench, convert_bench, decode, wait_policy, wait_policy_beside
 from figures.suites import (
     TUNED_SUITES,
     _tuned_suite,
@@ -72,6 +72,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "decode": decode,
     "wait-policy": wait_policy,
     "wait-policy-beside": wait_policy_beside,
+    "convert-bench": convert_bench,
     "tuning-cost": tuning_cost,
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,
@@ -100,6 +101,7 @@ DOCUMENTS = (
     ROOT / "docs" / "presets.md",
     ROOT / "docs" / "constructions.md",
     ROOT / "docs" / "width.md",
+    ROOT / "docs" / "huggingface.md",
 )
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 

@@ -558,6 +558,11 @@ TOOL_CASES = [
     ("publish_results", lambda tmp: [str(linked_output(tmp)), str(tmp / "kept")], "is a link"),
     ("doc_figures", lambda tmp: ["--bogus"], "unrecognized arguments"),
     ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
+    (
+        "bench_convert",
+        lambda tmp: ["--out", str(tmp / "b.json"), "--n-embd", "30"],
+        "multiple of --n-head",
+    ),
 ]
 
 

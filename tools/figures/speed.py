@@ -113,3 +113,24 @@ def wait_policy_beside() -> str:
             f"| {ratio['after']:.2f}x |"
         )
     return "\n".join(rows)
+
+
+def convert_bench() -> str:
+    """docs/huggingface.md: training speed of a converted Hugging Face model against the
+    original, one table per architecture, from results/convert-bench/."""
+    rows = [
+        "| model | shape | variant | trainable | tokens/s | speed-up |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for path in sorted((ROOT / "results" / "convert-bench").glob("*.json")):
+        measured = _json(path)
+        s = measured["setting"]
+        shape = f"n={s['n_embd']} L={s['n_layer']} H={s['n_head']} T={s['seq_len']} B={s['batch']}"
+        for row in measured["rows"]:
+            name = "original" if row["variant"] == "standard" else row["variant"]
+            rows.append(
+                f"| {s['arch']} | {shape} | {name} | {row['trainable_params']:,} "
+                f"| {row['tokens_per_s']:,.0f} | {row['speed_up']:.2f}x |"
+            )
+            shape = ""
+    return "\n".join(rows)
