@@ -7,8 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from mixit.bench.cost_check import cost_check, format_cost_check
+from mixit.bench.presets import TINY_TASKS, format_presets, preset_rows
 from mixit.bench.speed import bench, bench_configs, format_bench
-from mixit.cli.options import add_overrides_argument, command_line_overrides, count, model_names
+from mixit.cli.options import (
+    add_overrides_argument,
+    command_line_overrides,
+    count,
+    model_names,
+    names,
+)
 from mixit.common.io import check_writable, write_json
 from mixit.tasks import PRESET_NAMES
 
@@ -43,6 +50,16 @@ def add(commands: Any) -> None:
         "has one), for every config of `reproduce all --scale SCALE` (default tiny; a few "
         "steps each, on random tokens in the run's shape; KEY=VALUE overrides apply to each)",
     )
+    parser.add_argument(
+        "--presets",
+        nargs="?",
+        const=",".join(TINY_TASKS),
+        default=None,
+        metavar="TASKS",
+        help="instead: the tiny preset of each task (comma-separated; default "
+        f"{','.join(TINY_TASKS)}) on the CPU: tokens/s, MFU, forward/backward/AdamW ms, "
+        "fused AdamW, the matmul share of the step",
+    )
     parser.add_argument("--json", default=None, help="write the figures to this file")
     add_overrides_argument(parser, "shape, e.g. model.n_embd=512")
     parser.set_defaults(run=run)
@@ -56,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
         print(format_cost_check(checked))
         if args.json:
             write_json(Path(args.json), checked)
+        return 0
+    if args.presets:
+        result = preset_rows(names(args.presets, "--presets"), rounds=args.rounds)
+        print(format_presets(result))
+        if args.json:
+            write_json(Path(args.json), result)
         return 0
     configs = bench_configs(model_names(args.models), command_line_overrides(args.overrides))
     result = bench(
