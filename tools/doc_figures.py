@@ -37,7 +37,14 @@ from figures.reproduce import (
     tuning_rules_changes,
 )
 from figures.sources import source_sizes
-from figures.speed import bench, convert_bench, decode, wait_policy, wait_policy_beside
+from figures.speed import (
+    bench,
+    convert_bench,
+    cpu_presets,
+    decode,
+    wait_policy,
+    wait_policy_beside,
+)
 from figures.suites import (
     TUNED_SUITES,
     _tuned_suite,
@@ -73,6 +80,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "wait-policy": wait_policy,
     "wait-policy-beside": wait_policy_beside,
     "convert-bench": convert_bench,
+    "cpu-presets": cpu_presets,
     "tuning-cost": tuning_cost,
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,
@@ -102,6 +110,7 @@ DOCUMENTS = (
     ROOT / "docs" / "constructions.md",
     ROOT / "docs" / "width.md",
     ROOT / "docs" / "huggingface.md",
+    ROOT / "docs" / "cost.md",
 )
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 
