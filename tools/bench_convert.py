@@ -20,28 +20,12 @@ from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
+from mixit.models.build import hf_settings
 from mixit.models.convert import convert
 from mixit.training.resolve import resolve_config
 
 ARCHS = ("gpt2", "llama")
 VARIANTS = ("standard", "frozen-qk", "mixit")  # "standard": the original, unconverted
-
-
-def hf_config(arch: str, n_layer: int, n_embd: int, n_head: int, seq_len: int, vocab: int):
-    """A fresh model's config: dropout off, no special tokens, an untied head for Llama."""
-    import transformers  # an extra: imported only when benchmarking
-
-    if arch == "gpt2":
-        return transformers.GPT2Config(
-            n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_positions=seq_len,
-            vocab_size=vocab, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-            bos_token_id=None, eos_token_id=None,
-        )  # fmt: skip
-    return transformers.LlamaConfig(
-        num_hidden_layers=n_layer, hidden_size=n_embd, num_attention_heads=n_head,
-        num_key_value_heads=n_head, intermediate_size=4 * n_embd, max_position_embeddings=seq_len,
-        vocab_size=vocab, tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
-    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,18 +47,26 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         raise UsageError("bench_convert needs transformers: pip install 'mixit[hf]'") from None
     shape = (args.n_layer, args.n_embd, args.n_head, args.seq_len, args.vocab)
-    precision = resolve_config("retrieval", "standard", "tiny", 0)  # fp32 on the CPU
+    sizes = dict(
+        zip(("n_layer", "n_embd", "n_head", "block_size", "vocab_size"), shape, strict=True)
+    )
+    # The tiny retrieval config at these sizes: fp32 on the CPU, and the Hugging Face config
+    # that `--arch hf:ARCH` would build (dropout off).
+    config = resolve_config(
+        "retrieval", "standard", "tiny", 0, {f"model.{k}": v for k, v in sizes.items()}
+    )
+    hf_config = transformers.AutoConfig.for_model(args.arch, **hf_settings(args.arch, config.model))
     tokens = torch.randint(0, args.vocab, (args.batch, args.seq_len + 1))
     steps, trainable = {}, {}
     for variant in VARIANTS:
         torch.manual_seed(0)
-        original = transformers.AutoModelForCausalLM.from_config(hf_config(args.arch, *shape))
+        original = transformers.AutoModelForCausalLM.from_config(hf_config)
         model = convert(original, variant) if variant != "standard" else original
         params = [p for p in model.parameters() if p.requires_grad]
         trainable[variant] = sum(p.numel() for p in params)
         optimizer = torch.optim.AdamW(params, lr=1e-4)
         steps[variant] = language_model_step(
-            lambda ids, m=model: m(ids).logits, optimizer, tokens, precision
+            lambda ids, m=model: m(ids).logits, optimizer, tokens, config
         )
     seconds = time_interleaved(steps, args.rounds, 3, "cpu")
     per_step = args.batch * args.seq_len
