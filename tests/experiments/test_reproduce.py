@@ -29,7 +29,7 @@ from mixit.running.launchers import Launch
 from mixit.running.runs import list_schedule, run_dir_name
 from mixit.training.scoring import correct_rows as rows
 from mixit.training.step import make_optimizer
-from mixit.training.train import time_training
+from mixit.training.timing import time_training
 
 TWO_JOBS = Launch(jobs=2)
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}

@@ -13,7 +13,7 @@ from mixit.models.build import trust_module
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import Launch, check_launcher, parse_options
 from mixit.tasks import PRESET_NAMES, TASKS
-from mixit.training.devices import check_ranks_fit
+from mixit.training.devices import check_ranks_fit, gpu_count
 
 FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the task and model catalogue's lines
 
@@ -266,6 +266,15 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
         "GPU; CPU processes on a machine without GPUs); default 1",
     )
     parser.add_argument(
+        "--members",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="train the runs that share a variant and every shape (the seeds of a "
+        "comparison, the rates of a tuning rung) as members of one batched model, each with "
+        "its own seed, rate, stop rule and run directory (docs/cost.md); auto (default): on "
+        "where CUDA is, off on the CPU, where batching does not pay",
+    )
+    parser.add_argument(
         "--slurm-option",
         action="append",
         default=[],
@@ -288,7 +297,20 @@ def launch_options(args: argparse.Namespace) -> Launch:
         check_ranks_fit(args.gpus_per_run, option="--gpus-per-run")
     options = parse_options(args.slurm_option)
     check_launcher(args.launcher)
-    return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run, args.jobs)
+    members = members_wanted(args.members, args.launcher, args.gpus_per_run)
+    return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run, args.jobs, members)
+
+
+def members_wanted(choice: str, launcher: str, gpus_per_run: int) -> bool:
+    """Whether ``--members`` CHOICE trains members: ``on``, or ``auto`` where CUDA is; members
+    train locally, one GPU (or the CPU) per group."""
+    local = launcher == "local" and gpus_per_run == 1
+    if choice == "on" and not local:
+        raise UsageError(
+            "--members on trains locally with one device per group: "
+            "use --launcher local and --gpus-per-run 1, or --members off"
+        )
+    return local and (choice == "on" or (choice == "auto" and gpu_count() > 0))
 
 
 def add_ablation_options(parser: argparse.ArgumentParser) -> None:

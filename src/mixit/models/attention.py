@@ -121,6 +121,9 @@ class SoftmaxAttention(nn.Module):
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
         self.hook_pattern = Tap()
+        # The attention pattern spelt out instead of the fused kernel: SDPA has no batching
+        # rule, so members trained as one batched model (torch.func.vmap) set this.
+        self.explicit = False
 
     @torch.no_grad()
     def fill_rope_tables(self) -> None:
@@ -156,14 +159,15 @@ class SoftmaxAttention(nn.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if cache is not None:
             k, v = cache.extend("k", k), cache.extend("v", v)  # (B, H, start + T, hs)
-        if start == 0 and real is None and not self.hook_pattern.active:
+        explicit = self.hook_pattern.active or self.explicit
+        if start == 0 and real is None and not explicit:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, hs)
         else:
             mask = _offset_causal_mask(T, start, x.device)  # (T, start + T)
             if real is not None:
                 itself = torch.eye(T, dtype=torch.bool, device=x.device)  # (T, T)
                 mask = mask & (real[:, None, None, :] | itself)  # (B, 1, T, T)
-            if self.hook_pattern.active:
+            if explicit:
                 scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, H, T, start + T)
                 pattern = self.hook_pattern(scores.masked_fill(~mask, float("-inf")).softmax(-1))
                 y = pattern @ v  # (B, H, T, hs)

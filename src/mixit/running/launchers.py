@@ -43,6 +43,9 @@ class Launch:
     options: Mapping[str, Any] = field(default_factory=dict)
     gpus_per_run: int = 1
     jobs: int = 1
+    # Runs that share a variant and every shape train as members of one batched model
+    # (``mixit.training.members``), locally; --members auto turns this on on CUDA.
+    members: bool = False
 
     def __post_init__(self) -> None:
         for name in ("jobs", "gpus_per_run"):  # the API's callers too, not only the CLI's

@@ -27,16 +27,24 @@ from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import get_target, predict, shapes
 from mixit.running.launchers import LOCAL, JobArray, Launch
-from mixit.running.workers import stop_workers, train_in_worker, worker_pool, worker_threads
+from mixit.running.workers import (
+    stop_workers,
+    train_group_in_worker,
+    train_in_worker,
+    worker_pool,
+    worker_threads,
+)
 from mixit.training.checkpoint import (
     check_own_files,
     finished_summary,
     stored_config_matches,
 )
 from mixit.training.distributed import Ranks
+from mixit.training.members import member_key, train_group
 from mixit.training.resolve import check_runnable_here
 from mixit.training.rundir import evaluation_in, read_records
-from mixit.training.train import halted_summary, time_training
+from mixit.training.timing import time_training
+from mixit.training.train import halted_summary
 from mixit.training.train import run as train_run
 
 Key = TypeVar("Key", bound=Hashable)
@@ -86,21 +94,39 @@ def train_missing(
         collected, _ = train_missing(configs, runs_dir, train=False)
         return collected, len(todo)
     # Fewer runs than jobs (a halving's last rung) share the cores among those runs alone.
-    workers = (min(launch.jobs, len(todo)), launch.gpus_per_run)
-    _train_locally(todo, summaries, runs_dir, workers, (progress, each), diverged)
+    units = member_groups(todo) if launch.members and launch.gpus_per_run == 1 else None
+    units = units or [[name] for name in todo]
+    workers = (min(launch.jobs, len(units)), launch.gpus_per_run)
+    _train_locally(todo, units, summaries, runs_dir, workers, (progress, each), diverged)
     return summaries, len(todo)
+
+
+def member_groups(todo: Mapping[str, tuple[RunConfig, list[Key]]]) -> list[list[str]]:
+    """The ``todo`` runs' names in the units they train in: those of one ``member_key`` as a
+    group of members, each other run alone."""
+    groups: dict[str, list[str]] = {}
+    units = []
+    for name, (config, _) in todo.items():
+        key = member_key(config)
+        if key is None:
+            units.append([name])
+        else:
+            groups.setdefault(key, []).append(name)
+    return [*groups.values(), *units]
 
 
 def _train_locally(
     todo: Mapping[str, tuple[RunConfig, list[Key]]],
+    units: Sequence[Sequence[str]],
     summaries: dict[Key, dict[str, Any]],
     runs_dir: Path,
     workers: tuple[int, int],
     shown: tuple[bool | None, bool],
     diverged: list[Key] | None,
 ) -> None:
-    """Train the ``todo`` runs here (one at a time, or in a pool of ``jobs`` workers, each
-    run with ``ranks`` processes: ``workers`` is both), adding each one's summary under all
+    """Train the ``todo`` runs here in their ``units`` (a run alone, or members trained
+    together: ``member_groups``), one unit at a time or in a pool of ``jobs`` workers, each
+    run with ``ranks`` processes (``workers`` is both), adding each one's summary under all
     its keys; ``shown``: the progress bar over the runs, and each run's own. A run that
     diverges raises, or with a ``diverged`` list, adds its keys there."""
     (jobs, ranks), (progress, each) = workers, shown
@@ -126,39 +152,61 @@ def _train_locally(
         bar.update()
 
     if jobs == ranks == 1:
-        for name, (config, _) in todo.items():
-            finished(
-                name, functools.partial(train_run, config, runs_dir / name, each_run, resume=True)
-            )
+        for unit in units:
+            if len(unit) > 1:
+                configs = [todo[name][0] for name in unit]
+                trained = train_group(configs, [runs_dir / name for name in unit])
+                for name, result in zip(unit, trained, strict=True):
+                    finished(name, functools.partial(_returned, result))
+                continue
+            config = todo[unit[0]][0]
+            run_dir = runs_dir / unit[0]
+            finished(unit[0], functools.partial(train_run, config, run_dir, each_run, resume=True))
     else:
         lines = "lines" if each_run == "lines" else "off"
-        _train_in_pool(todo, runs_dir, workers, lines, finished)
+        _train_in_pool(todo, units, runs_dir, workers, lines, finished)
     bar.close()
+
+
+def _returned(result: dict[str, Any] | str) -> dict[str, Any]:
+    """A member's summary, or its divergence (``train_group``'s message) raised again."""
+    if isinstance(result, str):
+        raise TrainingDiverged(result)
+    return result
 
 
 def _train_in_pool(
     todo: Mapping[str, tuple[RunConfig, list[Key]]],
+    units: Sequence[Sequence[str]],
     runs_dir: Path,
     workers: tuple[int, int],
     progress: Progress,
     finished: Callable[[str, Callable[[], dict[str, Any]]], None],
 ) -> None:
-    """Train the ``todo`` runs in a pool of ``jobs`` workers of ``ranks`` processes each
-    (``workers``), calling ``finished`` with each run's name and result as it ends."""
+    """Train the ``todo`` runs' ``units`` in a pool of ``jobs`` workers of ``ranks`` processes
+    each (``workers``), calling ``finished`` with each run's name and result as it ends."""
     jobs, ranks = workers
     for config, _ in todo.values():
         Ranks(world=ranks).check_batch(config.train.batch_size)
     threads = worker_threads(jobs * ranks)
     pool = worker_pool(jobs, ranks)
     try:
-        futures = {
-            pool.submit(
-                train_in_worker, config.to_dict(), str(runs_dir / name), threads, ranks, progress
-            ): name
-            for name, (config, _) in todo.items()
-        }
+        futures = {}
+        for unit in units:
+            stored = [todo[name][0].to_dict() for name in unit]
+            dirs = [str(runs_dir / name) for name in unit]
+            if len(unit) > 1:
+                futures[pool.submit(train_group_in_worker, stored, dirs, threads)] = unit
+            else:
+                job = train_in_worker, stored[0], dirs[0], threads, ranks, progress
+                futures[pool.submit(*job)] = unit
         for future in as_completed(futures):
-            finished(futures[future], future.result)
+            unit = futures[future]
+            if len(unit) == 1:
+                finished(unit[0], future.result)
+                continue
+            for name, result in zip(unit, future.result(), strict=True):
+                finished(name, functools.partial(_returned, result))
     except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
         stop_workers(pool)
         raise

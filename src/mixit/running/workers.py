@@ -20,6 +20,7 @@ import torch
 from mixit.common.cores import SHARED_FROM, usable_cores
 from mixit.common.progress import Progress
 from mixit.training import devices
+from mixit.training.members import train_group
 from mixit.training.resolve import stored_config
 from mixit.training.train import run
 
@@ -38,6 +39,20 @@ def _start_pinned_worker(parent_pid: int, devices: Any) -> None:
 def pinned_device() -> str | None:
     """The device of this worker's one-process runs."""
     return f"cuda:{_PINNED[0]}" if _PINNED else None
+
+
+def train_group_in_worker(
+    config_dicts: list[dict[str, Any]], run_dirs: list[str], threads: int | None
+) -> list[dict[str, Any] | str]:
+    """Train runs as members of one batched model from this process (``train_group``)."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    configs = [stored_config(stored) for stored in config_dicts]
+    device = pinned_device()
+    for config in configs:
+        if device is not None and config.train.device == "auto":
+            config.train.device = device
+    return train_group(configs, [Path(run_dir) for run_dir in run_dirs])
 
 
 def train_in_worker(

@@ -118,8 +118,16 @@ def train_step(
         (loss / count * ranks.world).backward()
         total += loss.detach()
     loss_value = (ranks.sum(total) / count).item()
+    return loss_value, apply_gradients(model, optimizer, loss_value, config)
+
+
+def apply_gradients(
+    model: RunModel, optimizer: torch.optim.Optimizer, loss_value: float, config: RunConfig
+) -> float:
+    """Clip ``model``'s gradients to ``train.grad_clip`` and take the optimiser's step: the
+    gradient norm before clipping. A non-finite loss returns NaN before any update."""
     if not math.isfinite(loss_value):
-        return loss_value, math.nan
+        return math.nan
     grad_norm = torch.nn.utils.clip_grad_norm_(model.trainable_parameters(), config.train.grad_clip)
     optimizer.step()
-    return loss_value, grad_norm.item()
+    return grad_norm.item()

@@ -40,7 +40,6 @@ from mixit.training.resolve import (
     fit_model_to_data,
     resolve_config,
     resolve_device,
-    stored_config,
 )
 from mixit.training.rundir import RunWriter
 from mixit.training.scoring import evaluate_run
@@ -143,103 +142,139 @@ def run(
     """
     # The caller's config names its run directory; the sizes the data fills in would rename it.
     config = copy.deepcopy(config)
-    spec = get_task(config.task_name)
     if resume:
         finished = check_resumable(out, config)
         if finished is not None:
             return finished
-    data = hold_out_validation(
-        spec.make_data(config.task, config.seed), config.train.validation_fraction
-    )
-    held_out = bool(config.train.validation_fraction) and not data.test_is_train
     ranks = Ranks.from_environment(resolve_device(config.train.device))
-    training = setup(config, data, ranks)
-    schedule, progress_state = _restore(training, out if resume else None)
-    first_step = progress_state["step"]
-    # A checkpoint written at an early stop, before the summary, resumes to that stop.
-    last_step = first_step if progress_state.get("stopped") else config.train.steps
-    if config.train.halt_at:
-        last_step = min(last_step, max(first_step, config.train.halt_at))
+    loop, steps, held_out = open_run(config, out, resume, ranks)
     bar = progress_bar(
-        range(first_step, last_step),
+        steps,
         mode=progress_mode(progress) if ranks.is_main else "off",
-        initial=first_step,
+        initial=steps.start,
         total=config.train.steps,
         desc=f"{config.task_name}/{config.variant} seed {config.seed}",
         unit="step",
     )
-    writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
-    keep_vocabulary(spec, config, writer.out)
-    progress_state = _train(training, schedule, progress_state, bar, writer)
+    for step in bar:
+        if loop.after_step(step, *loop.training.step(), bar):
+            break
     bar.close()
-    if progress_state["step"] < config.train.steps and not progress_state["stopped"]:
-        writer.halt()  # train.halt_at: resumed later from its checkpoint
-        ranks.close()
-        return halted_summary(config, progress_state)
-    summary = run_summary(
-        training,
-        progress_state["step"],
-        progress_state["stopped"] or "budget",
-        progress_state["train_seconds"],
-        progress_state["metrics"],
-    )
-    summary["evaluated_on"] = "validation" if held_out else "test"
-    writer.finish(training.model, summary)
+    summary = close_run(loop, held_out)
     ranks.close()
     return summary
 
 
-def _train(
-    training: Training,
-    schedule: Any,
-    progress: dict[str, Any],
-    steps: tqdm,
-    writer: RunWriter,
-) -> dict[str, Any]:
-    """Train from ``progress`` over ``steps``, evaluating, logging and checkpointing as the
-    config says, until the budget or the stop rule ends it; returns the progress at the end."""
-    config, spec, out = training.config, get_task(training.config.task_name), writer.out
-    running_loss, metrics = progress["running_loss"], progress["metrics"]
-    train_seconds, stopped = progress["train_seconds"], progress.get("stopped")
-    rule = StopRule.of(config, spec, progress)
-    every, step_reached = config.train.checkpoint_every, progress["step"]
-    start = time.perf_counter()
-    for step in steps:
-        loss_value, grad_norm = training.step()
+def open_run(
+    config: RunConfig, out: Path | None, resume: bool, ranks: Ranks = ALONE
+) -> tuple[RunLoop, range, bool]:
+    """Everything a run trains with, from its last checkpoint in ``out`` with ``resume``: its
+    loop, the steps left to train (to the budget, or to ``train.halt_at``) and whether it is
+    evaluated on held-out training rows (``train.validation_fraction``)."""
+    spec = get_task(config.task_name)
+    data = hold_out_validation(
+        spec.make_data(config.task, config.seed), config.train.validation_fraction
+    )
+    held_out = bool(config.train.validation_fraction) and not data.test_is_train
+    training = setup(config, data, ranks)
+    schedule, progress = _restore(training, out if resume else None)
+    first_step = progress["step"]
+    # A checkpoint written at an early stop, before the summary, resumes to that stop.
+    last_step = first_step if progress.get("stopped") else config.train.steps
+    if config.train.halt_at:
+        last_step = min(last_step, max(first_step, config.train.halt_at))
+    writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
+    keep_vocabulary(spec, config, writer.out)
+    return (
+        RunLoop.begin(training, schedule, progress, writer),
+        range(first_step, last_step),
+        held_out,
+    )
+
+
+def close_run(loop: RunLoop, held_out: bool) -> dict[str, Any]:
+    """The run's summary, written last to its directory; a run halted at ``train.halt_at``
+    is left to be resumed from its checkpoint, without one."""
+    config, state = loop.training.config, loop.progress
+    if state["step"] < config.train.steps and not state["stopped"]:
+        loop.writer.halt()
+        return halted_summary(config, state)
+    summary = run_summary(
+        loop.training,
+        state["step"],
+        state["stopped"] or "budget",
+        state["train_seconds"],
+        state["metrics"],
+    )
+    summary["evaluated_on"] = "validation" if held_out else "test"
+    loop.writer.finish(loop.training.model, summary)
+    return summary
+
+
+@dataclass
+class RunLoop:
+    """A run between its optimiser steps: its progress (``step``, ``running_loss``,
+    ``metrics``, ``train_seconds``, ``stopped``) and what follows each step: the running loss,
+    evaluating, logging and checkpointing as the config says, and the stop rule. A run
+    trained alone and a member of a batched group (``training.members``) go through this
+    same code."""
+
+    training: Training
+    schedule: Any
+    writer: RunWriter
+    progress: dict[str, Any]
+    rule: StopRule
+    start: float = 0.0  # when the current stretch of training began (perf_counter)
+
+    @classmethod
+    def begin(
+        cls, training: Training, schedule: Any, progress: Mapping[str, Any], writer: RunWriter
+    ) -> RunLoop:
+        spec = get_task(training.config.task_name)
+        kept = ("step", "running_loss", "metrics", "train_seconds")
+        state = {key: progress[key] for key in kept} | {"stopped": progress.get("stopped")}
+        rule = StopRule.of(training.config, spec, progress)
+        return cls(training, schedule, writer, state, rule, time.perf_counter())
+
+    def after_step(self, step: int, loss_value: float, grad_norm: float, bar: tqdm) -> bool:
+        """Step ``step`` done with this loss and gradient norm; True when the stop rule ends
+        the run here."""
+        config, out, state = self.training.config, self.writer.out, self.progress
         if not math.isfinite(loss_value):
             raise TrainingDiverged(
                 f"training diverged: loss is {loss_value} at step {step} "
                 f"({config.variant} on {config.task_name}, seed {config.seed}, run {out})"
             )
-        schedule.step()
-        running_loss = loss_value if running_loss is None else smoothed(running_loss, loss_value)
-        step_reached, last = step + 1, step + 1 == config.train.steps
-        halting = step_reached == config.train.halt_at
-        if step_reached % config.train.eval_every == 0 or last:
-            train_seconds += time.perf_counter() - start
-            metrics = training.evaluate()
-            record = {"step": step_reached, "lr": schedule.get_last_lr()[0]}
-            record |= {"train_loss": running_loss} | metrics
-            record |= {"train_seconds": train_seconds, "grad_norm": grad_norm}
-            record["tokens_per_second"] = training.tokens(step_reached) / max(train_seconds, 1e-9)
-            writer.log(record)
-            steps.set_postfix(loss=f"{running_loss:.3f}", test=f"{metrics[spec.metric]:.3f}")
-            stopped = rule.update(metrics.get(STOP_METRIC, metrics[spec.metric]))
-            start = time.perf_counter()
-        saving = last or stopped or halting or (every and step_reached % every == 0)
+        self.schedule.step()
+        running = state["running_loss"]
+        state["running_loss"] = loss_value if running is None else smoothed(running, loss_value)
+        state["step"] = reached = step + 1
+        last, halting = reached == config.train.steps, reached == config.train.halt_at
+        if reached % config.train.eval_every == 0 or last:
+            self._evaluate(grad_norm, bar)
+        every = config.train.checkpoint_every
+        saving = last or state["stopped"] or halting or (every and reached % every == 0)
         if out is not None and saving:
-            seconds = train_seconds + time.perf_counter() - start
-            state = {"step": step_reached, "running_loss": running_loss, "metrics": metrics}
-            state |= rule.state() | {"stopped": stopped, "train_seconds": seconds}
-            training.save(out, schedule, state)
-        if stopped:
-            break
-    return {
-        "step": step_reached,
-        "stopped": stopped,
-        "train_seconds": train_seconds,
-        "metrics": metrics,
-    }
+            seconds = state["train_seconds"] + time.perf_counter() - self.start
+            kept = {key: state[key] for key in ("step", "running_loss", "metrics", "stopped")}
+            kept |= self.rule.state() | {"train_seconds": seconds}
+            self.training.save(out, self.schedule, kept)
+        return bool(state["stopped"])
+
+    def _evaluate(self, grad_norm: float, bar: tqdm) -> None:
+        """Evaluate, log the record and read the stop rule; the clock stops meanwhile."""
+        state, metric = self.progress, get_task(self.training.config.task_name).metric
+        state["train_seconds"] += time.perf_counter() - self.start
+        state["metrics"] = metrics = self.training.evaluate()
+        record = {"step": state["step"], "lr": self.schedule.get_last_lr()[0]}
+        record |= {"train_loss": state["running_loss"]} | metrics
+        record |= {"train_seconds": state["train_seconds"], "grad_norm": grad_norm}
+        seconds = max(state["train_seconds"], 1e-9)
+        record["tokens_per_second"] = self.training.tokens(state["step"]) / seconds
+        self.writer.log(record)
+        bar.set_postfix(loss=f"{state['running_loss']:.3f}", test=f"{metrics[metric]:.3f}")
+        state["stopped"] = self.rule.update(metrics.get(STOP_METRIC, metrics[metric]))
+        self.start = time.perf_counter()
 
 
 def keep_vocabulary(spec: TaskSpec, config: RunConfig, out: Path | None) -> None:
@@ -346,38 +381,3 @@ def check_not_a_run(folder: Path, config: RunConfig) -> None:
         raise UsageError(
             f"{folder} holds a run of another config; use another --out, or --overwrite"
         )
-
-
-def time_training(
-    config: RunConfig, steps: int = 5, warmup: int = 1, budget_seconds: float = 10.0
-) -> dict[str, float]:
-    """What a run would cost on this machine, measured without training it.
-
-    Seconds to build the run's data, per training step (the mean over up to ``steps`` steps
-    after ``warmup`` untimed ones, fewer once ``budget_seconds`` have passed, at least one) and
-    per evaluation, and the estimate for the whole run from them.
-    """
-    config = stored_config(config.to_dict())
-    started = time.perf_counter()
-    data = get_task(config.task_name).make_data(config.task, config.seed)
-    data_seconds = time.perf_counter() - started
-    training = setup(config, data)
-    for _ in range(warmup):
-        training.step()
-    started, timed = time.perf_counter(), 0
-    while timed < steps and (timed == 0 or time.perf_counter() - started < budget_seconds):
-        training.step()
-        timed += 1
-    step_seconds = (time.perf_counter() - started) / timed
-    started = time.perf_counter()
-    training.evaluate()
-    eval_seconds = time.perf_counter() - started
-    evaluations = math.ceil(config.train.steps / config.train.eval_every)
-    return {
-        "data_seconds": data_seconds,
-        "step_seconds": step_seconds,
-        "eval_seconds": eval_seconds,
-        "run_seconds": data_seconds
-        + config.train.steps * step_seconds
-        + evaluations * eval_seconds,
-    }
