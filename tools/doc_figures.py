@@ -42,6 +42,7 @@ from figures.speed import (
     convert_bench,
     cpu_presets,
     decode,
+    members_cpu,
     wait_policy,
     wait_policy_beside,
 )
@@ -81,6 +82,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "wait-policy-beside": wait_policy_beside,
     "convert-bench": convert_bench,
     "cpu-presets": cpu_presets,
+    "members-cpu": members_cpu,
     "tuning-cost": tuning_cost,
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,

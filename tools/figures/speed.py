@@ -168,3 +168,35 @@ def cpu_presets() -> str:
         f"medians of {measured['rounds']} rounds.",
     ]
     return "\n".join(rows)
+
+
+# docs/cost.md's rule for members on the CPU: on by default only at this many times the
+# tokens per second of the better of one run at a time and --jobs.
+MEMBERS_RULE = 1.2
+
+
+def members_cpu() -> str:
+    """docs/cost.md: the runs of members_device.py timed each way on this machine, and the
+    rule's reading, from results/members-cpu/members.json."""
+    measured = _json(ROOT / "results" / "members-cpu" / "members.json")
+    modes = measured["modes"]
+    rows = [
+        "| mode | units trained | wall s | tokens/s | vs one at a time |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, mode in modes.items():
+        rows.append(
+            f"| {name} | {mode['units']} | {mode['wall_seconds']:.1f} "
+            f"| {mode['tokens_per_second']:,.0f} | {mode['speedup']:.2f}x |"
+        )
+    plain = max(m["tokens_per_second"] for m in modes.values() if not m["members"])
+    best = max(m["tokens_per_second"] for m in modes.values() if m["members"])
+    verdict = "on" if best >= MEMBERS_RULE * plain else "off"
+    rows += [
+        "",
+        f"{measured['runs']} runs ({', '.join(measured['tasks'])}; five models, "
+        f"{measured['seeds']} seeds, {measured['steps']} steps each) on {measured['device']}. "
+        f"Members reach {best / plain:.2f}x the better plain mode (rule: at least "
+        f"{MEMBERS_RULE:.1f}x): `--members auto` is {verdict} on the CPU.",
+    ]
+    return "\n".join(rows)
