@@ -23,6 +23,7 @@ from mixit.cli.options import OneLineParser
 
 # tools/ is not a package: its figures/ modules are found beside this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures.axes import axis_results
 from figures.common import ROOT
 from figures.reproduce import (
     c2_budget,
@@ -83,6 +84,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "convert-bench": convert_bench,
     "cpu-presets": cpu_presets,
     "members-cpu": members_cpu,
+    "axis-results": axis_results,
     "tuning-cost": tuning_cost,
     "init-finding": init_finding,
     "tuned-presets": tuned_presets,

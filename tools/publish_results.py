@@ -1,4 +1,5 @@
-"""Copy an output folder (``reproduce``, ``suite``, ``compare``) into results/ without its runs.
+"""Copy an output folder (``reproduce``, ``suite``, ``compare``, ``compare --axis``) into
+results/ without its runs.
 
 The runs hold weights, checkpoints and TensorBoard logs (tens of MB per reproduction) and are
 not committed; the reports, figures, claims and ``results.csv`` are. The copy is made under a
@@ -30,7 +31,7 @@ from mixit.common.io import write_folder_atomic
 from mixit.experiments.shared_runs import mark_same_runs
 
 RUNS = "runs"
-MARKERS = ("results.csv", "claims.json", "timing.json")
+MARKERS = ("results.csv", "claims.json", "timing.json", "axis.json")
 
 
 class PublishError(Exception):
@@ -38,8 +39,11 @@ class PublishError(Exception):
 
 
 def run_costs(source: Path) -> dict:
-    """The count, training seconds and first/last summary times of the runs under ``source``."""
-    summaries = sorted((source / RUNS).glob("*/summary.json"))
+    """The count, training seconds and first/last summary times of the runs under ``source``
+    (its own ``runs/``, and each of its folders' for a suite or an axis)."""
+    summaries = sorted(
+        [*source.glob(f"{RUNS}/*/summary.json"), *source.glob(f"*/{RUNS}/*/summary.json")]
+    )
     if not summaries:
         return {"runs": 0, "train_seconds": 0.0, "first_written": None, "last_written": None}
     seconds = sum(json.loads(path.read_text()).get("train_seconds", 0.0) for path in summaries)
