@@ -58,7 +58,7 @@ def _close(a, b):
             assert a[key] == b[key], key
 
 
-@pytest.mark.parametrize("variant", ["standard", "mixit"])
+@pytest.mark.parametrize("variant", ["standard", "frozen-qk", "mixit"])
 def test_members_train_to_the_numbers_of_separate_runs(variant, tmp_path):
     torch.manual_seed(12345)  # what the global generator holds must not matter
     configs = _configs(variant)
