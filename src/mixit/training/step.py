@@ -118,16 +118,18 @@ def train_step(
         (loss / count * ranks.world).backward()
         total += loss.detach()
     loss_value = (ranks.sum(total) / count).item()
-    return loss_value, apply_gradients(model, optimizer, loss_value, config)
+    return loss_value, float(apply_gradients(model, optimizer, loss_value, config))
 
 
 def apply_gradients(
     model: RunModel, optimizer: torch.optim.Optimizer, loss_value: float, config: RunConfig
-) -> float:
+) -> torch.Tensor:
     """Clip ``model``'s gradients to ``train.grad_clip`` and take the optimiser's step: the
-    gradient norm before clipping. A non-finite loss returns NaN before any update."""
+    gradient norm before clipping, on the device (members read it only when they log, so
+    that a step waits on the device once, not once per member). A non-finite loss returns
+    NaN before any update."""
     if not math.isfinite(loss_value):
-        return math.nan
+        return torch.tensor(math.nan)
     grad_norm = torch.nn.utils.clip_grad_norm_(model.trainable_parameters(), config.train.grad_clip)
     optimizer.step()
-    return grad_norm.item()
+    return grad_norm

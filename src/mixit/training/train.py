@@ -236,9 +236,11 @@ class RunLoop:
         rule = StopRule.of(training.config, spec, progress)
         return cls(training, schedule, writer, state, rule, time.perf_counter())
 
-    def after_step(self, step: int, loss_value: float, grad_norm: float, bar: tqdm) -> bool:
-        """Step ``step`` done with this loss and gradient norm; True when the stop rule ends
-        the run here."""
+    def after_step(
+        self, step: int, loss_value: float, grad_norm: float | torch.Tensor, bar: tqdm
+    ) -> bool:
+        """Step ``step`` done with this loss and gradient norm (read only when logged); True
+        when the stop rule ends the run here."""
         config, out, state = self.training.config, self.writer.out, self.progress
         if not math.isfinite(loss_value):
             raise TrainingDiverged(
@@ -261,14 +263,14 @@ class RunLoop:
             self.training.save(out, self.schedule, kept)
         return bool(state["stopped"])
 
-    def _evaluate(self, grad_norm: float, bar: tqdm) -> None:
+    def _evaluate(self, grad_norm: float | torch.Tensor, bar: tqdm) -> None:
         """Evaluate, log the record and read the stop rule; the clock stops meanwhile."""
         state, metric = self.progress, get_task(self.training.config.task_name).metric
         state["train_seconds"] += time.perf_counter() - self.start
         state["metrics"] = metrics = self.training.evaluate()
         record = {"step": state["step"], "lr": self.schedule.get_last_lr()[0]}
         record |= {"train_loss": state["running_loss"]} | metrics
-        record |= {"train_seconds": state["train_seconds"], "grad_norm": grad_norm}
+        record |= {"train_seconds": state["train_seconds"], "grad_norm": float(grad_norm)}
         seconds = max(state["train_seconds"], 1e-9)
         record["tokens_per_second"] = self.training.tokens(state["step"]) / seconds
         self.writer.log(record)
