@@ -84,12 +84,14 @@ def plan(
     }
 
 
-def timed(configs: dict[str, RunConfig], out: Path, launch: Launch) -> tuple[float, int]:
-    """Wall seconds to train ``configs`` into ``out`` and the training tokens they saw."""
+def timed(
+    configs: dict[str, RunConfig], filled: dict, out: Path, launch: Launch
+) -> tuple[float, int]:
+    """Wall seconds to train ``configs`` into ``out`` and the training tokens they saw;
+    ``filled``: their ``shapes``."""
     started = time.perf_counter()
     summaries, _ = train_missing(configs, out, launch=launch)
     wall = time.perf_counter() - started
-    filled = shapes(configs)
     tokens = sum(
         summaries[key]["steps_run"] * config.train.batch_size * filled[key][1].seq_len
         for key, config in configs.items()
@@ -98,13 +100,17 @@ def timed(configs: dict[str, RunConfig], out: Path, launch: Launch) -> tuple[flo
 
 
 def time_modes(
-    configs: dict[str, RunConfig], modes: dict[str, Launch], out: Path, units: int
+    configs: dict[str, RunConfig],
+    filled: dict,
+    modes: dict[str, Launch],
+    out: Path,
+    units: int,
 ) -> dict[str, Mode]:
-    """Each mode's timing of ``configs``, trained afresh under ``out/MODE``; ``units``: the
-    member groups they form."""
+    """Each mode's timing of ``configs`` (``filled``: their ``shapes``), trained afresh under
+    ``out/MODE``; ``units``: the member groups they form."""
     results: dict[str, Mode] = {}
     for name, launch in modes.items():
-        wall, tokens = timed(configs, out / name / "runs", launch)
+        wall, tokens = timed(configs, filled, out / name / "runs", launch)
         rate = tokens / wall
         base = results["alone"]["tokens_per_second"] if results else rate
         count_units = units if launch.members else len(configs)
@@ -177,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             "fewer --steps or --seeds"
         )
     units = len(member_groups({run_dir_name(c): (c, [k]) for k, c in configs.items()}))
-    results = time_modes(configs, modes, out, units)
+    results = time_modes(configs, filled, modes, out, units)
     device = (
         torch.cuda.get_device_name()
         if torch.cuda.is_available()

@@ -34,7 +34,7 @@ from mixit.models.attention import SoftmaxAttention
 from mixit.models.build import RunModel
 from mixit.tasks import IGNORE_INDEX
 from mixit.training.checkpoint import check_resumable
-from mixit.training.step import apply_gradients, mixed_precision, sample_batch
+from mixit.training.step import apply_gradients, mixed_precision
 from mixit.training.train import RunLoop, close_run, open_run, run
 
 
@@ -67,12 +67,13 @@ class Stack:
                 module.explicit = True
         self.params: dict[str, torch.Tensor] = {}
         self.buffers: dict[str, torch.Tensor] = {}
+        self.named: list[dict[str, torch.nn.Parameter]] = []  # each member's, by name
         self.restack()
 
     def restack(self) -> None:
         """Stack the members' current values anew (after one has left) and point each
         member's parameters at its slice."""
-        named = [dict(model.named_parameters()) for model in self.models]
+        self.named = named = [dict(model.named_parameters()) for model in self.models]
         for name, first in named[0].items():
             shapes = {tuple(member[name].shape) for member in named}
             if len(shapes) > 1:
@@ -103,10 +104,9 @@ class Stack:
 
     def hand_out_gradients(self) -> None:
         """Each member's slice of the stacked gradients as its parameters' ``.grad``."""
-        named = [dict(model.named_parameters()) for model in self.models]
         for name, stacked in self.params.items():
             if stacked.grad is not None:
-                for index, member in enumerate(named):
+                for index, member in enumerate(self.named):
                     member[name].grad = stacked.grad[index]
                 stacked.grad = None
 
@@ -147,17 +147,9 @@ def _train_together(opened: dict[int, tuple[RunLoop, range, bool]]) -> None:
         return
     stack = Stack([loops[index].training.model for index in active])
     first = loops[active[0]].training
-    bar = progress_bar(total=sum(last[i] - loops[i].progress["step"] for i in active), mode="off")
+    bar = progress_bar(mode="off")  # a group's runs show no bar of their own
     while active:
-        batches = [
-            sample_batch(
-                loops[i].training.inputs,
-                loops[i].training.targets,
-                loops[i].training.batches,
-                loops[i].training.config,
-            )
-            for i in active
-        ]
+        batches = [loops[index].training.batch() for index in active]
         inputs = torch.stack([x for x, _ in batches])  # (M, B, T)
         targets = torch.stack([y for _, y in batches])  # (M, B, T)
         counts = (targets != IGNORE_INDEX).sum((1, 2)).float()  # (M,)
@@ -175,7 +167,6 @@ def _train_together(opened: dict[int, tuple[RunLoop, range, bool]]) -> None:
             step = loop.progress["step"]
             if loop.after_step(step, loss_value, grad_norm, bar) or step + 1 >= last[index]:
                 ended.append(index)
-        bar.update(len(active))
         if ended:
             kept = [position for position, index in enumerate(active) if index not in ended]
             active = [active[position] for position in kept]

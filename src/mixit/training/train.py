@@ -75,10 +75,14 @@ class Training:
     # the rule, if any, reads the run's own evaluation (a validation run's).
     stop_split: TaskData | None = None
 
+    def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The next sampled training batch, this rank's slice of it: (B / world, T) each."""
+        return sample_batch(self.inputs, self.targets, self.batches, self.config, self.ranks)
+
     def step(self) -> tuple[float, float]:
         """One optimiser step on a sampled batch: ``(global mean loss, gradient norm)``."""
         config, ranks = self.config, self.ranks
-        inputs, targets = sample_batch(self.inputs, self.targets, self.batches, config, ranks)
+        inputs, targets = self.batch()
         return train_step(self.trained, self.model, self.optimizer, inputs, targets, config, ranks)
 
     def evaluate(self) -> dict[str, float]:
