@@ -23,7 +23,9 @@ of training them again. Choose the runs dear to train again, and commit only tho
 
 A suite's output keeps one runs/ folder per task; ``--suite`` keeps each task's records in
 DEST/TASK/runs/ beside its comparison files, and the suite's own reports (write them first
-with ``mixit suite ... --report``), so DEST reads as the suite's output without weights:
+with ``mixit suite ... --report``), so DEST reads as the suite's output without weights. An
+axis (``compare --axis``) keeps one runs/ folder per value in the same way. Into a DEST that
+``tools/publish_results.py`` made, only the runs/ folders are added:
 
     mixit suite --arch hf:gpt2 --seeds 3 --out runs/suite-gpt2-tuned --report
     python tools/run_records.py --suite runs/suite-gpt2-tuned results/suite-gpt2-tuned
@@ -42,7 +44,7 @@ under OUT, where OUT lacks it (a file OUT already has is at least as far along, 
     python tools/run_records.py --restore results/suite-gpt2-tuned runs/suite-gpt2-tuned
 
 Exit status 2, with one line, when OUT has no runs/ folder (with ``--suite``: no task with
-one) or DEST/runs/ (DEST) exists; with ``--pack``, when OUTPUT has no runs/ folder; with
+one) or DEST/runs/ (DEST/TASK/runs/) exists; with ``--pack``, when OUTPUT has no runs/ folder; with
 ``--restore``, when DEST holds neither a runs/ folder, at its top or one level down, nor an
 archive; and for an archive that is damaged or names a file outside its folder.
 """
@@ -130,7 +132,9 @@ def copy_weights(run: Path, kept: Path) -> None:
 def save_suite(out: Path, destination: Path, weights: str | None = None) -> tuple[int, int]:
     """``save`` for each task of a suite's OUT into DESTINATION/TASK/, with the task's and the
     suite's files (``TASK_FILES``, ``SUITE_FILES``) where written; DESTINATION is made under a
-    temporary name, then renamed. The runs copied, and of them the finished ones."""
+    temporary name, then renamed. Into a DESTINATION that exists (an output published
+    without its runs), only each task's runs/ is added. The runs copied, and of them the
+    finished ones."""
     refuse_links(out)
     tasks = sorted(path.parent for path in out.glob(f"*/{RUNS}") if path.is_dir())
     counts: list[tuple[int, int]] = []
@@ -145,7 +149,12 @@ def save_suite(out: Path, destination: Path, weights: str | None = None) -> tupl
             if (out / name).is_file():
                 copy_file(out / name, staging / name)
 
-    write_folder_atomic(destination, copy)
+    if destination.exists():
+        # A folder ``publish_results`` made: its tasks' files are there, their runs/ are not.
+        for task in tasks:
+            counts.append(save(task, destination / task.name, weights))
+    else:
+        write_folder_atomic(destination, copy)
     return sum(c for c, _ in counts), sum(f for _, f in counts)
 
 
@@ -287,17 +296,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.restore:
         return main_restore(args.out, args.destination)
     if args.suite:
-        found = any(path.is_dir() for path in args.out.glob(f"*/{RUNS}"))
-        lacking, target, keep = f"no task with a {RUNS}/ folder", args.destination, save_suite
+        tasks = [path.parent.name for path in args.out.glob(f"*/{RUNS}") if path.is_dir()]
+        lacking, keep = f"no task with a {RUNS}/ folder", save_suite
+        targets = [args.destination / task / RUNS for task in tasks]
     else:
-        found = (args.out / RUNS).is_dir()
-        lacking, target, keep = f"no {RUNS}/ folder", args.destination / RUNS, save
-    if not found:
+        lacking, keep = f"no {RUNS}/ folder", save
+        targets = [args.destination / RUNS] if (args.out / RUNS).is_dir() else []
+    if not targets:
         print(f"run_records: {args.out} has {lacking}", file=sys.stderr)
         return 2
-    if target.exists():
-        print(f"run_records: {target} exists; name a new folder", file=sys.stderr)
-        return 2
+    for target in targets:
+        if target.exists():
+            print(f"run_records: {target} exists; name a new folder", file=sys.stderr)
+            return 2
     count, finished = keep(args.out, args.destination, args.weights)
     print(f"kept the records of {count} runs ({finished} finished) in {args.destination}")
     return 0

@@ -120,6 +120,21 @@ def test_a_suite_keeps_each_tasks_records_and_files_and_the_suites_reports(tmp_p
     assert not (tmp_path / "k3").exists()
 
 
+def test_a_published_axis_gets_only_its_values_runs_added(tmp_path):
+    out = tmp_path / "axis"
+    for value in ("task.max_pairs=3", "task.max_pairs=4"):
+        train_missing({"finished": config("standard")}, out / value / "runs")
+        (out / value / "compare.json").write_text("{}")
+    published = tmp_path / "published"  # as tools/publish_results.py leaves it: no runs/
+    shutil.copytree(out, published, ignore=shutil.ignore_patterns("runs"))
+    (published / "README.md").write_text("# Kept by hand")
+    assert run_records.main(["--suite", str(out), str(published)]) == 0
+    for value in ("task.max_pairs=3", "task.max_pairs=4"):
+        assert len(list((published / value / "runs").glob("*/summary.json"))) == 1
+    assert (published / "README.md").read_text() == "# Kept by hand"
+    assert run_records.main(["--suite", str(out), str(published)]) == 2  # its runs/ exist
+
+
 def test_restore_brings_a_suites_records_back_and_keeps_what_the_output_has(tmp_path):
     out = tmp_path / "suite"
     train_missing({"finished": config("standard")}, out / "retrieval" / "runs")
