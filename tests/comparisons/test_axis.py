@@ -176,7 +176,10 @@ def test_axis_auto_doubles_until_a_model_that_matched_falls_short(tmp_path):
 
     result = along_axis(axis, tmp_path, {}, compare_point)
     assert asked == [8, 16, 32] and result["separated_at"] == 32
-    assert "the models separate at task.max_pairs=32" in format_axis(result)
+    text = format_axis(result)
+    assert "the models separate at task.max_pairs=32" in text
+    # Doubling stopped at 32: the models that held were tried that far, not over an axis.
+    assert "holds up to 32" in text and "holds over the axis" not in text
 
 
 def test_axis_auto_states_its_bound_when_nothing_separates(tmp_path):

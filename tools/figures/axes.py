@@ -11,10 +11,15 @@ from figures.common import RESULTS
 def _model_rows(reading: dict) -> list[str]:
     """One row per model: its break point (and why) and its score with its seed spread."""
     scores = {s["model"]: s for s in reading["scores"]}
+    counted = [p["value"] for p in reading["points"] if p["value"] != reading["stopped_at"]]
+    # An automatic or a stopped axis ends where it stopped, not where the user chose.
+    open_ended = "separated_at" in reading or reading["stopped_at"] is not None
     rows = []
     for point in reading["break_points"]:
         score = scores[point["model"]]
         where = point["outcome"] if point["at"] is None else f"{point['outcome']} at {point['at']}"
+        if point["outcome"] == "holds" and open_ended and counted:
+            where = f"holds up to {counted[-1]}"
         why = f" ({point['why']})" if point["why"] else ""
         rows.append(
             f"| {point['model']} | {where}{why} "
@@ -30,9 +35,16 @@ def axis_results() -> str:
         reading = json.loads(out.read_text())
         first = reading["points"][0]["compare"]
         arch = first.get("overrides", {}).get("model.arch", "mixit")
-        values = ", ".join(str(v) for v in reading["values"])
+        values = ", ".join(str(p["value"]) for p in reading["points"])
         stopped = reading["stopped_at"]
-        ended = f"; stopped at {stopped}" if stopped is not None else ""
+        ended = f"; the reference did not learn at {stopped}" if stopped is not None else ""
+        if "separated_at" in reading:
+            separated = reading["separated_at"]
+            ended += (
+                f"; `--axis auto`: the models separate at {separated}"
+                if separated is not None
+                else "; `--axis auto`: no separation within its doublings"
+            )
         blocks += [
             f"**`results/{out.parent.name}`**: {first['task']} along `{reading['key']}` = "
             f"{values}{ended}; `{arch}`, preset {first['preset']}, seeds "

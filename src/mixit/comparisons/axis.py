@@ -362,7 +362,9 @@ def format_axis(result: Mapping[str, Any]) -> str:
     lines.append(f"{head} (0: chance, 1: the reference)")
     counted = [p["value"] for p in result["points"] if p["value"] != result["stopped_at"]]
     held = "holds over the axis"
-    if result["stopped_at"] is not None and counted:
+    # An automatic axis ends where it stopped doubling, not where the user chose: the model
+    # held as far as it was tried.
+    if counted and (result["stopped_at"] is not None or "separated_at" in result):
         held = f"holds up to {counted[-1]}"
     for b in result["break_points"]:
         where = {
