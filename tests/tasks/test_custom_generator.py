@@ -51,7 +51,7 @@ def test_a_generators_refusal_and_too_few_examples_are_usage_errors(trusted):
     with pytest.raises(UsageError, match=r"failed at task\.size=1: ValueError"):
         data({**SMALL, "task.size": 1})
     with pytest.raises(UsageError, match="distinct inputs"):
-        data({**SMALL, "task.size": 2, "task.n_train": 4000})
+        data({**SMALL, "task.size": 3, "task.n_train": 4000})
     with pytest.raises(UsageError, match="not both"):
         data({**SMALL, "task.data_files": "a.jsonl,b.jsonl"})
 
@@ -66,10 +66,10 @@ def test_the_axis_of_a_generated_task_is_its_size(trusted):
 def test_the_command_line_trusts_the_generator_it_names(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(TRUST_ENV, "")
     argv = ["compare", "--task", "custom", "--models", "standard,mixit", "--axis", "auto"]
-    argv += [f"task.generator={GENERATOR}", "task.size=4", "task.n_train=200", "task.n_test=40"]
+    argv += [f"task.generator={GENERATOR}", "task.size=6", "task.n_train=200", "task.n_test=40"]
     argv += ["train.steps=4", "train.eval_every=4", "--out", str(tmp_path), "--no-progress"]
     assert main(argv) == 0
-    assert "axis task.size: 4" in capsys.readouterr().out
+    assert "axis task.size: 6" in capsys.readouterr().out
 
 
 def test_jsonl_data_walks_an_axis_of_file_pairs(tmp_path, capsys):
