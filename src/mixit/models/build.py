@@ -23,11 +23,13 @@ initialisation (with ``output_init_std``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from mixit.common.digest import module_file
 from mixit.common.errors import UsageError
 from mixit.common.trust import trust, trusted_function
 from mixit.config.schema import ModelConfig, RunConfig
@@ -102,6 +104,15 @@ def trust_module(arch: str) -> None:
     API. ``MIXIT_TRUST_MODULES=MODULE`` does the same for a run folder's stored config."""
     if arch.startswith("module:"):
         trust(arch.removeprefix("module:").partition(":")[0])
+
+
+def arch_files(arch: str) -> tuple[Path, ...]:
+    """The source file a ``module:`` arch's factory is read from (a run's name covers its
+    contents); none for the built-in ones."""
+    if not arch.startswith("module:"):
+        return ()
+    source = module_file(arch.removeprefix("module:").partition(":")[0])
+    return () if source is None else (source,)
 
 
 def _factory(spec: str) -> tuple[Callable[[ModelConfig], nn.Module], Parts | None]:

@@ -22,10 +22,12 @@ from typing import Any, TypeVar
 
 import torch
 
+from mixit.common.digest import files_digest
 from mixit.common.errors import RunsFailed, TrainingDiverged
 from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import get_target, predict, shapes
+from mixit.models.build import arch_files
 from mixit.running.launchers import LOCAL, JobArray, Launch
 from mixit.running.workers import (
     stop_workers,
@@ -34,6 +36,7 @@ from mixit.running.workers import (
     worker_pool,
     worker_threads,
 )
+from mixit.tasks import get_task
 from mixit.training.checkpoint import (
     check_own_files,
     finished_summary,
@@ -52,8 +55,13 @@ Key = TypeVar("Key", bound=Hashable)
 
 def run_dir_name(config: RunConfig) -> str:
     """``TASK-MODEL-sSEED-HASH``: the hash covers the whole resolved config, so a changed
-    setting gives a new directory and an unchanged one finds its finished run."""
+    setting gives a new directory and an unchanged one finds its finished run; and, where the
+    run reads a user's files (data, a generator, a model factory), their contents, so an
+    edited file trains anew. A run that reads none is named by its config alone."""
     text = json.dumps(config.result_dict(), sort_keys=True)
+    read_files = get_task(config.task_name).read_files
+    files = (*(read_files(config.task) if read_files else ()), *arch_files(config.model.arch))
+    text += files_digest(files)
     digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
 

@@ -11,6 +11,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -183,6 +184,8 @@ class TaskSpec:
     # per number of hops): ``row_metrics(correct (N,), inputs (N, T), config)``, recorded at
     # every evaluation so that a report needs no weights to read them.
     row_metrics: Callable[[torch.Tensor, torch.Tensor, Any], dict[str, float]] | None = None
+    # The files its data come from besides its config: a run's name covers their contents.
+    read_files: Callable[[Any], tuple[Path, ...]] | None = None
 
 
 TASKS: dict[str, TaskSpec] = {}
@@ -221,11 +224,9 @@ def schedule(
 ) -> dict[str, float]:
     """A preset's training budget, as the overrides that set it (weight decay when it differs
     from the default)."""
+    decay = {} if weight_decay is None else {"train.weight_decay": weight_decay}
     settings = {"train.batch_size": batch_size, "train.lr": lr, "train.steps": steps}
-    settings["train.eval_every"] = eval_every
-    if weight_decay is not None:
-        settings["train.weight_decay"] = weight_decay
-    return settings
+    return {**settings, "train.eval_every": eval_every, **decay}
 
 
 # The tiny preset the recall and copying tasks of architecture research share (mqar,
@@ -238,9 +239,8 @@ RECALL_TINY: dict[str, Any] = {
 }
 
 
-def register(spec: TaskSpec) -> TaskSpec:
+def register(spec: TaskSpec) -> None:
     TASKS[spec.name] = spec
-    return spec
 
 
 def answer_split(sequences: np.ndarray, answer_mask: np.ndarray) -> Split:

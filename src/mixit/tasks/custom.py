@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from mixit.common.digest import module_file
 from mixit.common.errors import UsageError
 from mixit.common.trust import require_trusted, trusted_function
 from mixit.data import (
@@ -335,6 +336,14 @@ def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
     return encode, size, vocabulary
 
 
+def custom_files(config: CustomConfig) -> tuple[Path, ...]:
+    """The data files, or the generator's source file, the examples come from."""
+    if config.generator:
+        source = module_file(config.generator.partition(":")[0])
+        return () if source is None else (source,)
+    return tuple(Path(name.strip()) for name in config.data_files.split(",") if name.strip())
+
+
 register(
     TaskSpec(
         name="custom",
@@ -344,6 +353,7 @@ register(
         make_data=make_custom_data,
         answer_ids=target_ids,
         vocabulary=custom_vocabulary,
+        read_files=custom_files,
         summary="your own input -> target pairs from JSONL files (the paper's litmus test)",
         presets={
             "tiny": {
