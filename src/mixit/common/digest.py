@@ -31,6 +31,12 @@ def module_file(module_name: str) -> Path | None:
     return Path(spec.origin) if spec.origin and spec.has_location else None
 
 
+def source_files(module_name: str) -> tuple[Path, ...]:
+    """``module_file`` as the files a run reads: none where the module has no file."""
+    source = module_file(module_name)
+    return () if source is None else (source,)
+
+
 def files_digest(paths: Iterable[Path]) -> str:
     """One hex digest of the contents of ``paths`` in order ("" for none), a file that does
     not exist counted as missing."""

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from mixit.common.digest import module_file
+from mixit.common.digest import source_files
 from mixit.common.errors import UsageError
 from mixit.common.trust import trust, trusted_function
 from mixit.config.schema import ModelConfig, RunConfig
@@ -111,8 +111,7 @@ def arch_files(arch: str) -> tuple[Path, ...]:
     contents); none for the built-in ones."""
     if not arch.startswith("module:"):
         return ()
-    source = module_file(arch.removeprefix("module:").partition(":")[0])
-    return () if source is None else (source,)
+    return source_files(arch.removeprefix("module:").partition(":")[0])
 
 
 def _factory(spec: str) -> tuple[Callable[[ModelConfig], nn.Module], Parts | None]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from mixit.common.digest import module_file
+from mixit.common.digest import source_files
 from mixit.common.errors import UsageError
 from mixit.common.trust import require_trusted, trusted_function
 from mixit.data import (
@@ -339,8 +339,7 @@ def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
 def custom_files(config: CustomConfig) -> tuple[Path, ...]:
     """The data files, or the generator's source file, the examples come from."""
     if config.generator:
-        source = module_file(config.generator.partition(":")[0])
-        return () if source is None else (source,)
+        return source_files(config.generator.partition(":")[0])
     return tuple(Path(name.strip()) for name in config.data_files.split(",") if name.strip())
 
 
