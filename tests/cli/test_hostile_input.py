@@ -534,6 +534,14 @@ def linked_summary(tmp: Path) -> Path:
     return tmp / "out"
 
 
+def damaged_run(tmp: Path) -> Path:
+    """An output folder whose one run's config.json is not UTF-8."""
+    run = tmp / "out" / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "config.json").write_bytes(b"\xff{")
+    return tmp / "out"
+
+
 def linked_output(tmp: Path) -> Path:
     """An output folder whose results.csv is a link to a file elsewhere."""
     (tmp / "out").mkdir()
@@ -562,6 +570,8 @@ TOOL_CASES = [
     ("run_records", lambda tmp: [str(linked_summary(tmp)), str(tmp / "kept")], "is a link"),
     ("publish_results", lambda tmp: [str(linked_output(tmp)), str(tmp / "kept")], "is a link"),
     ("doc_figures", lambda tmp: ["--bogus"], "unrecognized arguments"),
+    ("rename_runs", lambda tmp: [str(tmp / "none")], "holds no run"),
+    ("rename_runs", lambda tmp: [str(damaged_run(tmp))], "not a readable config"),
     ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
     (
         "bench_convert",
