@@ -22,7 +22,6 @@ Exit status 2, with one line, when OUT holds no run, or a run's config cannot be
 from __future__ import annotations
 
 import copy
-import hashlib
 import itertools
 import json
 import sys
@@ -33,7 +32,7 @@ from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig
-from mixit.running.runs import run_dir_name
+from mixit.running.runs import hashed_name, run_dir_name
 from mixit.training.resolve import stored_config
 
 FILLED_FROM_DATA = ("vocab_size", "block_size")  # 0 when named, filled in before config.json
@@ -54,9 +53,7 @@ def todays_name(run_name: str, config: RunConfig) -> str | None:
         named = copy.deepcopy(config)
         for key, size in zip(FILLED_FROM_DATA, sizes, strict=True):
             setattr(named.model, key, size)
-        text = json.dumps(named.result_dict(), sort_keys=True)
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        if run_name == f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}":
+        if run_name == hashed_name(named):
             return run_dir_name(named)
     return None
 

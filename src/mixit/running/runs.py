@@ -58,10 +58,16 @@ def run_dir_name(config: RunConfig) -> str:
     setting gives a new directory and an unchanged one finds its finished run; and, where the
     run reads a user's files (data, a generator, a model factory), their contents, so an
     edited file trains anew. A run that reads none is named by its config alone."""
-    text = json.dumps(config.result_dict(), sort_keys=True)
     read_files = get_task(config.task_name).read_files
     files = (*(read_files(config.task) if read_files else ()), *arch_files(config.model.arch))
-    text += files_digest(files)
+    return hashed_name(config, files_digest(files))
+
+
+def hashed_name(config: RunConfig, files_text: str = "") -> str:
+    """``TASK-MODEL-sSEED-HASH`` with the hash over ``config`` and then ``files_text`` (the
+    digest of the files the run reads); without it, the config-only name that runs of a
+    custom task had before names covered their files (``tools/rename_runs.py`` reads it)."""
+    text = json.dumps(config.result_dict(), sort_keys=True) + files_text
     digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
 
