@@ -156,7 +156,16 @@ def test_compare_along_an_axis_end_to_end(tmp_path, capsys):
     assert main(argv) == 0
     assert "axis task.max_pairs" in capsys.readouterr().out
     assert (out / "task.max_pairs=2" / "compare.json").is_file()
-    assert main([*argv[:-3], "--estimate", "--out", str(out)]) == 2
+    # Priced value by value in the folders the axis gave them: their runs cost nothing now.
+    assert main([*argv[:-3], "--estimate", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "task: retrieval at task.max_pairs=2 (preset tiny)" in text
+    assert "task: retrieval at task.max_pairs=4 (preset tiny)" in text
+    assert "axis task.max_pairs: 2 values, about 0 s of wall time" in text
+    assert "at the first value where the reference does not learn" in text
+    fresh = tmp_path / "fresh"
+    assert main([*argv[:-3], "--estimate", "--out", str(fresh)]) == 0
+    assert not fresh.exists()
 
 
 def test_axis_auto_doubles_until_a_model_that_matched_falls_short(tmp_path):

@@ -7,7 +7,13 @@ import time
 import pytest
 
 from mixit.common.cores import busy_cores_elsewhere
-from mixit.comparisons.estimate import format_suite_estimate, tuning_estimate_line, tuning_seconds
+from mixit.comparisons.axis import Axis
+from mixit.comparisons.estimate import (
+    format_axis_estimate,
+    format_suite_estimate,
+    tuning_estimate_line,
+    tuning_seconds,
+)
 from mixit.readings.text import duration
 from mixit.running.workers import shared_cores_note
 from mixit.tuning.rules import BUDGET_CAP, halving_budgets
@@ -82,3 +88,20 @@ def test_the_llama_suites_estimate_holds_what_the_suite_cost():
     logged = re.search(r"^\| all \| \d+ \| ([\d,]+) \|", summary, re.M).group(1)
     hours = int(logged.replace(",", "")) / 3600
     assert float(least) <= hours <= float(most)
+
+
+def test_an_axis_estimate_adds_its_values_and_says_where_auto_may_stop_sooner():
+    rows = [{"model": "m", "runs": 3, "steps": 100, "step_seconds": 0.1, "run_seconds": 10.0}]
+    estimates = [
+        {"task": "t", "preset": "tiny", "device": "here", "rows": rows, "jobs": 1, "point": p}
+        | {"total_seconds": 30.0, "wall_seconds": 30.0}
+        for p in ("task.size=10", "task.size=20")
+    ]
+    text = format_axis_estimate(Axis("task.size", (10, 20), True), estimates)
+    assert "task: t at task.size=20 (preset tiny)" in text
+    assert "axis task.size: 2 values, about 60 s of wall time" in text
+    assert text.endswith(
+        "where the models separate (--axis auto) or where the reference does not learn"
+    )
+    listed = format_axis_estimate(Axis("task.size", (10, 20)), estimates)
+    assert "(--axis auto)" not in listed

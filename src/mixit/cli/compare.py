@@ -21,11 +21,12 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
-from mixit.common.errors import UsageError
 from mixit.comparisons.axis import along_axis, format_axis, parse_axis
 from mixit.comparisons.compare import Comparison, compare, format_table, settings_to_tune
 from mixit.comparisons.estimate import (
+    estimate_axis,
     estimate_comparison,
+    format_axis_estimate,
     format_comparison_estimate,
     tuning_estimate_line,
     tuning_seconds,
@@ -68,20 +69,33 @@ def add(commands: Any) -> None:
     parser.set_defaults(run=run, resumable=True)
 
 
+def estimate(
+    args: argparse.Namespace, models: list[str], overrides: dict[str, Any], out: str
+) -> str:
+    """``--estimate``: the comparison priced without training; along ``--axis``, each value's
+    comparison in the folder the axis gives it."""
+    most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
+    seeds = range(args.seed, args.seed + most)
+    plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
+    tunes = settings_to_tune(tune_choice(args), overrides)
+    if args.axis is not None:
+        axis = parse_axis(args.axis, args.task, args.preset, overrides)
+        costs = estimate_axis(plan, axis, args.target, args.jobs)
+        tuning = [tuning_seconds(cost["rows"], overrides) for cost in costs] if tunes else []
+        return format_axis_estimate(axis, costs, tuning)
+    cost = estimate_comparison(plan, args.target, args.jobs)
+    text = format_comparison_estimate(cost)
+    if tunes:
+        text += "\n" + tuning_estimate_line(tuning_seconds(cost["rows"], overrides))
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
     models = model_names(args.models)
     overrides = dotted_overrides(args)
     out = args.out or f"runs/compare/{args.task}"
-    if args.estimate and args.axis is not None:
-        raise UsageError("--estimate prices one comparison: give its KEY=VALUE, not --axis")
     if args.estimate:
-        most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
-        seeds = range(args.seed, args.seed + most)
-        plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
-        cost = estimate_comparison(plan, args.target, args.jobs)
-        print(format_comparison_estimate(cost))
-        if settings_to_tune(tune_choice(args), overrides):
-            print(tuning_estimate_line(tuning_seconds(cost["rows"], overrides)))
+        print(estimate(args, models, overrides, out))
         return 0
 
     def compare_at(folder: Path | str, point: dict[str, Any]) -> dict[str, Any]:

@@ -1,15 +1,16 @@
 """What a comparison (or one run, or a suite of comparisons) would cost, without training:
-`compare --estimate`, `train --estimate` and `suite --estimate`, timed on this machine or
-predicted for a device (``mixit.cost.predict``)."""
+`compare --estimate` (along an ``--axis`` too), `train --estimate` and `suite --estimate`,
+timed on this machine or predicted for a device (``mixit.cost.predict``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mixit.common.cores import busy_cores_elsewhere
+from mixit.comparisons.axis import Axis
 from mixit.comparisons.compare import Comparison
 from mixit.config.schema import TrainConfig
 from mixit.cost.predict import fewest_pieces, get_target
@@ -92,8 +93,9 @@ def estimate_comparison(
 
 def format_comparison_estimate(result: Mapping[str, Any]) -> str:
     """The estimate as a plain-text table, and the total with the runs one after another."""
+    point = f" at {result['point']}" if result.get("point") else ""
     title = (
-        f"task: {result['task']} (preset {result['preset']}), {result['device']}; "
+        f"task: {result['task']}{point} (preset {result['preset']}), {result['device']}; "
         "nothing was trained"
     )
     memory = "memory_gib" in result["rows"][0]
@@ -176,12 +178,46 @@ def tuning_estimate_line(cost: TuningCost) -> str:
     )
 
 
+def estimate_axis(
+    plan: Comparison, axis: Axis, target: str | None = None, jobs: int = 1
+) -> list[dict[str, Any]]:
+    """Each value's comparison along ``axis`` as ``estimate_comparison`` prices it, in the
+    folder ``along_axis`` gives it (so its finished runs cost nothing), with its ``point``
+    (``KEY=VALUE``)."""
+    busy = None if target else busy_cores_elsewhere()  # once for every value's estimate
+    estimates = []
+    for value in axis.values:
+        folder = None if plan.out is None else plan.out / axis.folder(value)
+        point = replace(plan, out=folder, overrides={**plan.overrides, axis.key: value})
+        estimate = estimate_comparison(point, target, jobs, busy)
+        estimates.append(estimate | {"point": f"{axis.key}={value}"})
+    return estimates
+
+
+def format_axis_estimate(
+    axis: Axis, estimates: Sequence[Mapping[str, Any]], tuning: Sequence[TuningCost] = ()
+) -> str:
+    """An axis's estimate (``estimate_axis``): its values in order, as a suite's tasks are,
+    and what it costs if every value trains; the axis stops earlier where the reference does
+    not learn, and ``--axis auto`` where the models separate."""
+    heading = f"axis {axis.key}: {len(estimates)} values"
+    stops = "where the models separate (--axis auto) or " if axis.until_separated else ""
+    text = format_suite_estimate(estimates, tuning, heading)
+    return (
+        f"{text}\nat the most: the axis stops at the first value {stops}where the reference "
+        "does not learn"
+    )
+
+
 def format_suite_estimate(
-    estimates: Sequence[Mapping[str, Any]], tuning: Sequence[TuningCost] = ()
+    estimates: Sequence[Mapping[str, Any]],
+    tuning: Sequence[TuningCost] = (),
+    heading: str | None = None,
 ) -> str:
     """A suite's estimate: each task's comparison (``estimate_comparison``), each followed by
-    its tuning seconds where the suite tunes (``tuning``), then the total. The suite compares
-    one task after another, so the tasks' wall times add up."""
+    its tuning seconds where the suite tunes (``tuning``), then the total under ``heading``
+    (``suite: N tasks``). The suite compares one task after another, so the tasks' wall times
+    add up."""
     blocks = [format_comparison_estimate(e) for e in estimates]
     if tuning:
         blocks = [
@@ -190,7 +226,8 @@ def format_suite_estimate(
         ]
     training = sum(e["total_seconds"] for e in estimates)
     wall = sum(e["wall_seconds"] for e in estimates)
-    total = f"suite: {len(estimates)} tasks, about {duration(wall)} of wall time"
+    heading = heading or f"suite: {len(estimates)} tasks"
+    total = f"{heading}, about {duration(wall)} of wall time"
     total += f" ({duration(training)} of training)" if wall != training else ""
     lowest = sum(e.get("least_seconds", e["total_seconds"]) for e in estimates)
     highest = training
