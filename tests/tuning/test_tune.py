@@ -1,10 +1,12 @@
 """The tuning protocol (docs/tuning.md, `mixit.tuning.halving`): selection on held-out training data
 only, edges that extend the grid, halving that keeps the best rate, the budget rule, the
-initialisation choice of a `model.arch` model, and `--no-tune`."""
+initialisation choice of a `model.arch` model, `--no-tune`, and an estimate that reads a finished
+tuning back."""
 
 import importlib
 import json
 import math
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import torch
 from mixit import compare
 from mixit.cli import main
 from mixit.comparisons.compare import Comparison
+from mixit.comparisons.estimate import estimate_comparison, tuning_estimate_line, tuning_seconds
 from mixit.running.runs import run_dir_name
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData, hold_out_validation
@@ -393,3 +396,30 @@ def test_reproduce_gives_one_budget_to_the_groups_of_a_task_and_setting(monkeypa
     for (task, overrides), runs in members.items():
         assert {(r.task, r.overrides) for r in runs} == {(task, overrides)}
         assert "standard" in {r.model for r in runs} and len(runs) > 1
+
+
+def test_a_finished_tuning_is_read_back_and_a_stale_one_is_not(tmp_path):
+    models = ("standard", "mixit")
+    result = compare("retrieval", list(models), seeds=2, out=tmp_path, overrides=QUICK, tune=["lr"])
+    plan = Comparison("retrieval", models, "tiny", range(2), tmp_path, QUICK)
+    done = estimate_comparison(plan, tunes=True)
+    assert [(row["tuned"], row["runs"]) for row in done["rows"]] == [(True, 0), (True, 0)]
+    cost = tuning_seconds(done["rows"], QUICK)
+    assert (cost.most, cost.done) == (0, models)
+    assert tuning_estimate_line(cost).startswith("tuning adds nothing")
+    # A verdict run removed is priced again, at its model's tuned budget.
+    verdict = result["rows"][0]
+    assert verdict["model"] == "standard"
+    runs = sorted((tmp_path / "runs").glob("retrieval-standard-s0-*"))
+    shutil.rmtree(runs[0])
+    again = estimate_comparison(plan, tunes=True)["rows"][0]
+    assert (again["runs"], again["steps"]) == (1, result["tuned"]["standard"]["steps"])
+    # Other settings, or a record that names another run, price as untuned.
+    other = Comparison("retrieval", models, "tiny", range(2), tmp_path, {**QUICK, "train.steps": 6})
+    assert not any(row["tuned"] for row in estimate_comparison(other, tunes=True)["rows"])
+    records = json.loads((tmp_path / "tuning.json").read_text())
+    records["mixit"]["run_dir"] = "runs/retrieval-mixit-s1000-0000000000"
+    (tmp_path / "tuning.json").write_text(json.dumps(records))
+    rows = estimate_comparison(plan, tunes=True)["rows"]
+    assert [row["tuned"] for row in rows] == [True, False]
+    assert not any(row["tuned"] for row in estimate_comparison(plan)["rows"])

@@ -80,10 +80,10 @@ def estimate(
     tunes = settings_to_tune(tune_choice(args), overrides)
     if args.axis is not None:
         axis = parse_axis(args.axis, args.task, args.preset, overrides)
-        costs = estimate_axis(plan, axis, args.target, args.jobs)
+        costs = estimate_axis(plan, axis, args.target, args.jobs, bool(tunes))
         tuning = [tuning_seconds(cost["rows"], overrides) for cost in costs] if tunes else []
         return format_axis_estimate(axis, costs, tuning)
-    cost = estimate_comparison(plan, args.target, args.jobs)
+    cost = estimate_comparison(plan, args.target, args.jobs, tunes=bool(tunes))
     text = format_comparison_estimate(cost)
     if tunes:
         text += "\n" + tuning_estimate_line(tuning_seconds(cost["rows"], overrides))

@@ -80,16 +80,17 @@ def estimate(args: argparse.Namespace) -> str:
     seeds = range(args.seed, args.seed + most)
     models = tuple(model_names(args.models))
     busy = None if args.target else busy_cores_elsewhere()  # once for every task's estimate
+    tunes = settings_to_tune(tune_choice(args), overrides)
     estimates = [
         estimate_comparison(
             Comparison(task, models, args.preset, seeds, Path(args.out) / task, overrides),
             args.target,
             args.jobs,
             busy,
+            bool(tunes),
         )
         for task in suite_tasks(names(args.tasks, "--tasks"))
     ]
-    tunes = settings_to_tune(tune_choice(args), overrides)
     tuning = [tuning_seconds(e["rows"], overrides) for e in estimates] if tunes else []
     return format_suite_estimate(estimates, tuning)
 

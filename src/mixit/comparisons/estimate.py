@@ -4,14 +4,19 @@ timed on this machine or predicted for a device (``mixit.cost.predict``)."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from mixit.common.cores import busy_cores_elsewhere
+from mixit.common.errors import UsageError
+from mixit.common.io import read_json
 from mixit.comparisons.axis import Axis
 from mixit.comparisons.compare import Comparison
+from mixit.config.overrides import apply_overrides
 from mixit.config.schema import TrainConfig
 from mixit.cost.predict import fewest_pieces, get_target
 from mixit.readings.text import duration
@@ -22,7 +27,13 @@ from mixit.running.workers import (
     worker_threads,
 )
 from mixit.training.resolve import resolve_device
-from mixit.tuning.rules import BUDGET_CAP, EDGE_BOUND, GRID, halving_budgets
+from mixit.tuning.rules import (
+    BUDGET_CAP,
+    EDGE_BOUND,
+    GRID,
+    VALIDATION_FRACTION,
+    halving_budgets,
+)
 
 
 def earliest_stop(train: TrainConfig) -> int:
@@ -37,16 +48,51 @@ def earliest_stop(train: TrainConfig) -> int:
     return min(first, train.steps)
 
 
+def finished_tuning(plan: Comparison) -> dict[str, dict[str, Any]]:
+    """Each model's tuned overrides from ``plan.out/tuning.json``, for the models whose record
+    there is this plan's: the halving's winning run it names is the run that the plan's
+    config, at the record's choice and its own budget, would be (``candidate_config``'s
+    settings). A record made at other settings or models, or one that is not a tuning
+    record, is not read: that model prices as untuned."""
+    path = None if plan.out is None else plan.out / "tuning.json"
+    if path is None or not path.is_file():
+        return {}
+    records = read_json(path, str(path))
+    bases = plan.configs()
+    tuned = {}
+    for model in plan.models:
+        record = records.get(model) if isinstance(records, dict) else None
+        try:
+            winner = copy.deepcopy(bases[model, plan.seeds.start])
+            winner.seed = record["seed"]
+            # The record names the halving's winner, run at the base's own budget.
+            settings = {k: v for k, v in record["overrides"].items() if k != "train.steps"}
+            settings["train.validation_fraction"] = VALIDATION_FRACTION
+            apply_overrides(winner, settings)
+            named = Path(record["run_dir"]).name
+        except (TypeError, KeyError, ValueError, UsageError):
+            continue
+        if run_dir_name(winner) == named:
+            tuned[model] = dict(record["overrides"])
+    return tuned
+
+
 def estimate_comparison(
-    plan: Comparison, target: str | None = None, jobs: int = 1, busy: float | None = None
+    plan: Comparison,
+    target: str | None = None,
+    jobs: int = 1,
+    busy: float | None = None,
+    tunes: bool = False,
 ) -> dict[str, Any]:
     """What `compare` (or, with one model and seed, `train`) would cost on this machine,
     without training or writing anything: each model's config is timed once (its seeds cost
     the same, see ``time_training``) at the threads one of ``jobs`` workers gets, or, with
     ``target``, predicted for that device with its memory (``mixit.cost.predict``); a finished run
-    in ``plan.out`` costs nothing."""
+    in ``plan.out`` costs nothing. With ``tunes``, a model already tuned there
+    (``finished_tuning``) is priced at its tuned config, and its row says ``tuned``."""
     models, seed = plan.models, plan.seeds.start
-    configs = plan.configs()
+    tuned = finished_tuning(plan) if tunes else {}
+    configs = plan.configs(tuned)
     runs_dir = None if plan.out is None else plan.out / "runs"
     if target is None:
         timings = pending_timings(configs, runs_dir, jobs)
@@ -59,6 +105,7 @@ def estimate_comparison(
         timing = pending[0] if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
         train = configs[model, seed].train
         row = {"model": model, "runs": len(pending), "steps": train.steps}
+        row["tuned"] = model in tuned
         row |= {"step_seconds": timing["step_seconds"], "run_seconds": timing["run_seconds"]}
         # A run that stops early costs its share of the budget's time, at the least.
         row["least_run_seconds"] = timing["run_seconds"] * earliest_stop(train) / train.steps
@@ -146,50 +193,57 @@ class TuningCost:
     """What tuning adds to an estimate, one run after another: ``least`` from the grid alone,
     each trial stopping as early as its stop rule lets it (``earliest_stop``), ``most`` with
     every edge extension, every doubling of the winner's budget up to the cap, and the verdict
-    runs at the capped budget (docs/tuning.md, rules 1 and 5), none stopping early."""
+    runs at the capped budget (docs/tuning.md, rules 1 and 5), none stopping early. ``done``:
+    the models already tuned (``finished_tuning``), which add nothing."""
 
     least: float
     most: float
+    done: tuple[str, ...] = ()
 
 
 def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> TuningCost:
     """What tuning adds to a comparison's estimate (``rows``: its per-model rows): each model's
     halving in budgets of one run, every model of an ``--arch`` comparison choosing its
-    initialisation as well (docs/tuning.md, rule 6)."""
+    initialisation as well (docs/tuning.md, rule 6); a row marked ``tuned`` adds nothing."""
     arch = str(overrides.get("model.arch", "mixit")) != "mixit"
     inits = 2 if arch and "model.arch_init" not in overrides else 1
     grid = halving_budgets(len(GRID) * inits)
     edges = halving_budgets((len(GRID) + EDGE_BOUND - 1) * inits)
     doublings = sum(2**k for k in range(1, int(math.log2(BUDGET_CAP)) + 1))  # 2x, 4x: 2 + 4
-    least = sum(row.get("least_run_seconds", row["run_seconds"]) * grid for row in rows)
+    untuned = [row for row in rows if not row.get("tuned")]
+    least = sum(row.get("least_run_seconds", row["run_seconds"]) * grid for row in untuned)
     most = sum(
-        row["run_seconds"] * (edges + doublings + row["runs"] * (BUDGET_CAP - 1)) for row in rows
+        row["run_seconds"] * (edges + doublings + row["runs"] * (BUDGET_CAP - 1)) for row in untuned
     )
-    return TuningCost(least, most)
+    return TuningCost(least, most, tuple(row["model"] for row in rows if row.get("tuned")))
 
 
 def tuning_estimate_line(cost: TuningCost) -> str:
     """``tuning_seconds`` as the line the estimates print."""
-    return (
+    done = f"already tuned in its tuning.json: {', '.join(cost.done)}" if cost.done else ""
+    if cost.most == 0 and done:
+        return f"tuning adds nothing: {done} (verdict runs priced at their tuned config)"
+    line = (
         f"plus tuning (docs/tuning.md): about {duration(cost.least)} one run after another from "
         f"the grid alone, each trial stopping as early as its stop rule allows, up to "
         f"{duration(cost.most)} if every model extends its grid to the bound and doubles its "
         f"budget to the cap ({BUDGET_CAP}x, the verdict runs too)"
     )
+    return f"{line}; {done}" if done else line
 
 
 def estimate_axis(
-    plan: Comparison, axis: Axis, target: str | None = None, jobs: int = 1
+    plan: Comparison, axis: Axis, target: str | None = None, jobs: int = 1, tunes: bool = False
 ) -> list[dict[str, Any]]:
     """Each value's comparison along ``axis`` as ``estimate_comparison`` prices it, in the
-    folder ``along_axis`` gives it (so its finished runs cost nothing), with its ``point``
-    (``KEY=VALUE``)."""
+    folder ``along_axis`` gives it (so its finished runs and, with ``tunes``, its finished
+    tuning cost nothing), with its ``point`` (``KEY=VALUE``)."""
     busy = None if target else busy_cores_elsewhere()  # once for every value's estimate
     estimates = []
     for value in axis.values:
         folder = None if plan.out is None else plan.out / axis.folder(value)
         point = replace(plan, out=folder, overrides={**plan.overrides, axis.key: value})
-        estimate = estimate_comparison(point, target, jobs, busy)
+        estimate = estimate_comparison(point, target, jobs, busy, tunes)
         estimates.append(estimate | {"point": f"{axis.key}={value}"})
     return estimates
 
@@ -231,8 +285,8 @@ def format_suite_estimate(
     total += f" ({duration(training)} of training)" if wall != training else ""
     lowest = sum(e.get("least_seconds", e["total_seconds"]) for e in estimates)
     highest = training
-    if tuning:
-        least, most = sum(c.least for c in tuning), sum(c.most for c in tuning)
+    least, most = sum(c.least for c in tuning), sum(c.most for c in tuning)
+    if most > 0:
         total += f", plus {duration(least)} to {duration(most)} of tuning one run after another"
         lowest, highest = lowest + least, highest + most
     if lowest < highest:
