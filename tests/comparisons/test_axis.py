@@ -136,6 +136,19 @@ def test_parse_axis_reads_values_and_the_tasks_default():
         parse_axis("default", "memorization", "tiny", {})  # no knob of its own
 
 
+def test_a_default_axis_leaves_out_the_small_values_whose_examples_cannot_be_drawn():
+    # At 12 parentheses too few distinct strings exist for the preset's test set unseen in
+    # training: a refusal of the data, which resolving the config alone does not show.
+    default = parse_axis("default", "dyck", "tiny", {})
+    assert default.values == (24, 48, 96)
+    assert default.left_out[0].startswith("task.length=12: could not draw 2000 test examples")
+    with pytest.raises(UsageError, match=r"--axis task\.length=12: could not draw"):
+        parse_axis("task.length=12,24", "dyck", "tiny", {})  # values the user names fail
+    reading = {"key": "task.length", "points": [], "stopped_at": None, "break_points": []}
+    printed = format_axis({**reading, "scores": [], "left_out": list(default.left_out)})
+    assert "left out, the task refuses it: task.length=12: could not draw" in printed
+
+
 def test_an_axis_value_stays_beside_its_option():
     argv = ["compare", "--axis", "task.max_pairs=4,8", "train.steps=5", "--seeds", "2"]
     assert overrides_last(argv) == [

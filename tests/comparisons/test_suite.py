@@ -73,6 +73,22 @@ def test_suite_estimate_prices_every_task_and_trains_nothing(tmp_path, capsys):
     assert printed.strip().splitlines()[-1].startswith("in all, ")  # retrieval stops at 0.99
 
 
+def test_suite_estimate_along_each_tasks_axis_prices_every_value(tmp_path, capsys):
+    out = tmp_path / "suite"
+    argv = ["suite", "--tasks", "retrieval,dyck", "--models", "standard,mixit", "--out", str(out)]
+    assert main([*argv, "--axis", "default", "--estimate", "--target", "cpu", "--no-tune"]) == 0
+    printed = capsys.readouterr().out
+    titles = [line for line in printed.splitlines() if line.startswith("task: ")]
+    assert titles[0].startswith("task: retrieval at task.max_pairs=3 ")
+    assert any(title.startswith("task: dyck at ") for title in titles)
+    lines = printed.strip().splitlines()
+    assert lines[-4].startswith(f"suite: 2 tasks along their axes, {len(titles)} values, about ")
+    assert lines[-3].startswith("in all, ")  # retrieval stops at 0.99
+    assert lines[-2].startswith("at the most: each task stops at the first value where the ref")
+    assert lines[-1].startswith("left out, the task refuses it: task.length=12: could not draw")
+    assert not out.exists()
+
+
 def test_report_writes_the_finished_tasks_and_trains_nothing(tmp_path, capsys):
     out = tmp_path / "s"
     argv = ["suite", "--out", str(out), "--models", "standard,mixit", *QUICK]

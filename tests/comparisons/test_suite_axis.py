@@ -59,5 +59,7 @@ def test_suite_along_an_axis_end_to_end(tmp_path, capsys):
     assert (out / "retrieval" / "task.max_pairs=2" / "compare.json").is_file()
     assert not (out / "retrieval" / "task.max_pairs=4").exists()
     assert (out / "retrieval" / "axis.json").is_file() and (out / "axis.csv").is_file()
-    assert main([*argv, "--estimate"]) == 2
+    capsys.readouterr()
+    assert main([*argv, "--estimate", "--target", "cpu"]) == 0  # each value priced
+    assert "suite: 1 tasks along their axes, 2 values, about " in capsys.readouterr().out
     assert main(["suite", "--tasks", "retrieval", "--axis", "task.max_pairs=4,64"]) == 2

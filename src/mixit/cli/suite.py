@@ -24,9 +24,15 @@ from mixit.cli.options import (
     tune_choice,
 )
 from mixit.common.cores import busy_cores_elsewhere
-from mixit.common.errors import UsageError
+from mixit.comparisons.axis import parse_axis
 from mixit.comparisons.compare import Comparison, settings_to_tune
-from mixit.comparisons.estimate import estimate_comparison, format_suite_estimate, tuning_seconds
+from mixit.comparisons.estimate import (
+    estimate_axis,
+    estimate_comparison,
+    format_axes_estimate,
+    format_suite_estimate,
+    tuning_seconds,
+)
 from mixit.comparisons.suite import suite, suite_tasks
 from mixit.comparisons.suite_axis import suite_along
 from mixit.models.variants import VARIANTS
@@ -74,30 +80,38 @@ def add(commands: Any) -> None:
 
 def estimate(args: argparse.Namespace) -> str:
     """``--estimate``: each task's comparison priced as ``compare --estimate`` prices it, into
-    the directory the suite would give it, so finished runs cost nothing."""
+    the directory the suite would give it, so finished runs cost nothing; with ``--axis``,
+    each task's values as ``compare --estimate --axis`` prices them."""
     overrides = dotted_overrides(args)
     most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
     seeds = range(args.seed, args.seed + most)
     models = tuple(model_names(args.models))
     busy = None if args.target else busy_cores_elsewhere()  # once for every task's estimate
-    tunes = settings_to_tune(tune_choice(args), overrides)
-    estimates = [
-        estimate_comparison(
-            Comparison(task, models, args.preset, seeds, Path(args.out) / task, overrides),
-            args.target,
-            args.jobs,
-            busy,
-            bool(tunes),
-        )
-        for task in suite_tasks(names(args.tasks, "--tasks"))
-    ]
+    tunes = bool(settings_to_tune(tune_choice(args), overrides))
+    tasks = suite_tasks(names(args.tasks, "--tasks"))
+    plans = {
+        task: Comparison(task, models, args.preset, seeds, Path(args.out) / task, overrides)
+        for task in tasks
+    }
+    if args.axis is not None:
+        axes = {task: parse_axis(args.axis, task, args.preset, overrides) for task in tasks}
+        estimates = [
+            estimate
+            for task, axis in axes.items()
+            for estimate in estimate_axis(plans[task], axis, args.target, args.jobs, tunes, busy)
+        ]
+    else:
+        estimates = [
+            estimate_comparison(plan, args.target, args.jobs, busy, tunes)
+            for plan in plans.values()
+        ]
     tuning = [tuning_seconds(e["rows"], overrides) for e in estimates] if tunes else []
+    if args.axis is not None:
+        return format_axes_estimate(axes, estimates, tuning)
     return format_suite_estimate(estimates, tuning)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.estimate and args.axis is not None:
-        raise UsageError("--estimate prices one suite: give each task's KEY=VALUE, not --axis")
     if args.estimate:
         print(estimate(args))
         return 0

@@ -35,7 +35,7 @@ from mixit.config.overrides import parse_overrides
 from mixit.readings.litmus import DEFAULT_TOLERANCE, reading
 from mixit.readings.plots import COLUMN, fitted, save, styled
 from mixit.tasks import get_task
-from mixit.training.resolve import resolve_config, stored_config
+from mixit.training.resolve import check_examples, resolve_config, stored_config
 from mixit.tuning.rules import rising_at_end
 
 # ``--axis default``: the preset's value of the task's knob times these.
@@ -55,6 +55,8 @@ class Axis:
     values: tuple[Any, ...]
     # ``--axis auto``: stop at the first value where the models separate (``separated``).
     until_separated: bool = False
+    # ``--axis default``: the smallest values the task refused, each "KEY=VALUE: why".
+    left_out: tuple[str, ...] = ()
 
     def folder(self, value: Any) -> str:
         """``KEY=VALUE``; a value that names files (a pair of data files) goes by its place
@@ -104,7 +106,7 @@ def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) 
         if preset in spec.axis_values:
             return checked(Axis(key, tuple(spec.axis_values[preset])), task, preset, overrides)
         values = sorted({max(1, round(base * f)) for f in DEFAULT_FACTORS})
-        return checked(Axis(key, tuple(values)), task, preset, overrides)
+        return checked(Axis(key, tuple(values)), task, preset, overrides, leave_out=True)
     if "=" not in text:
         raise UsageError(f"--axis '{text}' is not KEY=v1,v2,... or default")
     ((key, raw),) = parse_overrides([text]).items()
@@ -123,18 +125,32 @@ def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) 
     return checked(Axis(key, values), task, preset, overrides)
 
 
-def checked(axis: Axis, task: str, preset: str, overrides: Mapping[str, Any]) -> Axis:
-    """``axis`` once every value of it makes a run the task accepts (a UsageError naming the
-    first that does not), so that a bad value fails before anything trains. An ``--axis auto``
-    stops doubling before the first value the task refuses."""
-    for number, value in enumerate(axis.values):
+def checked(
+    axis: Axis, task: str, preset: str, overrides: Mapping[str, Any], leave_out: bool = False
+) -> Axis:
+    """``axis`` once every value of it makes a run the task accepts, its examples drawn
+    (``check_examples``; a UsageError naming the first value that does not), so that a bad
+    value fails before anything trains. An ``--axis auto`` stops doubling before the first
+    value the task refuses; with ``leave_out`` (``--axis default``) the smallest values the
+    task refuses are left out, as long as two remain."""
+    accepted: list[Any] = []
+    left_out: list[str] = []
+    for value in axis.values:
         try:
-            resolve_config(task, "standard", preset, 0, {**overrides, axis.key: value})
+            check_examples(
+                resolve_config(task, "standard", preset, 0, {**overrides, axis.key: value})
+            )
         except UsageError as error:
-            if axis.until_separated and number > 1:
-                return Axis(axis.key, axis.values[:number], True)
+            if axis.until_separated and len(accepted) > 1:
+                break
+            if leave_out and not accepted:
+                left_out.append(f"{axis.key}={value}: {error}")
+                continue
             raise UsageError(f"--axis {axis.key}={value}: {error}") from None
-    return axis
+        accepted.append(value)
+    if len(accepted) < 2:
+        raise UsageError(f"--axis {left_out[-1]}; fewer than two values of it are left")
+    return Axis(axis.key, tuple(accepted), axis.until_separated, tuple(left_out))
 
 
 def along_axis(
@@ -227,7 +243,7 @@ def axis_reading(axis: Axis, points: Sequence[Mapping[str, Any]]) -> dict[str, A
         "stopped_at": stopped,
         "break_points": [break_point(model, counted) for model in models],
         "scores": [axis_score(model, counted) for model in models],
-    }
+    } | ({"left_out": list(axis.left_out)} if axis.left_out else {})
 
 
 def break_point(model: str, counted: Sequence[Mapping[str, Any]]) -> BreakPoint:
@@ -345,6 +361,7 @@ def format_axis(result: Mapping[str, Any]) -> str:
     """The printed reading: where each model breaks, and its score over the axis."""
     values = ", ".join(str(p["value"]) for p in result["points"])
     lines = [f"axis {result['key']}: {values}"]
+    lines += [f"  left out, the task refuses it: {why}" for why in result.get("left_out", [])]
     if result["stopped_at"] is not None:
         lines.append(
             f"  the reference did not learn at {result['key']}={result['stopped_at']}: "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -233,12 +233,19 @@ def tuning_estimate_line(cost: TuningCost) -> str:
 
 
 def estimate_axis(
-    plan: Comparison, axis: Axis, target: str | None = None, jobs: int = 1, tunes: bool = False
+    plan: Comparison,
+    axis: Axis,
+    target: str | None = None,
+    jobs: int = 1,
+    tunes: bool = False,
+    busy: float | None = None,
 ) -> list[dict[str, Any]]:
     """Each value's comparison along ``axis`` as ``estimate_comparison`` prices it, in the
     folder ``along_axis`` gives it (so its finished runs and, with ``tunes``, its finished
-    tuning cost nothing), with its ``point`` (``KEY=VALUE``)."""
-    busy = None if target else busy_cores_elsewhere()  # once for every value's estimate
+    tuning cost nothing), with its ``point`` (``KEY=VALUE``); ``busy``: as in
+    ``estimate_comparison``."""
+    if busy is None and target is None:
+        busy = busy_cores_elsewhere()  # once for every value's estimate
     estimates = []
     for value in axis.values:
         folder = None if plan.out is None else plan.out / axis.folder(value)
@@ -255,12 +262,35 @@ def format_axis_estimate(
     and what it costs if every value trains; the axis stops earlier where the reference does
     not learn, and ``--axis auto`` where the models separate."""
     heading = f"axis {axis.key}: {len(estimates)} values"
-    stops = "where the models separate (--axis auto) or " if axis.until_separated else ""
     text = format_suite_estimate(estimates, tuning, heading)
-    return (
-        f"{text}\nat the most: the axis stops at the first value {stops}where the reference "
-        "does not learn"
-    )
+    lines = [axis_stop_line(axis.until_separated, "the axis stops"), *left_out_lines([axis])]
+    return "\n".join([text, *lines])
+
+
+def format_axes_estimate(
+    axes: Mapping[str, Axis],
+    estimates: Sequence[Mapping[str, Any]],
+    tuning: Sequence[TuningCost] = (),
+) -> str:
+    """A suite's estimate along its tasks' axes (``axes``: each task's): every task's values
+    (``estimate_axis``, one task after another in ``estimates``) and their sum."""
+    values = sum(len(axis.values) for axis in axes.values())
+    heading = f"suite: {len(axes)} tasks along their axes, {values} values"
+    text = format_suite_estimate(estimates, tuning, heading)
+    auto = any(axis.until_separated for axis in axes.values())
+    lines = [axis_stop_line(auto, "each task stops"), *left_out_lines(axes.values())]
+    return "\n".join([text, *lines])
+
+
+def left_out_lines(axes: Iterable[Axis]) -> list[str]:
+    """The values ``--axis default`` left out, since the task refuses them."""
+    return [f"left out, the task refuses it: {why}" for axis in axes for why in axis.left_out]
+
+
+def axis_stop_line(until_separated: bool, who: str) -> str:
+    """Why an axis's estimate is the most it may cost."""
+    stops = "where the models separate (--axis auto) or " if until_separated else ""
+    return f"at the most: {who} at the first value {stops}where the reference does not learn"
 
 
 def format_suite_estimate(
