@@ -7,7 +7,7 @@ from test_axis import PLANTED
 
 from mixit.cli import main
 from mixit.comparisons.axis import Axis
-from mixit.comparisons.suite_axis import suite_along_axes
+from mixit.comparisons.suite_axis import axes_markdown, axis_tasks, suite_along_axes
 
 AXES = {"retrieval": Axis("task.max_pairs", (4, 8, 16)), "khop": Axis("task.max_hops", (4, 8))}
 
@@ -63,3 +63,13 @@ def test_suite_along_an_axis_end_to_end(tmp_path, capsys):
     assert main([*argv, "--estimate", "--target", "cpu"]) == 0  # each value priced
     assert "suite: 1 tasks along their axes, 2 values, about " in capsys.readouterr().out
     assert main(["suite", "--tasks", "retrieval", "--axis", "task.max_pairs=4,64"]) == 2
+
+
+def test_the_default_suite_along_default_axes_leaves_out_the_tasks_without_a_knob():
+    walked, left = axis_tasks("default", None)
+    assert "memorization" in left and "memorization" not in walked
+    assert "retrieval" in walked and "retrieval" not in left
+    assert axis_tasks("task.max_pairs=2,4", ["retrieval"]) == (["retrieval"], [])
+    assert axis_tasks("default", ["memorization"]) == (["memorization"], [])  # named: it fails
+    text = axes_markdown({}, [], left)
+    assert f"Left out, no knob of their own: {', '.join(left)}" in text

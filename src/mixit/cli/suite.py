@@ -34,7 +34,7 @@ from mixit.comparisons.estimate import (
     tuning_seconds,
 )
 from mixit.comparisons.suite import suite, suite_tasks
-from mixit.comparisons.suite_axis import suite_along
+from mixit.comparisons.suite_axis import axis_tasks, suite_along
 from mixit.models.variants import VARIANTS
 from mixit.readings.litmus import AUTO, AUTO_SEEDS
 
@@ -89,6 +89,9 @@ def estimate(args: argparse.Namespace) -> str:
     busy = None if args.target else busy_cores_elsewhere()  # once for every task's estimate
     tunes = bool(settings_to_tune(tune_choice(args), overrides))
     tasks = suite_tasks(names(args.tasks, "--tasks"))
+    without_knob: list[str] = []
+    if args.axis is not None:
+        tasks, without_knob = axis_tasks(args.axis, names(args.tasks, "--tasks"))
     plans = {
         task: Comparison(task, models, args.preset, seeds, Path(args.out) / task, overrides)
         for task in tasks
@@ -107,7 +110,10 @@ def estimate(args: argparse.Namespace) -> str:
         ]
     tuning = [tuning_seconds(e["rows"], overrides) for e in estimates] if tunes else []
     if args.axis is not None:
-        return format_axes_estimate(axes, estimates, tuning)
+        left = (
+            f"\nleft out, no knob of their own: {', '.join(without_knob)}" if without_knob else ""
+        )
+        return format_axes_estimate(axes, estimates, tuning) + left
     return format_suite_estimate(estimates, tuning)
 
 

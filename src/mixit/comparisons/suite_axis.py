@@ -31,6 +31,7 @@ from mixit.comparisons.axis import (
 from mixit.comparisons.compare import compare
 from mixit.comparisons.suite import heatmap, suite_tasks
 from mixit.running.launchers import LOCAL, Launch
+from mixit.tasks import get_task
 
 # The heatmap's marks under ``--axis``: where a model stops matching over the axis.
 AXIS_MARKS = {HOLDS: True, BREAKS: False, INCONCLUSIVE: None}
@@ -58,13 +59,25 @@ def suite_along(
     (``default``, ``auto`` or ``KEY=v1,...``; every task's checked before anything trains);
     returns ``{task: axis.json}``."""
     overrides = dict(overrides or {})
-    axes = {task: parse_axis(axis, task, preset, overrides) for task in suite_tasks(tasks)}
+    walked, without_knob = axis_tasks(axis, tasks)
+    axes = {task: parse_axis(axis, task, preset, overrides) for task in walked}
 
     def compare_task(task: str, folder: Path, point: dict[str, Any]) -> dict[str, Any]:
         return compare(task, models, preset, seed, seeds, folder, point, progress,
                        tune=tune, launch=launch or LOCAL)  # fmt: skip
 
-    return suite_along_axes(axes, Path(out), overrides, compare_task, report_only)
+    return suite_along_axes(axes, Path(out), overrides, compare_task, report_only, without_knob)
+
+
+def axis_tasks(axis: str, tasks: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The suite's tasks (``suite_tasks``) that walk ``axis``, and those left out: under
+    ``default`` or ``auto`` the default suite leaves out the tasks with no knob of their own
+    (``TaskSpec.axis``); tasks the user names are all walked, and one without a knob fails."""
+    chosen = suite_tasks(tasks)
+    if tasks is not None or axis not in ("default", "auto"):
+        return chosen, []
+    knobless = [task for task in chosen if get_task(task).axis is None]
+    return [task for task in chosen if task not in knobless], knobless
 
 
 def suite_along_axes(
@@ -73,10 +86,12 @@ def suite_along_axes(
     overrides: Mapping[str, Any],
     compare_task: Callable[[str, Path, dict[str, Any]], dict[str, Any]],
     report_only: bool = False,
+    without_knob: Sequence[str] = (),
 ) -> dict[str, Any]:
     """``{task: axis.json}``: each task along its axis (``compare_task(task, folder,
     overrides)`` returns one value's compare.json), or with ``report_only`` the tasks whose
-    axis.json exists; then the suite's files."""
+    axis.json exists; then the suite's files, which name the tasks left out for having no
+    knob (``without_knob``)."""
     out = make_dir(out)
     if report_only:
         results = {
@@ -97,12 +112,13 @@ def suite_along_axes(
     write_text(out / "axis.csv", tasks_csv(results))
     scores = {t: {s["model"]: s["relative"] for s in r["scores"]} for t, r in results.items()}
     heatmap(out / "heatmap.png", scores, _as_comparisons(results), AXIS_LEGEND)
-    write_text(out / "summary.md", axes_markdown(results, unfinished))
+    write_text(out / "summary.md", axes_markdown(results, unfinished, without_knob))
     summary = {
         task: {k: result[k] for k in ("key", "values", "stopped_at", "break_points", "scores")}
         for task, result in results.items()
     }
-    write_json(out / "suite.json", {"tasks": list(axes), "axes": summary, "unfinished": unfinished})
+    record = {"tasks": list(axes), "axes": summary, "unfinished": unfinished}
+    write_json(out / "suite.json", record | {"without_knob": list(without_knob)})
     return results
 
 
@@ -135,7 +151,11 @@ def _as_comparisons(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[
     return shaped
 
 
-def axes_markdown(results: Mapping[str, Mapping[str, Any]], unfinished: Sequence[str]) -> str:
+def axes_markdown(
+    results: Mapping[str, Mapping[str, Any]],
+    unfinished: Sequence[str],
+    without_knob: Sequence[str] = (),
+) -> str:
     """Each task's reading as ``compare --axis`` prints it, and its figure."""
     lines = [
         "# Suite along each task's axis",
@@ -146,4 +166,9 @@ def axes_markdown(results: Mapping[str, Mapping[str, Any]], unfinished: Sequence
         lines += [f"## {task}", f"```\n{format_axis(result)}\n```", f"![{task}]({task}/axis.png)"]
     if unfinished:
         lines.append(f"Not finished (no axis.json yet): {', '.join(unfinished)}.")
+    if without_knob:
+        lines.append(
+            f"Left out, no knob of their own: {', '.join(without_knob)} (name one with --tasks "
+            "and --axis KEY=v1,v2,...)."
+        )
     return "\n\n".join(lines) + "\n"
