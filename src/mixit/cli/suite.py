@@ -88,33 +88,27 @@ def estimate(args: argparse.Namespace) -> str:
     models = tuple(model_names(args.models))
     busy = None if args.target else busy_cores_elsewhere()  # once for every task's estimate
     tunes = bool(settings_to_tune(tune_choice(args), overrides))
-    tasks = suite_tasks(names(args.tasks, "--tasks"))
-    without_knob: list[str] = []
-    if args.axis is not None:
-        tasks, without_knob = axis_tasks(args.axis, names(args.tasks, "--tasks"))
-    plans = {
-        task: Comparison(task, models, args.preset, seeds, Path(args.out) / task, overrides)
-        for task in tasks
-    }
-    if args.axis is not None:
-        axes = {task: parse_axis(args.axis, task, args.preset, overrides) for task in tasks}
+
+    def plan(task: str) -> Comparison:
+        return Comparison(task, models, args.preset, seeds, Path(args.out) / task, overrides)
+
+    if args.axis is None:
+        tasks = suite_tasks(names(args.tasks, "--tasks"))
         estimates = [
-            estimate
-            for task, axis in axes.items()
-            for estimate in estimate_axis(plans[task], axis, args.target, args.jobs, tunes, busy)
+            estimate_comparison(plan(t), args.target, args.jobs, busy, tunes) for t in tasks
         ]
-    else:
-        estimates = [
-            estimate_comparison(plan, args.target, args.jobs, busy, tunes)
-            for plan in plans.values()
-        ]
+        tuning = [tuning_seconds(e["rows"], overrides) for e in estimates] if tunes else []
+        return format_suite_estimate(estimates, tuning)
+    walked, without_knob = axis_tasks(args.axis, names(args.tasks, "--tasks"))
+    axes = {task: parse_axis(args.axis, task, args.preset, overrides) for task in walked}
+    estimates = [
+        estimate
+        for task, axis in axes.items()
+        for estimate in estimate_axis(plan(task), axis, args.target, args.jobs, tunes, busy)
+    ]
     tuning = [tuning_seconds(e["rows"], overrides) for e in estimates] if tunes else []
-    if args.axis is not None:
-        left = (
-            f"\nleft out, no knob of their own: {', '.join(without_knob)}" if without_knob else ""
-        )
-        return format_axes_estimate(axes, estimates, tuning) + left
-    return format_suite_estimate(estimates, tuning)
+    left = f"\nleft out, no knob of their own: {', '.join(without_knob)}" if without_knob else ""
+    return format_axes_estimate(axes, estimates, tuning) + left
 
 
 def run(args: argparse.Namespace) -> int:
