@@ -24,6 +24,7 @@ from mixit.cli.options import (
     tune_choice,
 )
 from mixit.common.cores import busy_cores_elsewhere
+from mixit.common.errors import UsageError
 from mixit.comparisons.axis import parse_axis
 from mixit.comparisons.compare import Comparison, settings_to_tune
 from mixit.comparisons.estimate import (
@@ -67,6 +68,14 @@ def add(commands: Any) -> None:
         action="store_true",
         help="train nothing: write results.csv, heatmap.png and summary.md from the tasks "
         "already finished in OUT (to read a long suite while it runs, or after it stopped)",
+    )
+    parser.add_argument(
+        "--beside",
+        metavar="EARLIER",
+        default=None,
+        help="an earlier suite's output folder: summary.md and suite.json give its verdicts "
+        "beside this suite's, task by task, with what moved in each model's tuning "
+        "(initialisation, budget, rate)",
     )
     add_axis_option(parser, "OUT/TASK/")
     add_progress_option(parser)
@@ -115,7 +124,10 @@ def run(args: argparse.Namespace) -> int:
     if args.estimate:
         print(estimate(args))
         return 0
-    along = partial(suite_along, args.axis) if args.axis is not None else suite
+    if args.axis is not None and args.beside is not None:
+        raise UsageError("--beside reads a plain suite; it does not go with --axis")
+    plain = partial(suite, beside=args.beside)
+    along = partial(suite_along, args.axis) if args.axis is not None else plain
     along(
         names(args.tasks, "--tasks"),
         model_names(args.models),

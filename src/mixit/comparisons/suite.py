@@ -18,6 +18,7 @@ from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, read_json, write_json, write_text
+from mixit.comparisons.beside import beside_rows, beside_section
 from mixit.comparisons.compare import Comparison, compare, raised_budget, seeds_auto_text
 from mixit.models.variants import VARIANTS
 from mixit.readings.litmus import AUTO, AUTO_SEEDS, VERDICTS
@@ -62,14 +63,21 @@ def suite(
     launch: Launch | None = None,
     tune: Sequence[str] | None = None,
     report_only: bool = False,
+    beside: str | Path | None = None,
 ) -> dict[str, Any]:
     """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
     returns ``{task: compare.json}``. ``tune`` and ``seeds`` (a count, or ``"auto"``, decided
     task by task): as ``compare``'s (None: tune ``model.arch`` models only). ``report_only``:
     train nothing, and write the files from the tasks whose ``OUT/TASK/compare.json`` exists
-    (the others are named as unfinished). ``mixit.comparisons.suite_axis.suite_along`` walks
+    (the others are named as unfinished). ``beside``: an earlier suite's folder, whose
+    verdicts summary.md and suite.json give beside this one's (``comparisons.beside``).
+    ``mixit.comparisons.suite_axis.suite_along`` walks
     each task along its axis instead."""
     tasks = suite_tasks(tasks)
+    earlier = None
+    if beside is not None:  # read before anything trains: a wrong folder stops the suite
+        remedy = "give --beside a folder an earlier `mixit suite` wrote"
+        earlier = finished_tasks(Path(beside), tasks, remedy)
     if not report_only:  # every task's configs, so that bad input leaves no folder behind
         for task in tasks:
             Comparison(task, tuple(models or VARIANTS), preset, range(seed, seed + 1),
@@ -100,13 +108,21 @@ def suite(
     heatmap(out / "heatmap.png", scores, results)
     costs = {task: logged_cost(out / task / "runs") for task in results}
     summary = summary_markdown(scores, results, preset, seeds, costs, unfinished)
+    record: dict[str, Any] = {"tasks": tasks, "scores": scores, "unfinished": unfinished}
+    if earlier is not None:
+        then = beside_rows(results, earlier)
+        summary += "\n" + "\n\n".join(beside_section(then, Path(beside))) + "\n"
+        record["beside"] = {"folder": str(beside), "rows": then}
     write_text(out / "summary.md", summary)
-    write_json(out / "suite.json", {"tasks": tasks, "scores": scores, "unfinished": unfinished})
+    write_json(out / "suite.json", record)
     return results
 
 
-def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
-    """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished."""
+def finished_tasks(
+    out: Path, tasks: Sequence[str], remedy: str = "run the suite without --report first"
+) -> dict[str, Any]:
+    """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished; a
+    UsageError ending in ``remedy`` when none did."""
     finished = {
         task: checked_comparison(out / task)
         for task in tasks
@@ -114,8 +130,7 @@ def finished_tasks(out: Path, tasks: Sequence[str]) -> dict[str, Any]:
     }
     if not finished:
         raise UsageError(
-            f"no finished task in {out} (none of {', '.join(tasks)} has a compare.json): "
-            "run the suite without --report first"
+            f"no finished task in {out} (none of {', '.join(tasks)} has a compare.json): {remedy}"
         )
     return finished
 
