@@ -54,6 +54,7 @@ from figures.suites import (
     peer_tasks,
     retrieval_init_tuned,
     suites_rejudged,
+    suites_retrained,
 )
 from figures.tuning import (
     fresh_seeds,
@@ -99,6 +100,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "modadd-depth": modadd_depth,
     "retrieval-init-tuned": retrieval_init_tuned,
     "suites-rejudged": suites_rejudged,
+    "suites-retrained": suites_retrained,
     **{name: functools.partial(_tuned_suite, folder) for name, folder in TUNED_SUITES.items()},
 }
 DOCUMENTS = (

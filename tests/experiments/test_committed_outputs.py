@@ -112,9 +112,14 @@ def _reproduce_calls(output: Path) -> list[list[str]]:
 
 
 def _suite_call(output: Path) -> list[str]:
-    """The suite command its README gives, with ``--report`` on the copy."""
+    """The suite command its README gives, with ``--report`` on the copy. An earlier suite it
+    reads ``--beside`` is copied beside it (the working folder is the copy's scratch)."""
     readme = (output / "README.md").read_text().splitlines()
     argv = shlex.split(next(line for line in readme if line.startswith("    mixit suite")))[1:]
+    if "--beside" in argv:
+        earlier = Path(argv[argv.index("--beside") + 1])
+        if not earlier.exists():
+            shutil.copytree(RESULTS.parent / earlier, earlier, symlinks=True)
     at = argv.index("--out")
     return [*argv[:at], *argv[at + 2 :], "--out", str(Path("results") / output.name), "--report"]
 

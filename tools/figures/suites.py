@@ -199,6 +199,41 @@ def suites_rejudged() -> str:
     return "\n".join(lines)
 
 
+# The suites trained again under the tuning rules of #69 (one budget per task, each model's own
+# initialisation), each beside the suite it replaces (``mixit suite --beside``).
+RETRAINED_SUITES = {
+    "suite-llama-rules": "suite-llama-tuned",
+    "suite-gpt2-rules": "suite-gpt2-tuned",
+}
+
+
+def suites_retrained() -> str:
+    """docs/reproduce.md: each retrained suite's verdicts beside the earlier suite's, as that
+    suite recorded them and as the reading rules of 2026-12-01 read them (nothing retrained),
+    with what moved in each model's tuning (its ``suite.json`` ``beside`` rows)."""
+    lines = [
+        "| suite (beside) | task | model | recorded then | read again | retrained | moved |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    counted = 0
+    for name, earlier in RETRAINED_SUITES.items():
+        folder = common.RESULTS / name
+        if not (folder / "suite.json").is_file():
+            continue
+        old = common.RESULTS / earlier
+        for row in _json(folder / "suite.json")["beside"]["rows"]:
+            before = _json(old / row["task"] / "compare.json")
+            again = judged_again(before, common.unpacked(old) / row["task"])
+            rows = {r["model"]: r for r in again["litmus"].get("rows", [])}
+            read = "no reference" if not rows else _cell(rows.get(row["model"]))
+            lines.append(
+                f"| {name} ({earlier}) | {row['task']} | {row['model']} | {row['earlier']} | "
+                f"{read} | **{row['now']}** | {row['moved'] or '-'} |"
+            )
+            counted += 1
+    return "\n".join(lines) if counted else "(no suite retrained yet)"
+
+
 def retrieval_init_tuned() -> str:
     """docs/tuning.md: the standard model's tuning trials on retrieval in each tuned --arch
     suite, per initialisation and rate (the validation score at the last rung the trial
