@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mixit.cli import main
-from mixit.comparisons.suite import relative_score
+from mixit.comparisons.suite import relative_score, summary_markdown
 from mixit.readings.results import COLUMNS, read_results_csv
 
 QUICK = ["train.steps=4", "train.eval_every=4", "train.stop_at=none", "train.eval_examples=64"]
@@ -157,3 +157,18 @@ def test_report_on_another_versions_output_changes_nothing(
     error = capsys.readouterr().err.strip()
     assert fragment in error and "\n" not in error
     assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+
+
+def test_summary_says_what_each_verdict_rests_on():
+    rows = [
+        {"model": "frozen-qk", "difference": -0.5, "matches": False, "logit_spread_at_init": 0.816},
+        {"model": "mixit", "difference": -0.6, "matches": None, "why": "mixit was still rising"},
+    ]
+    rows[0]["trained"] = "3,600 steps, converged, initialisation small-output"
+    result = {"rows": [], "litmus": {"tolerance": 0.02, "rows": rows}}
+    cost = {"runs": 0, "train_seconds": 0.0, "devices": set()}
+    text = summary_markdown({"addition": {}}, {"addition": result}, "tiny", 3, {"addition": cost})
+    assert "frozen-qk falls short (-0.500), mixit inconclusive (-0.600)" in text
+    assert "  - mixit inconclusive: mixit was still rising" in text
+    assert "  - frozen-qk trained 3,600 steps, converged, initialisation small-output" in text
+    assert "  - frozen-qk: frozen attention's logit spread at initialisation 0.816" in text

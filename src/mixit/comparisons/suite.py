@@ -290,6 +290,7 @@ def summary_markdown(
             for row in reading.get("rows", [])
         ]
         lines.append(f"- **{task}**: " + ", ".join(verdicts) + _auto_note(result))
+        lines += _verdict_details(reading.get("rows", []))
     if seeds == 1:
         lines.append("\nOne seed per run: no verdict here is certain (use --seeds 3 or more).")
     spread = [v for task in scores for v in scores[task].values() if not math.isnan(v)]
@@ -297,6 +298,24 @@ def summary_markdown(
         lines.append(f"\nScores range from {min(spread):.2f} to {max(spread):.2f}.")
     lines += _tuning_section(results, models) + _cost_section(costs)
     return "\n\n".join(lines) + "\n"
+
+
+def _verdict_details(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Under a task's verdicts, what each one rests on: why it is inconclusive, how a model said
+    to fall short was trained, and the frozen attention's logit spread at initialisation
+    (Frozen-QK's and the random transformer's: near 0, attention is uniform and stays so)."""
+    details = []
+    for row in rows:
+        if row.get("why"):
+            details.append(f"  - {row['model']} inconclusive: {row['why']}")
+        if row.get("trained"):
+            details.append(f"  - {row['model']} trained {row['trained']}")
+        if row.get("logit_spread_at_init") is not None:
+            details.append(
+                f"  - {row['model']}: frozen attention's logit spread at initialisation "
+                f"{row['logit_spread_at_init']:.3f} (0: uniform)"
+            )
+    return ["\n".join(details)] if details else []
 
 
 def _auto_note(result: Mapping[str, Any]) -> str:
