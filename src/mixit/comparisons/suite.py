@@ -21,7 +21,7 @@ from mixit.common.io import make_dir, read_json, write_json, write_text
 from mixit.comparisons.beside import beside_rows, beside_section
 from mixit.comparisons.compare import Comparison, compare, raised_budget, seeds_auto_text
 from mixit.models.variants import VARIANTS
-from mixit.readings.litmus import AUTO, AUTO_SEEDS, VERDICTS
+from mixit.readings.litmus import AUTO, AUTO_SEEDS, VERDICTS, row_details
 from mixit.readings.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.readings.results import KEYS, csv_problem, read_results_csv, write_rows
 from mixit.readings.text import markdown_table
@@ -301,20 +301,13 @@ def summary_markdown(
 
 
 def _verdict_details(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Under a task's verdicts, what each one rests on: why it is inconclusive, how a model said
-    to fall short was trained, and the frozen attention's logit spread at initialisation
-    (Frozen-QK's and the random transformer's: near 0, attention is uniform and stays so)."""
+    """Under a task's verdicts, what each one rests on: why it is inconclusive, and the
+    ``row_details`` that ``compare`` prints."""
     details = []
     for row in rows:
         if row.get("why"):
             details.append(f"  - {row['model']} inconclusive: {row['why']}")
-        if row.get("trained"):
-            details.append(f"  - {row['model']} trained {row['trained']}")
-        if row.get("logit_spread_at_init") is not None:
-            details.append(
-                f"  - {row['model']}: frozen attention's logit spread at initialisation "
-                f"{row['logit_spread_at_init']:.3f} (0: uniform)"
-            )
+        details += [f"  - {row['model']} {detail}" for detail in row_details(row)]
     return ["\n".join(details)] if details else []
 
 

@@ -277,13 +277,7 @@ def litmus_lines(result: Mapping[str, Any]) -> list[str]:
             f"  {row['model']:<11} {row['difference']:+.4f} ± {spread_text(row.get('spread'))}  "
             f"{shown:>16}  {VERDICTS[row['matches']]:<12}  {row['reading']}"
         )
-        if row.get("trained"):
-            lines.append(f"  {'':<11} trained: {row['trained']}")
-        if row.get("logit_spread_at_init") is not None:
-            lines.append(
-                f"  {'':<11} frozen attention's logit spread at initialisation "
-                f"{row['logit_spread_at_init']:.3f} (0: uniform)"
-            )
+        lines += [f"  {'':<11} {detail}" for detail in row_details(row)]
     if "does_not_discriminate" in reading:
         lines.append(
             f"the random transformer matches: {DOES_NOT_DISCRIMINATE}; "
@@ -292,6 +286,21 @@ def litmus_lines(result: Mapping[str, Any]) -> list[str]:
     if len(result.get("seeds", [])) == 1:
         lines.append("(one seed: nothing here is certain; use --seeds 3 or more)")
     return lines
+
+
+def row_details(row: Mapping[str, Any]) -> list[str]:
+    """What a litmus row's verdict rests on besides its numbers: how a model said to fall short
+    was trained, and the frozen attention's logit spread at initialisation (Frozen-QK's and the
+    random transformer's: near 0, attention is uniform and stays so)."""
+    details = []
+    if row.get("trained"):
+        details.append(f"trained: {row['trained']}")
+    if row.get("logit_spread_at_init") is not None:
+        details.append(
+            "frozen attention's logit spread at initialisation "
+            f"{row['logit_spread_at_init']:.3f} (0: uniform)"
+        )
+    return details
 
 
 def undecided_by_interval(reading: Mapping[str, Any]) -> list[str]:
