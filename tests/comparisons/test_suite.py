@@ -170,5 +170,5 @@ def test_summary_says_what_each_verdict_rests_on():
     text = summary_markdown({"addition": {}}, {"addition": result}, "tiny", 3, {"addition": cost})
     assert "frozen-qk falls short (-0.500), mixit inconclusive (-0.600)" in text
     assert "  - mixit inconclusive: mixit was still rising" in text
-    assert "  - frozen-qk trained: 3,600 steps, converged, initialisation small-output" in text
-    assert "  - frozen-qk frozen attention's logit spread at initialisation 0.816" in text
+    assert "  - frozen-qk, trained: 3,600 steps, converged, initialisation small-output" in text
+    assert "  - frozen-qk, frozen attention's logit spread at initialisation 0.816" in text

@@ -307,7 +307,7 @@ def _verdict_details(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     for row in rows:
         if row.get("why"):
             details.append(f"  - {row['model']} inconclusive: {row['why']}")
-        details += [f"  - {row['model']} {detail}" for detail in row_details(row)]
+        details += [f"  - {row['model']}, {detail}" for detail in row_details(row)]
     return ["\n".join(details)] if details else []
 
 
