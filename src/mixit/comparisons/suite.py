@@ -101,6 +101,21 @@ def suite(
             )
             for task in tasks
         }
+    write_suite_files(out, tasks, results, preset, seeds, beside, earlier)
+    return results
+
+
+def write_suite_files(
+    out: Path,
+    tasks: Sequence[str],
+    results: Mapping[str, Any],
+    preset: str,
+    seeds: int | str,
+    beside: str | Path | None = None,
+    earlier: Mapping[str, Any] | None = None,
+) -> None:
+    """The suite's own files from its finished tasks' ``results``: results.csv, the heatmap,
+    summary.md and suite.json, with ``earlier`` (the suite in ``beside``) set beside them."""
     unfinished = [task for task in tasks if task not in results]
     rows = [row for task in results for row in read_results_csv(out / task / "results.csv")]
     write_rows(out / "results.csv", rows)
@@ -108,14 +123,13 @@ def suite(
     heatmap(out / "heatmap.png", scores, results)
     costs = {task: logged_cost(out / task / "runs") for task in results}
     summary = summary_markdown(scores, results, preset, seeds, costs, unfinished)
-    record: dict[str, Any] = {"tasks": tasks, "scores": scores, "unfinished": unfinished}
-    if earlier is not None:
+    record: dict[str, Any] = {"tasks": list(tasks), "scores": scores, "unfinished": unfinished}
+    if earlier is not None and beside is not None:
         then = beside_rows(results, earlier)
         summary += "\n" + "\n\n".join(beside_section(then, Path(beside))) + "\n"
         record["beside"] = {"folder": str(beside), "rows": then}
     write_text(out / "summary.md", summary)
     write_json(out / "suite.json", record)
-    return results
 
 
 def finished_tasks(
