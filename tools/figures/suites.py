@@ -11,7 +11,6 @@ from figures.common import ROOT, _json
 from mixit.comparisons import suite
 from mixit.comparisons.compare import judged_again
 from mixit.readings import litmus
-from mixit.readings.litmus import VERDICTS
 from mixit.readings.results import read_results_csv
 from mixit.tasks import TASKS
 from mixit.tuning.rules import validation_points
@@ -109,9 +108,7 @@ def _litmus_cells(compare: dict) -> list[str]:
         cause = "no reference: " + "; ".join(judged["no_reference"])
         return [cause] + [""] * (len(SUITE_VARIANTS) - 1)
     rows = {row["model"]: row for row in judged["rows"]}
-    return [
-        f"{VERDICTS[rows[m]['matches']]} ({rows[m]['difference']:+.3f})" for m in SUITE_VARIANTS
-    ]
+    return [litmus.verdict_words(rows[m]) for m in SUITE_VARIANTS]
 
 
 def _tuned_suite(folder: Path) -> str:
@@ -149,7 +146,7 @@ MODADD_DEPTH = {
 
 
 def _cell(row: dict[str, Any] | None) -> str:
-    return "-" if row is None else f"{VERDICTS[row['matches']]} ({row['difference']:+.3f})"
+    return "-" if row is None else litmus.verdict_words(row)
 
 
 def suites_rejudged() -> str:
@@ -221,10 +218,14 @@ def suites_retrained() -> str:
         if not (folder / "suite.json").is_file():
             continue
         old = common.RESULTS / earlier
-        for row in _json(folder / "suite.json")["beside"]["rows"]:
-            before = _json(old / row["task"] / "compare.json")
-            again = judged_again(before, common.unpacked(old) / row["task"])
-            rows = {r["model"]: r for r in again["litmus"].get("rows", [])}
+        records = common.unpacked(old)
+        beside = _json(folder / "suite.json")["beside"]["rows"]
+        again = {
+            task: judged_again(_json(old / task / "compare.json"), records / task)["litmus"]
+            for task in dict.fromkeys(row["task"] for row in beside)
+        }
+        for row in beside:
+            rows = {r["model"]: r for r in again[row["task"]].get("rows", [])}
             read = "no reference" if not rows else _cell(rows.get(row["model"]))
             lines.append(
                 f"| {name} ({earlier}) | {row['task']} | {row['model']} | {row['earlier']} | "

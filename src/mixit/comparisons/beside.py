@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
-from mixit.readings.litmus import VERDICTS
+from mixit.readings.litmus import verdict_words
 from mixit.readings.text import markdown_table
 
 NO_REFERENCE = "no reference"
@@ -44,7 +44,7 @@ def verdict_text(result: Mapping[str, Any], model: str) -> str:
     row = next((r for r in reading.get("rows", []) if r["model"] == model), None)
     if row is None:
         return "-"
-    return f"{VERDICTS[row['matches']]} ({row['difference']:+.3f})"
+    return verdict_words(row)
 
 
 def moved_text(earlier: Mapping[str, Any], now: Mapping[str, Any], model: str) -> str:

@@ -21,7 +21,7 @@ from mixit.common.io import make_dir, read_json, write_json, write_text
 from mixit.comparisons.beside import beside_rows, beside_section
 from mixit.comparisons.compare import Comparison, compare, raised_budget, seeds_auto_text
 from mixit.models.variants import VARIANTS
-from mixit.readings.litmus import AUTO, AUTO_SEEDS, VERDICTS, row_details
+from mixit.readings.litmus import AUTO, AUTO_SEEDS, row_details, verdict_words
 from mixit.readings.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.readings.results import KEYS, csv_problem, read_results_csv, write_rows
 from mixit.readings.text import markdown_table
@@ -77,7 +77,7 @@ def suite(
     earlier = None
     if beside is not None:  # read before anything trains: a wrong folder stops the suite
         remedy = "give --beside a folder an earlier `mixit suite` wrote"
-        earlier = finished_tasks(Path(beside), tasks, remedy)
+        earlier = (Path(beside), finished_tasks(Path(beside), tasks, remedy))
     if not report_only:  # every task's configs, so that bad input leaves no folder behind
         for task in tasks:
             Comparison(task, tuple(models or VARIANTS), preset, range(seed, seed + 1),
@@ -101,7 +101,7 @@ def suite(
             )
             for task in tasks
         }
-    write_suite_files(out, tasks, results, preset, seeds, beside, earlier)
+    write_suite_files(out, tasks, results, preset, seeds, earlier)
     return results
 
 
@@ -111,11 +111,11 @@ def write_suite_files(
     results: Mapping[str, Any],
     preset: str,
     seeds: int | str,
-    beside: str | Path | None = None,
-    earlier: Mapping[str, Any] | None = None,
+    earlier: tuple[Path, Mapping[str, Any]] | None = None,
 ) -> None:
     """The suite's own files from its finished tasks' ``results``: results.csv, the heatmap,
-    summary.md and suite.json, with ``earlier`` (the suite in ``beside``) set beside them."""
+    summary.md and suite.json, with ``earlier`` (an earlier suite's folder and its tasks'
+    compare.json) set beside them."""
     unfinished = [task for task in tasks if task not in results]
     rows = [row for task in results for row in read_results_csv(out / task / "results.csv")]
     write_rows(out / "results.csv", rows)
@@ -124,10 +124,11 @@ def write_suite_files(
     costs = {task: logged_cost(out / task / "runs") for task in results}
     summary = summary_markdown(scores, results, preset, seeds, costs, unfinished)
     record: dict[str, Any] = {"tasks": list(tasks), "scores": scores, "unfinished": unfinished}
-    if earlier is not None and beside is not None:
-        then = beside_rows(results, earlier)
-        summary += "\n" + "\n\n".join(beside_section(then, Path(beside))) + "\n"
-        record["beside"] = {"folder": str(beside), "rows": then}
+    if earlier is not None:
+        folder, compared = earlier
+        then = beside_rows(results, compared)
+        summary += "\n" + "\n\n".join(beside_section(then, folder)) + "\n"
+        record["beside"] = {"folder": str(folder), "rows": then}
     write_text(out / "summary.md", summary)
     write_json(out / "suite.json", record)
 
@@ -299,10 +300,7 @@ def summary_markdown(
         if reading.get("no_reference"):
             lines.append(f"- **{task}**: no verdict, " + "; ".join(reading["no_reference"]))
             continue
-        verdicts = [
-            f"{row['model']} {VERDICTS[row['matches']]} ({row['difference']:+.3f})"
-            for row in reading.get("rows", [])
-        ]
+        verdicts = [f"{row['model']} {verdict_words(row)}" for row in reading.get("rows", [])]
         lines.append(f"- **{task}**: " + ", ".join(verdicts) + _auto_note(result))
         lines += _verdict_details(reading.get("rows", []))
     if seeds == 1:

@@ -288,6 +288,12 @@ def litmus_lines(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def verdict_words(row: Mapping[str, Any]) -> str:
+    """A litmus row's verdict with its mean difference, as summaries print it:
+    ``falls short (-0.918)``."""
+    return f"{VERDICTS[row['matches']]} ({row['difference']:+.3f})"
+
+
 def row_details(row: Mapping[str, Any]) -> list[str]:
     """What a litmus row's verdict rests on besides its numbers: how a model said to fall short
     was trained, and the frozen attention's logit spread at initialisation (Frozen-QK's and the
