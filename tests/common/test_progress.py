@@ -75,3 +75,19 @@ def test_a_command_in_a_log_says_it_goes_on_at_least_every_line_seconds(monkeypa
         pytest.skip("trained too fast here to see several intervals")
     gaps = [b - a for a, b in itertools.pairwise(log.times)]
     assert max(gaps) < 3 * progress.LINE_SECONDS + 1.0, log.getvalue()  # a step or set-up aside
+
+
+@pytest.mark.parametrize(("fraction", "label"), [("0.0", "test="), ("0.2", "val=")])
+def test_the_bar_names_the_split_it_scores(monkeypatch, tmp_path, fraction, label):
+    """A tuning trial is scored on held-out training rows, and its bar says so (val=)."""
+    monkeypatch.setattr(progress, "LINE_SECONDS", 0.0)
+    log = Log()
+    monkeypatch.setattr("sys.stderr", log)
+    argv = ["train", "--task", "retrieval", "--model", "standard", "--progress"]
+    argv += ["--out", str(tmp_path / "run"), "train.steps=4", "train.eval_every=2"]
+    argv += ["train.eval_examples=16", "model.n_embd=16", "model.n_layer=1"]
+    argv += ["train.batch_size=8", f"train.validation_fraction={fraction}"]
+    assert main(argv) == 0
+    evaluated = [line for line in log.getvalue().splitlines() if "loss=" in line]
+    other = {"test=": "val=", "val=": "test="}[label]
+    assert evaluated and all(label in line and other not in line for line in evaluated)

@@ -179,7 +179,7 @@ def open_run(
     data = hold_out_validation(
         spec.make_data(config.task, config.seed), config.train.validation_fraction
     )
-    held_out = bool(config.train.validation_fraction) and not data.test_is_train
+    held_out = on_validation(config, data)
     training = setup(config, data, ranks)
     schedule, progress = _restore(training, out if resume else None)
     first_step = progress["step"]
@@ -278,9 +278,16 @@ class RunLoop:
         seconds = max(state["train_seconds"], 1e-9)
         record["tokens_per_second"] = self.training.tokens(state["step"]) / seconds
         self.writer.log(record)
-        bar.set_postfix(loss=f"{state['running_loss']:.3f}", test=f"{metrics[metric]:.3f}")
+        split = "val" if on_validation(self.training.config, self.training.data) else "test"
+        bar.set_postfix({"loss": f"{state['running_loss']:.3f}", split: f"{metrics[metric]:.3f}"})
         state["stopped"] = self.rule.update(metrics.get(STOP_METRIC, metrics[metric]))
         self.start = time.perf_counter()
+
+
+def on_validation(config: RunConfig, data: TaskData) -> bool:
+    """Whether the run is evaluated on held-out training rows (``train.validation_fraction``,
+    a tuning trial) rather than the test split; the progress bar names the split it reads."""
+    return bool(config.train.validation_fraction) and not data.test_is_train
 
 
 def keep_vocabulary(spec: TaskSpec, config: RunConfig, out: Path | None) -> None:
