@@ -9,6 +9,7 @@ import torch
 
 from mixit.config.schema import ModelConfig
 from mixit.training import devices
+from mixit.training.train import RunLoop
 
 # Under pytest-xdist (`make test` runs two workers) each worker trains on one thread, and the
 # processes the tests start wait passively: two processes' OpenMP threads spinning on two
@@ -43,6 +44,30 @@ def cpu_only(monkeypatch):
     starts, also on a machine that has one."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     monkeypatch.setattr(devices, "gpu_count", lambda: 0)
+
+
+class Steps:
+    """Watches every run's training steps in this process: with ``stop`` set, training stops
+    (KeyboardInterrupt, as a kill would) on reaching that step index, before its update is
+    counted; ``trained`` lists the step indices trained."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.stop: int | None = None
+        self.trained: list[int] = []
+        after_step = RunLoop.after_step
+
+        def watched(loop: RunLoop, step: int, *args: object) -> bool:
+            if step == self.stop:
+                raise KeyboardInterrupt
+            self.trained.append(step)
+            return after_step(loop, step, *args)
+
+        monkeypatch.setattr(RunLoop, "after_step", watched)
+
+
+@pytest.fixture
+def steps(monkeypatch) -> Steps:
+    return Steps(monkeypatch)
 
 
 @pytest.fixture

@@ -21,6 +21,15 @@ of training them again. Choose the runs dear to train again, and commit only tho
 
     python tools/run_records.py --weights 'khop-*' runs/presets-small-200 results/partial
 
+``--resumable`` keeps the last checkpoint of each run cut off mid-way (stopped before its
+budget and not halted at a tuning rung: the runs in flight when a long plan was stopped), so
+that the same command resumes them there instead of training them again from step 0. Planned
+runs checkpoint an eighth of their budget apart, so this is at most two or three checkpoints
+for a plan stopped with as many jobs; a run finished later has its archived checkpoint dropped
+at the next ``--pack``:
+
+    python tools/run_records.py --suite --resumable runs/suite-llama-rules results/suite-llama-rules
+
 A suite's output keeps one runs/ folder per task; ``--suite`` keeps each task's records in
 DEST/TASK/runs/ beside its comparison files, and the suite's own reports (write them first
 with ``mixit suite ... --report``), so DEST reads as the suite's output without weights. An
@@ -54,10 +63,12 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import io
+import json
 import os
 import shutil
 import sys
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from mixit.cli import run_tool
@@ -65,6 +76,7 @@ from mixit.cli.options import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.common.io import write_atomic, write_folder_atomic
 from mixit.training.checkpoint import CHECKPOINT, latest_checkpoint
+from mixit.training.rundir import read_records
 
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
@@ -93,11 +105,38 @@ def refuse_links(folder: Path) -> None:
             raise UsageError(f"{path} is a link; run records are copied from plain files only")
 
 
-def save(out: Path, destination: Path, weights: str | None = None) -> tuple[int, int]:
+@dataclass(frozen=True)
+class Kept:
+    """Beyond the text records: the weights or checkpoints (``copy_weights``) of the runs
+    whose names match ``weights``, and with ``resumable`` the checkpoints of the runs cut off
+    mid-way (``cut_off``)."""
+
+    weights: str | None = None
+    resumable: bool = False
+
+    def copy_extra(self, run: Path, kept: Path) -> None:
+        named = self.weights is not None and fnmatch.fnmatch(run.name, self.weights)
+        if named or (self.resumable and cut_off(run)):
+            copy_weights(run, kept)
+
+
+def cut_off(run: Path) -> bool:
+    """Whether ``run`` stopped before its end with nothing to show for it: no summary, and not
+    halted at its ``train.halt_at`` (a tuning rung, which its evaluation there stands for)."""
+    if (run / "summary.json").is_file():
+        return False
+    try:
+        halt_at = json.loads((run / "config.json").read_text())["train"].get("halt_at") or 0
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise UsageError(f"{run / 'config.json'} is not a run's config") from None
+    return not (halt_at and any(r["step"] == halt_at for r in read_records(run / "metrics.jsonl")))
+
+
+def save(out: Path, destination: Path, kept: Kept = Kept()) -> tuple[int, int]:
     """Copy the records of OUT's runs (those with a config and metrics) into
     DESTINATION/runs/ (made under a temporary name, then renamed), with the weights or
-    checkpoints (``copy_weights``) of those whose names match the pattern ``weights``; the
-    number of runs copied, and of them the finished ones."""
+    checkpoints that ``kept`` names; the number of runs copied, and of them the finished
+    ones."""
     refuse_links(out / RUNS)  # before anything is made
     runs = sorted(path.parent for path in (out / RUNS).glob("*/metrics.jsonl"))
     runs = [run for run in runs if (run / "config.json").is_file()]
@@ -108,8 +147,7 @@ def save(out: Path, destination: Path, weights: str | None = None) -> tuple[int,
             for name in RECORDS:
                 if (run / name).is_file():
                     copy_file(run / name, staging / run.name / name)
-            if weights is not None and fnmatch.fnmatch(run.name, weights):
-                copy_weights(run, staging / run.name)
+            kept.copy_extra(run, staging / run.name)
 
     destination.mkdir(parents=True, exist_ok=True)
     write_folder_atomic(destination / RUNS, copy)
@@ -129,7 +167,7 @@ def copy_weights(run: Path, kept: Path) -> None:
         shutil.copytree(checkpoint, kept / CHECKPOINT)
 
 
-def save_suite(out: Path, destination: Path, weights: str | None = None) -> tuple[int, int]:
+def save_suite(out: Path, destination: Path, kept: Kept = Kept()) -> tuple[int, int]:
     """``save`` for each task of a suite's OUT into DESTINATION/TASK/, with the task's and the
     suite's files (``TASK_FILES``, ``SUITE_FILES``) where written; DESTINATION is made under a
     temporary name, then renamed. Into a DESTINATION that exists (an output published
@@ -141,7 +179,7 @@ def save_suite(out: Path, destination: Path, weights: str | None = None) -> tupl
 
     def copy(staging: Path) -> None:
         for task in tasks:
-            counts.append(save(task, staging / task.name, weights))
+            counts.append(save(task, staging / task.name, kept))
             for name in TASK_FILES:
                 if (task / name).is_file():
                     copy_file(task / name, staging / task.name / name)
@@ -152,7 +190,7 @@ def save_suite(out: Path, destination: Path, weights: str | None = None) -> tupl
     if destination.exists():
         # A folder ``publish_results`` made: its tasks' files are there, their runs/ are not.
         for task in tasks:
-            counts.append(save(task, destination / task.name, weights))
+            counts.append(save(task, destination / task.name, kept))
     else:
         write_folder_atomic(destination, copy)
     return sum(c for c, _ in counts), sum(f for _, f in counts)
@@ -229,6 +267,14 @@ def unpack(output: Path, into: Path) -> int:
     return _write_missing(into, archived_files(output))
 
 
+def _superseded(name: str, contents: dict[str, bytes]) -> bool:
+    """Whether ``name`` is a checkpoint's file of a run that has since finished (its summary is
+    among ``contents``): the run is reused from its summary, never resumed."""
+    path = Path(name)
+    in_checkpoint = path.parent.name == CHECKPOINT
+    return in_checkpoint and str(path.parent.parent / "summary.json") in contents
+
+
 def pack(output: Path) -> int:
     """OUTPUT's runs/ folders as one archive, ``OUTPUT/records.tar.gz``, with the files of an
     archive already there that the folders do not hold; the folders go once it is in place
@@ -242,6 +288,7 @@ def pack(output: Path) -> int:
         for path in sorted(folder.rglob("*")):
             if path.is_file():
                 contents[str(path.relative_to(output))] = path.read_bytes()
+    contents = {name: data for name, data in contents.items() if not _superseded(name, contents)}
 
     def write(tmp: Path) -> None:
         with (
@@ -286,9 +333,17 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the weights of the finished runs whose names match PATTERN ('*': all), "
         "and the last checkpoints of the unfinished ones",
     )
+    parser.add_argument(
+        "--resumable",
+        action="store_true",
+        help="keep the last checkpoint of each run cut off mid-way (not halted at a rung), "
+        "for the same command to resume it there",
+    )
     args = parser.parse_args(argv)
     if args.pack:
-        if args.destination is not None or args.restore or args.suite or args.weights:
+        if args.destination is not None or any(
+            (args.restore, args.suite, args.weights, args.resumable)
+        ):
             parser.error("--pack takes one folder (OUTPUT) and no other option")
         return main_pack(args.out)
     if args.destination is None:
@@ -309,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         if target.exists():
             print(f"run_records: {target} exists; name a new folder", file=sys.stderr)
             return 2
-    count, finished = keep(args.out, args.destination, args.weights)
+    count, finished = keep(args.out, args.destination, Kept(args.weights, args.resumable))
     print(f"kept the records of {count} runs ({finished} finished) in {args.destination}")
     return 0
 

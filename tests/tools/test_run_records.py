@@ -5,11 +5,13 @@ caller's config as it was."""
 import importlib.util
 import io
 import shutil
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from mixit.running import runs
 from mixit.running.runs import run_dir_name, train_missing
 from mixit.training.checkpoint import latest_checkpoint
 from mixit.training.resolve import resolve_config
@@ -17,6 +19,7 @@ from mixit.training.resolve import resolve_config
 TOOL = Path(__file__).parents[2] / "tools" / "run_records.py"
 spec = importlib.util.spec_from_file_location("run_records", TOOL)
 run_records = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = run_records  # its dataclass looks its module up there
 spec.loader.exec_module(run_records)
 
 STEPS = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 32}
@@ -84,6 +87,39 @@ def test_weights_keeps_finished_weights_and_a_cut_off_runs_checkpoint_to_go_on_f
     assert trained == 1  # the cut-off run only
     unbroken, _ = train_missing({"cut": cut}, tmp_path / "unbroken" / "runs")
     assert resumed["cut"]["metrics"] == unbroken["cut"]["metrics"]
+
+
+def test_resumable_keeps_only_the_checkpoints_of_runs_cut_off_mid_way(tmp_path, monkeypatch, steps):
+    """A run cut off mid-way keeps its checkpoint and resumes from it after a restore; a
+    trial halted at its rung and a finished run keep their text records alone, and once the
+    cut-off run finishes, packing again drops its archived checkpoint."""
+    monkeypatch.setattr(runs, "CHECKPOINT_FLOOR", 1)
+    longer = STEPS | {"train.steps": 8, "train.eval_every": 4}
+    cut = resolve_config("retrieval", "mixit", "tiny", 0, longer)
+    trial = resolve_config("retrieval", "standard", "tiny", 0, longer)
+    trial.train.halt_at = 4
+    first = tmp_path / "first"
+    train_missing({"finished": config("standard"), "trial": trial}, first / "runs")
+    steps.stop = 3
+    with pytest.raises(KeyboardInterrupt):
+        train_missing({"cut": cut}, first / "runs")
+    kept = tmp_path / "kept"
+    assert run_records.main(["--resumable", str(first), str(kept)]) == 0
+    checkpoints = {p.parent.parent.name for p in kept.rglob("checkpoint/state.pt")}
+    assert checkpoints == {run_dir_name(cut)}
+    assert run_records.main(["--pack", str(kept)]) == 0
+    again = tmp_path / "again"
+    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    steps.stop, steps.trained = None, []
+    _, trained = train_missing({"cut": cut}, again / "runs")
+    assert trained == 1 and steps.trained[0] == 3  # from its checkpoint after step 3, not from 0
+    shutil.rmtree(again / "runs" / run_dir_name(cut) / "checkpoint")
+    assert run_records.main(["--resumable", str(again), str(tmp_path / "later")]) == 0
+    shutil.copy(kept / run_records.ARCHIVE, tmp_path / "later")
+    assert run_records.main(["--pack", str(tmp_path / "later")]) == 0
+    names = [name for name, _ in run_records.archived_files(tmp_path / "later")]
+    assert f"runs/{run_dir_name(cut)}/summary.json" in names
+    assert not [name for name in names if "/checkpoint/" in name]
 
 
 def test_training_here_leaves_the_callers_config_and_its_run_name_as_they_were(tmp_path):

@@ -10,6 +10,7 @@ summary (interrupted, or halted and now asked to go further) resumes from its ch
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import heapq
@@ -51,6 +52,11 @@ from mixit.training.train import halted_summary
 from mixit.training.train import run as train_run
 
 Key = TypeVar("Key", bound=Hashable)
+
+# A planned run that sets no ``train.checkpoint_every`` checkpoints this many times over its
+# budget, so a plan stopped mid-way (a session's end, a killed job) resumes each run in flight
+# from at most an eighth of its budget back; runs shorter than the floor write none mid-way.
+CHECKPOINTS_PER_RUN, CHECKPOINT_FLOOR = 8, 500
 
 
 def run_dir_name(config: RunConfig) -> str:
@@ -100,7 +106,7 @@ def train_missing(
         if summary is not None:
             summaries[run] = {**summary, "run_dir": str(run_dir)}
         else:
-            todo.setdefault(name, (config, []))[1].append(run)
+            todo.setdefault(name, (with_checkpoints(config), []))[1].append(run)
     if not todo or not train:
         return summaries, 0
     if launch.submits:
@@ -113,6 +119,17 @@ def train_missing(
     workers = (min(launch.jobs, len(units)), launch.gpus_per_run)
     _train_locally(todo, units, summaries, runs_dir, workers, (progress, each), diverged)
     return summaries, len(todo)
+
+
+def with_checkpoints(config: RunConfig) -> RunConfig:
+    """``config``, or where it sets no ``train.checkpoint_every`` a copy that checkpoints
+    ``CHECKPOINTS_PER_RUN`` times (an execution setting: the run and its numbers are the same,
+    since a checkpoint resumes exactly)."""
+    if config.train.checkpoint_every:
+        return config
+    every = max(CHECKPOINT_FLOOR, -(-config.train.steps // CHECKPOINTS_PER_RUN))
+    train = dataclasses.replace(config.train, checkpoint_every=every)
+    return dataclasses.replace(config, train=train)
 
 
 def member_groups(todo: Mapping[str, tuple[RunConfig, list[Key]]]) -> list[list[str]]:
