@@ -68,8 +68,8 @@ import os
 import shutil
 import sys
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser
@@ -105,8 +105,7 @@ def refuse_links(folder: Path) -> None:
             raise UsageError(f"{path} is a link; run records are copied from plain files only")
 
 
-@dataclass(frozen=True)
-class Kept:
+class Kept(NamedTuple):
     """Beyond the text records: the weights or checkpoints (``copy_weights``) of the runs
     whose names match ``weights``, and with ``resumable`` the checkpoints of the runs cut off
     mid-way (``cut_off``)."""
@@ -118,6 +117,9 @@ class Kept:
         named = self.weights is not None and fnmatch.fnmatch(run.name, self.weights)
         if named or (self.resumable and cut_off(run)):
             copy_weights(run, kept)
+
+
+TEXT_ONLY = Kept()
 
 
 def cut_off(run: Path) -> bool:
@@ -132,7 +134,7 @@ def cut_off(run: Path) -> bool:
     return not (halt_at and any(r["step"] == halt_at for r in read_records(run / "metrics.jsonl")))
 
 
-def save(out: Path, destination: Path, kept: Kept = Kept()) -> tuple[int, int]:
+def save(out: Path, destination: Path, kept: Kept = TEXT_ONLY) -> tuple[int, int]:
     """Copy the records of OUT's runs (those with a config and metrics) into
     DESTINATION/runs/ (made under a temporary name, then renamed), with the weights or
     checkpoints that ``kept`` names; the number of runs copied, and of them the finished
@@ -167,7 +169,7 @@ def copy_weights(run: Path, kept: Path) -> None:
         shutil.copytree(checkpoint, kept / CHECKPOINT)
 
 
-def save_suite(out: Path, destination: Path, kept: Kept = Kept()) -> tuple[int, int]:
+def save_suite(out: Path, destination: Path, kept: Kept = TEXT_ONLY) -> tuple[int, int]:
     """``save`` for each task of a suite's OUT into DESTINATION/TASK/, with the task's and the
     suite's files (``TASK_FILES``, ``SUITE_FILES``) where written; DESTINATION is made under a
     temporary name, then renamed. Into a DESTINATION that exists (an output published

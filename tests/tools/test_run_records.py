@@ -5,7 +5,6 @@ caller's config as it was."""
 import importlib.util
 import io
 import shutil
-import sys
 import tarfile
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from mixit.training.resolve import resolve_config
 TOOL = Path(__file__).parents[2] / "tools" / "run_records.py"
 spec = importlib.util.spec_from_file_location("run_records", TOOL)
 run_records = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = run_records  # its dataclass looks its module up there
 spec.loader.exec_module(run_records)
 
 STEPS = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 32}
