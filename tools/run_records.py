@@ -8,7 +8,8 @@ reads the trained weights (the width report's retrieval question, the analyses);
 tuning trial halted at a rung from its evaluation there in ``metrics.jsonl``. This copies
 the text files of every run of OUT into DEST/runs/; copying DEST/runs/ back into a new OUT
 lets the same command train only what was not finished. What has to train on (a trial the
-halving keeps, a run cut off) starts again from step 0, without its checkpoint: the same run.
+halving keeps, a run cut off) starts again from step 0, without its checkpoint: the same run
+(``--resumable``, below, keeps the checkpoints of the runs cut off).
 
     python tools/run_records.py runs/width-depth-tuned results/width-depth-tuned
     cp -r results/width-depth-tuned/runs runs/width-depth-tuned/   # in a new checkout
