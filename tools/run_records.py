@@ -76,8 +76,9 @@ from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.common.io import write_atomic, write_folder_atomic
+from mixit.running.runs import halted_on_disk
 from mixit.training.checkpoint import CHECKPOINT, latest_checkpoint
-from mixit.training.rundir import read_records
+from mixit.training.resolve import stored_config
 
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
@@ -125,14 +126,15 @@ TEXT_ONLY = Kept()
 
 def cut_off(run: Path) -> bool:
     """Whether ``run`` stopped before its end with nothing to show for it: no summary, and not
-    halted at its ``train.halt_at`` (a tuning rung, which its evaluation there stands for)."""
+    halted at its ``train.halt_at`` (a tuning rung, which its evaluation there stands for, as
+    the plans read it: ``halted_on_disk``)."""
     if (run / "summary.json").is_file():
         return False
     try:
-        halt_at = json.loads((run / "config.json").read_text())["train"].get("halt_at") or 0
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        config = stored_config(json.loads((run / "config.json").read_text()))
+    except (OSError, ValueError):
         raise UsageError(f"{run / 'config.json'} is not a run's config") from None
-    return not (halt_at and any(r["step"] == halt_at for r in read_records(run / "metrics.jsonl")))
+    return halted_on_disk(run, config) is None
 
 
 def save(out: Path, destination: Path, kept: Kept = TEXT_ONLY) -> tuple[int, int]:
