@@ -7,6 +7,21 @@ import json
 
 from figures.common import RESULTS
 
+# The litmus reading's ``matches`` at one value, as the table's per-value column names it.
+VERDICT = {True: "match", False: "short", None: "inconclusive"}
+
+
+def _per_value(model: str, reading: dict) -> str:
+    """The model's reading at each counted value: where it breaks is not all the axis says
+    (a model inconclusive at its first value may fall short at every later one)."""
+    words = []
+    for point in reading["points"]:
+        if point["value"] == reading["stopped_at"]:
+            break
+        row = next(r for r in point["compare"]["litmus"]["rows"] if r["model"] == model)
+        words.append(f"{point['value']}: {VERDICT[row['matches']]}")
+    return ", ".join(words)
+
 
 def _model_rows(reading: dict) -> list[str]:
     """One row per model: its break point (and why) and its score with its seed spread."""
@@ -22,7 +37,7 @@ def _model_rows(reading: dict) -> list[str]:
             where = f"holds up to {counted[-1]}"
         why = f" ({point['why']})" if point["why"] else ""
         rows.append(
-            f"| {point['model']} | {where}{why} "
+            f"| {point['model']} | {where}{why} | {_per_value(point['model'], reading)} "
             f"| {score['relative']:+.3f} ± {score['spread']:.3f} |"
         )
     return rows
@@ -52,8 +67,9 @@ def axis_results() -> str:
             "",
             f"![{out.parent.name}](../results/{out.parent.name}/axis.png)",
             "",
-            "| model | break point | score over the axis (0: chance, 1: the reference) |",
-            "|---|---|---:|",
+            "| model | break point | reading at each value "
+            "| score over the axis (0: chance, 1: the reference) |",
+            "|---|---|---|---:|",
             *_model_rows(reading),
             "",
         ]
