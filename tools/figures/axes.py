@@ -24,7 +24,8 @@ def _per_value(model: str, reading: dict) -> str:
 
 
 def _model_rows(reading: dict) -> list[str]:
-    """One row per model: its break point (and why) and its score with its seed spread."""
+    """One row per model: its break point (and why), its reading at each value, and its score
+    with its seed spread."""
     scores = {s["model"]: s for s in reading["scores"]}
     counted = [p["value"] for p in reading["points"] if p["value"] != reading["stopped_at"]]
     # An automatic or a stopped axis ends where it stopped, not where the user chose.
