@@ -6,20 +6,16 @@ from __future__ import annotations
 import json
 
 from figures.common import RESULTS
-
-# The litmus reading's ``matches`` at one value, as the table's per-value column names it.
-VERDICT = {True: "match", False: "short", None: "inconclusive"}
+from mixit.readings.litmus import VERDICTS
 
 
-def _per_value(model: str, reading: dict) -> str:
+def _per_value(model: str, counted: list[dict]) -> str:
     """The model's reading at each counted value: where it breaks is not all the axis says
     (a model inconclusive at its first value may fall short at every later one)."""
     words = []
-    for point in reading["points"]:
-        if point["value"] == reading["stopped_at"]:
-            break
+    for point in counted:
         row = next(r for r in point["compare"]["litmus"]["rows"] if r["model"] == model)
-        words.append(f"{point['value']}: {VERDICT[row['matches']]}")
+        words.append(f"{point['value']}: {VERDICTS[row['matches']]}")
     return ", ".join(words)
 
 
@@ -27,7 +23,7 @@ def _model_rows(reading: dict) -> list[str]:
     """One row per model: its break point (and why), its reading at each value, and its score
     with its seed spread."""
     scores = {s["model"]: s for s in reading["scores"]}
-    counted = [p["value"] for p in reading["points"] if p["value"] != reading["stopped_at"]]
+    counted = [p for p in reading["points"] if p["value"] != reading["stopped_at"]]
     # An automatic or a stopped axis ends where it stopped, not where the user chose.
     open_ended = "separated_at" in reading or reading["stopped_at"] is not None
     rows = []
@@ -35,10 +31,10 @@ def _model_rows(reading: dict) -> list[str]:
         score = scores[point["model"]]
         where = point["outcome"] if point["at"] is None else f"{point['outcome']} at {point['at']}"
         if point["outcome"] == "holds" and open_ended and counted:
-            where = f"holds up to {counted[-1]}"
+            where = f"holds up to {counted[-1]['value']}"
         why = f" ({point['why']})" if point["why"] else ""
         rows.append(
-            f"| {point['model']} | {where}{why} | {_per_value(point['model'], reading)} "
+            f"| {point['model']} | {where}{why} | {_per_value(point['model'], counted)} "
             f"| {score['relative']:+.3f} ± {score['spread']:.3f} |"
         )
     return rows
