@@ -23,7 +23,7 @@ from mixit.cli.options import OneLineParser
 
 # tools/ is not a package: its figures/ modules are found beside this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures.axes import axis_results
+from figures.axes import AXES, axis_results, axis_values
 from figures.common import ROOT
 from figures.reproduce import (
     c2_budget,
@@ -102,6 +102,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "suites-rejudged": suites_rejudged,
     "suites-retrained": suites_retrained,
     **{name: functools.partial(_tuned_suite, folder) for name, folder in TUNED_SUITES.items()},
+    **{name: functools.partial(axis_values, folder) for name, folder in AXES.items()},
 }
 DOCUMENTS = (
     ROOT / "README.md",
@@ -117,6 +118,7 @@ DOCUMENTS = (
     ROOT / "docs" / "width.md",
     ROOT / "docs" / "huggingface.md",
     ROOT / "docs" / "cost.md",
+    *sorted(folder / "README.md" for folder in AXES.values()),
 )
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 

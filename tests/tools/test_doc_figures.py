@@ -141,3 +141,49 @@ def test_every_figure_under_docs_figures_is_its_committed_result():
         committed = figures.parents[1] / source
         assert (figures / name).read_bytes() == committed.read_bytes(), name
         assert committed.with_suffix(".pdf").is_file(), f"{source} has no vector copy"
+
+
+def _planted_value(axis: Path, value: int, litmus: dict) -> None:
+    """A value folder of an axis with the fields of compare.json that its table reads."""
+    folder = axis / f"task.num_pairs={value}"
+    folder.mkdir(parents=True)
+    tuned = {
+        "standard": {"train.lr": 0.002, "steps": 2400, "learned": True},
+        "mixit": {"train.lr": 0.0063, "steps": 2400, "learned": False},
+    }
+    compare = {
+        "metric": "test_token_accuracy",
+        "chance": 1 / value,
+        "seeds": [0, 1],
+        "rows": [
+            {"model": "standard", "values": [0.99, 0.97], "mean": 0.98},
+            {"model": "mixit", "values": [0.31, 0.25], "mean": 0.28},
+        ],
+        "tuned": tuned,
+        "litmus": litmus,
+    }
+    (folder / "compare.json").write_text(json.dumps(compare))
+
+
+def test_an_axis_readme_tables_each_value_in_order_from_its_compare_file(tmp_path):
+    from figures.axes import axis_values
+
+    short = {"model": "mixit", "difference": -0.7, "matches": False, "reading": "needs attention"}
+    _planted_value(tmp_path, 16, {"tolerance": 0.02, "rows": [short]})
+    _planted_value(
+        tmp_path,
+        2,
+        {"tolerance": 0.02, "rows": [], "no_reference": ["seed 1 at chance"], "next": "more"},
+    )
+    (tmp_path / "task.num_pairs=4").mkdir()  # a value still training: no compare.json yet
+    table = axis_values(tmp_path)
+    assert table.index("task.num_pairs=2") < table.index("task.num_pairs=16")
+    assert "task.num_pairs=4" not in table
+    assert "(test_token_accuracy; chance 0.0625; budget 2,400 steps)" in table
+    assert "  | standard | 0.002 | 0.990, 0.970 | 0.980 | reference |" in table
+    assert (
+        "  | mixit | 0.0063 (learned at no rate) | 0.310, 0.250 | 0.280 "
+        "| falls short (-0.700): needs attention |"
+    ) in table
+    assert "| 0.280 | no verdict |" in table
+    assert "standard model is no reference here (seed 1 at chance; next: more)" in table

@@ -4,9 +4,10 @@ figure, where each model breaks and its score over the axis."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from figures.common import RESULTS
-from mixit.readings.litmus import VERDICTS
+from mixit.readings.litmus import VERDICTS, verdict_words
 
 
 def _per_value(model: str, counted: list[dict]) -> str:
@@ -71,3 +72,66 @@ def axis_results() -> str:
             "",
         ]
     return "\n".join(blocks).rstrip()
+
+
+def _value_folders(axis: Path) -> list[Path]:
+    """The folder of each value of ``axis`` that has a comparison, in the axis's order; a value
+    folder is named ``KEY=VALUE``, and an axis cut off mid-way has fewer."""
+    folders = [found.parent for found in axis.glob("*=*/compare.json")]
+    return sorted(folders, key=lambda folder: float(folder.name.split("=", 1)[1]))
+
+
+def _rate(tuned: dict | None) -> str:
+    """A model's tuned rate, and whether its tuning saw it learn at any rate."""
+    if not tuned:
+        return "preset"
+    rate = f"{tuned['train.lr']:.2g}"
+    return rate if tuned.get("learned", True) else f"{rate} (learned at no rate)"
+
+
+def axis_values(axis: Path) -> str:
+    """Per value of one ``results/axis-*`` folder, its comparison as ``compare.json`` has it:
+    each seed's metric, the mean, the tuned rate and the litmus reading. It reads the value
+    folders, not ``axis.json``, so an axis still under way shows the values it has."""
+    blocks = []
+    for folder in _value_folders(axis):
+        compare = json.loads((folder / "compare.json").read_text())
+        tuned = compare.get("tuned") or {}
+        budgets = sorted({t["steps"] for t in tuned.values()})
+        budget = f"; budget {', '.join(f'{b:,}' for b in budgets)} steps" if budgets else ""
+        readings = {row["model"]: row for row in compare["litmus"]["rows"]}
+        seeds = ", ".join(str(seed) for seed in compare["seeds"])
+        blocks += [
+            f"- **{folder.name}** ({compare['metric']}; chance {compare['chance']:.3g}{budget}):",
+            "",
+            f"  | model | rate | seeds {seeds} | mean | litmus reading |",
+            "  |---|---:|---|---:|---|",
+        ]
+        for row in compare["rows"]:
+            model = row["model"]
+            if model == "standard":
+                reading = "reference"
+            elif model in readings:
+                reading = f"{verdict_words(readings[model])}: {readings[model]['reading']}"
+            else:
+                reading = "no verdict"
+            values = ", ".join(f"{v:.3f}" for v in row["values"])
+            blocks.append(
+                f"  | {model} | {_rate(tuned.get(model))} | {values} | {row['mean']:.3f} "
+                f"| {reading} |"
+            )
+        if compare["litmus"].get("no_reference"):
+            blocks += [
+                "",
+                "  No verdict at this value: the standard model is no reference here ("
+                f"{'; '.join(compare['litmus']['no_reference'])}; next: "
+                f"{compare['litmus']['next']}).",
+            ]
+        blocks.append("")
+    return "\n".join(blocks).rstrip()
+
+
+# Each committed axis's README quotes its per-value tables from the block named after it.
+AXES = {
+    f"values-{readme.parent.name}": readme.parent for readme in RESULTS.glob("axis-*/README.md")
+}
