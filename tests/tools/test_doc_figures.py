@@ -187,3 +187,17 @@ def test_an_axis_readme_tables_each_value_in_order_from_its_compare_file(tmp_pat
     ) in table
     assert "| 0.280 | no verdict |" in table
     assert "standard model is no reference here (seed 1 at chance; next: more)" in table
+
+
+def test_an_axis_under_way_is_named_in_the_docs_with_the_values_it_has(tmp_path, monkeypatch):
+    from figures import axes
+
+    axis = tmp_path / "axis-planted"
+    short = {"model": "mixit", "difference": -0.7, "matches": False, "reading": "needs attention"}
+    _planted_value(axis, 2, {"tolerance": 0.02, "rows": [short]})
+    (axis / "README.md").write_text("# planted\n")
+    monkeypatch.setattr(axes, "RESULTS", tmp_path)
+    assert axes.axis_results() == (
+        "**`results/axis-planted`**: under way, no reading over the axis yet; values compared "
+        "so far: task.num_pairs=2 (its README has their tables)."
+    )

@@ -71,6 +71,15 @@ def axis_results() -> str:
             *_model_rows(reading),
             "",
         ]
+    for readme in sorted(RESULTS.glob("axis-*/README.md")):
+        if not (readme.parent / "axis.json").is_file():
+            done = [folder.name for folder in _value_folders(readme.parent)]
+            blocks += [
+                f"**`results/{readme.parent.name}`**: under way, no reading over the axis yet; "
+                f"values compared so far: {', '.join(done) if done else 'none'} "
+                f"(its README has their tables).",
+                "",
+            ]
     return "\n".join(blocks).rstrip()
 
 
