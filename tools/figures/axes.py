@@ -1,5 +1,6 @@
-"""docs/your-task.md: each committed ``compare --axis`` output (``results/axis-*``), its
-figure, where each model breaks and its score over the axis."""
+"""Each committed ``compare --axis`` output (``results/axis-*``): in docs/your-task.md its
+figure, where each model breaks and its score over the axis (or, for an axis under way, the
+values it has); in its own README the comparison at each value."""
 
 from __future__ import annotations
 
