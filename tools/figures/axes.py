@@ -72,16 +72,21 @@ def axis_results() -> str:
             *_model_rows(reading),
             "",
         ]
-    for readme in sorted(RESULTS.glob("axis-*/README.md")):
-        if not (readme.parent / "axis.json").is_file():
-            done = [folder.name for folder in _value_folders(readme.parent)]
+    for axis in axis_folders():
+        if not (axis / "axis.json").is_file():
+            done = [folder.name for folder in _value_folders(axis)]
             blocks += [
-                f"**`results/{readme.parent.name}`**: under way, no reading over the axis yet; "
+                f"**`results/{axis.name}`**: under way, no reading over the axis yet; "
                 f"values compared so far: {', '.join(done) if done else 'none'} "
                 f"(its README has their tables).",
                 "",
             ]
     return "\n".join(blocks).rstrip()
+
+
+def axis_folders() -> list[Path]:
+    """Every committed axis: a ``results/axis-*`` folder with its README, finished or not."""
+    return sorted(readme.parent for readme in RESULTS.glob("axis-*/README.md"))
 
 
 def _value_folders(axis: Path) -> list[Path]:
@@ -142,6 +147,4 @@ def axis_values(axis: Path) -> str:
 
 
 # Each committed axis's README quotes its per-value tables from the block named after it.
-AXES = {
-    f"values-{readme.parent.name}": readme.parent for readme in RESULTS.glob("axis-*/README.md")
-}
+AXES = {f"values-{axis.name}": axis for axis in axis_folders()}
