@@ -26,8 +26,8 @@ of training them again. Choose the runs dear to train again, and commit only tho
 budget and not halted at a tuning rung: the runs in flight when a long plan was stopped), so
 that the same command resumes them there instead of training them again from step 0. Planned
 runs checkpoint an eighth of their budget apart, so this is at most two or three checkpoints
-for a plan stopped with as many jobs; a run finished later has its archived checkpoint dropped
-at the next ``--pack``:
+for a plan stopped with as many jobs; a run finished later, or halted at its rung later, has
+its archived checkpoint dropped at the next ``--pack``:
 
     python tools/run_records.py --suite --resumable runs/suite-llama-rules results/suite-llama-rules
 
@@ -272,12 +272,17 @@ def unpack(output: Path, into: Path) -> int:
     return _write_missing(into, archived_files(output))
 
 
-def _superseded(name: str, contents: dict[str, bytes]) -> bool:
-    """Whether ``name`` is a checkpoint's file of a run that has since finished (its summary is
-    among ``contents``): the run is reused from its summary, never resumed."""
+def _superseded(name: str, contents: dict[str, bytes], output: Path) -> bool:
+    """Whether ``name`` is a checkpoint's file of a run that has since ended: finished (its
+    summary is among ``contents``), or halted at its tuning rung, as its folder packed now shows
+    (``cut_off``). Either is reused from its text records, never resumed from the checkpoint."""
     path = Path(name)
-    in_checkpoint = path.parent.name == CHECKPOINT
-    return in_checkpoint and str(path.parent.parent / "summary.json") in contents
+    if path.parent.name != CHECKPOINT:
+        return False
+    run = path.parent.parent
+    if str(run / "summary.json") in contents:
+        return True
+    return (output / run / "config.json").is_file() and not cut_off(output / run)
 
 
 def pack(output: Path) -> int:
@@ -293,7 +298,9 @@ def pack(output: Path) -> int:
         for path in sorted(folder.rglob("*")):
             if path.is_file():
                 contents[str(path.relative_to(output))] = path.read_bytes()
-    contents = {name: data for name, data in contents.items() if not _superseded(name, contents)}
+    contents = {
+        name: data for name, data in contents.items() if not _superseded(name, contents, output)
+    }
 
     def write(tmp: Path) -> None:
         with (

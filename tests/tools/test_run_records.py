@@ -120,6 +120,38 @@ def test_resumable_keeps_only_the_checkpoints_of_runs_cut_off_mid_way(tmp_path, 
     assert not [name for name in names if "/checkpoint/" in name]
 
 
+def test_a_trial_cut_off_then_halted_at_its_rung_has_its_archived_checkpoint_dropped(
+    tmp_path, monkeypatch, steps
+):
+    """A tuning trial cut off before its rung keeps its checkpoint; once it has gone on and
+    halted at the rung, its evaluation there stands for it, so packing again drops the
+    checkpoint and keeps the metrics."""
+    monkeypatch.setattr(runs, "CHECKPOINT_FLOOR", 1)
+    trial = resolve_config("retrieval", "standard", "tiny", 0, STEPS | {"train.steps": 8})
+    trial.train.halt_at = 6
+    first = tmp_path / "first"
+    steps.stop = 3
+    with pytest.raises(KeyboardInterrupt):
+        train_missing({"trial": trial}, first / "runs")
+    kept = tmp_path / "kept"
+    assert run_records.main(["--resumable", str(first), str(kept)]) == 0
+    assert run_records.main(["--pack", str(kept)]) == 0
+    archived = [name for name, _ in run_records.archived_files(kept)]
+    assert [name for name in archived if "/checkpoint/" in name]
+    again = tmp_path / "again"
+    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    steps.stop = None
+    done, _ = train_missing({"trial": trial}, again / "runs")
+    assert (done["trial"]["steps_run"], done["trial"]["stopped"]) == (6, "halted")
+    later = tmp_path / "later"
+    assert run_records.main(["--resumable", str(again), str(later)]) == 0
+    shutil.copy(kept / run_records.ARCHIVE, later)
+    assert run_records.main(["--pack", str(later)]) == 0
+    names = [name for name, _ in run_records.archived_files(later)]
+    assert f"runs/{run_dir_name(trial)}/metrics.jsonl" in names
+    assert not [name for name in names if "/checkpoint/" in name]
+
+
 def test_training_here_leaves_the_callers_config_and_its_run_name_as_they_were(tmp_path):
     """One job trains in this process; the config it is given stays the one asked for, so a
     second call with it finds the run (as after a worker, which trains a copy)."""
