@@ -273,9 +273,8 @@ def unpack(output: Path, into: Path) -> int:
 
 
 def _superseded(name: str, contents: dict[str, bytes], output: Path) -> bool:
-    """Whether ``name`` is a checkpoint's file of a run that has since ended: finished (its
-    summary is among ``contents``), or halted at its tuning rung, as its folder packed now shows
-    (``cut_off``). Either is reused from its text records, never resumed from the checkpoint."""
+    """Whether ``name`` is a checkpoint's file of a run since ended, and so reused from its text
+    records: finished (its summary among ``contents``) or halted at its rung (not ``cut_off``)."""
     path = Path(name)
     if path.parent.name != CHECKPOINT:
         return False
@@ -298,9 +297,7 @@ def pack(output: Path) -> int:
         for path in sorted(folder.rglob("*")):
             if path.is_file():
                 contents[str(path.relative_to(output))] = path.read_bytes()
-    contents = {
-        name: data for name, data in contents.items() if not _superseded(name, contents, output)
-    }
+    contents = {n: d for n, d in contents.items() if not _superseded(n, contents, output)}
 
     def write(tmp: Path) -> None:
         with (
