@@ -5,6 +5,8 @@ function."""
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -127,15 +129,13 @@ LAYERS = (
     "tasks",
     "models",
     "cost",
-    "readings",
     "training",
-    "analysis",
     "inference",
     "running",
+    "analysis",
     "tuning",
-    "comparisons",
-    "experiments",
-    "bench",
+    "study",
+    "paper",
     "cli",
 )
 FACE = ("mixit", "mixit.__main__")
@@ -167,6 +167,38 @@ def test_a_layer_imports_only_the_layers_below_it():
         if target in LAYERS and LAYERS.index(target) > LAYERS.index(layer)
     ]
     assert not upward, f"imports that run up the layers: {upward}"
+
+
+def floors(graph: dict[str, set[str]], layers: tuple[str, ...] = LAYERS) -> dict[str, int]:
+    """Each layer's floor: 1 for one that imports no other layer, else one above the highest
+    layer it imports (the longest chain of imports beneath it)."""
+    found: dict[str, int] = {}
+
+    def floor(layer: str) -> int:
+        if layer not in found:
+            below = [floor(target) for target in graph.get(layer, ()) if target in layers]
+            found[layer] = 1 + max(below, default=0)
+        return found[layer]
+
+    for layer in layers:
+        floor(layer)
+    return found
+
+
+# The house's size (docs/architecture.md): each package a job, each floor a reason.
+MAX_LAYERS = 14
+MAX_FLOORS = 10
+
+
+def test_the_house_keeps_to_its_size():
+    assert len(LAYERS) <= MAX_LAYERS
+    height = max(floors(layer_imports()).values())
+    assert height <= MAX_FLOORS, f"{height} floors: {floors(layer_imports())}"
+
+
+def test_the_floor_count_reads_the_longest_chain():
+    graph = {"a": set(), "b": {"a"}, "c": {"a", "b"}, "d": {"a", "outside"}}
+    assert floors(graph, ("a", "b", "c", "d")) == {"a": 1, "b": 2, "c": 3, "d": 2}
 
 
 def test_every_layer_says_what_it_does_and_may_import():
@@ -237,3 +269,41 @@ def test_the_tests_mirror_the_layers():
     folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
     assert folders - {"fixtures"} <= {*LAYERS, "tools"}
     assert sorted(p.name for p in tests.glob("test_*.py")) == ["test_structure.py"]
+
+
+# A dotted name of the package as the source writes it in a message, docstring or comment.
+DOTTED = re.compile(r"(?<![\w./])mixit(?:\.[A-Za-z_]\w*)+")
+
+
+def resolves(name: str) -> bool:
+    """Whether ``name`` is a module of mixit, or an attribute reached from the longest module
+    prefix of it that imports."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def test_every_name_of_mixit_in_the_source_exists():
+    """No message, docstring or comment sends a reader to a module or attribute that is not
+    there (a rename leaves such names behind)."""
+    missing = {
+        name: str(path.relative_to(SOURCE))
+        for path in modules().values()
+        for name in DOTTED.findall(path.read_text())
+        if not resolves(name)
+    }
+    assert not missing, f"names of mixit that do not exist: {missing}"
+
+
+def test_a_name_that_does_not_exist_is_found_missing():
+    assert resolves("mixit.models.variants.VARIANTS") and resolves("mixit.train")
+    assert not resolves("mixit.spectrum.Parts") and not resolves("mixit.nowhere")

@@ -23,9 +23,9 @@ from typing import Any
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count, folder_name, whole_number
 from mixit.common.io import make_dir, write_json, write_text
-from mixit.comparisons.compare import compare
-from mixit.readings.litmus import DEFAULT_TOLERANCE, LEARNED_MARGIN
 from mixit.running.launchers import Launch
+from mixit.study.compare import compare
+from mixit.tuning.rules import DEFAULT_TOLERANCE, LEARNED_MARGIN
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"

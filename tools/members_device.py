@@ -25,12 +25,12 @@ import torch
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count, positive
 from mixit.common.errors import UsageError
-from mixit.comparisons.suite import SYNTHETIC
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import get_target, predict, shapes
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import Launch
 from mixit.running.runs import member_groups, run_dir_name, train_missing
+from mixit.study.suite import SYNTHETIC
 from mixit.tasks import TASKS
 from mixit.training.resolve import resolve_config
 

@@ -7,7 +7,7 @@ temporary name and renamed into place, so an interrupted copy leaves nothing beh
 prints what a results README states about the cost, read from the runs' own summaries: how
 many runs, their training seconds summed, and when the first summary and the last were
 written. Then every claim judged on the same runs as another committed output's is marked in
-both folders' claims (``mixit.experiments.shared_runs``), so that it is counted once;
+both folders' claims (``mixit.paper.shared_runs``), so that it is counted once;
 ``--same-runs-only`` marks them without copying anything.
 
     python tools/publish_results.py runs/presets-tiny-200 results/tiny-tuned-seed200
@@ -28,7 +28,7 @@ from pathlib import Path
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser
 from mixit.common.io import write_folder_atomic
-from mixit.experiments.shared_runs import mark_same_runs
+from mixit.paper.shared_runs import mark_same_runs
 
 RUNS = "runs"
 MARKERS = ("results.csv", "claims.json", "timing.json", "axis.json")

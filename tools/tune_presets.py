@@ -21,9 +21,9 @@ from pathlib import Path
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count, whole_number
 from mixit.common.io import write_json
-from mixit.experiments.base import SCALES, Reproduction
-from mixit.experiments.runner import plan_reproduction, tune_plan
+from mixit.paper.runner import plan_reproduction, tune_plan
 from mixit.running.launchers import Launch
+from mixit.study.experiment import SCALES, Reproduction
 from mixit.tuning.presets import group_key, preset_path
 from mixit.tuning.rules import RULES
 

@@ -24,7 +24,7 @@ from typing import Any
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count
 from mixit.common.io import make_dir, write_json
-from mixit.comparisons.compare import Comparison, compare
+from mixit.study.compare import Comparison, compare
 from mixit.tasks import TASKS
 from mixit.tuning.halving import Tuner
 from mixit.tuning.rules import Candidate, Trial, candidate_config, tuning_seed, validation_points

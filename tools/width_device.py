@@ -1,5 +1,5 @@
 """The width question on a GPU (docs/width.md): ``reproduce width`` at the paper's widths, 512
-and 1024, under the budget rule of ``mixit.experiments.width`` (each question's tiny-scale run
+and 1024, under the budget rule of ``mixit.paper.width`` (each question's tiny-scale run
 with only ``model.n_embd`` changed), sized to the device minutes a session is lent.
 
 It first predicts the training time on one H100 (``--estimate --target h100``) and refuses,
@@ -24,9 +24,9 @@ from pathlib import Path
 
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser, count, counts, positive
-from mixit.experiments import estimate_reproduction, reproduce, width
-from mixit.experiments.base import Reproduction
+from mixit.paper import estimate_reproduction, reproduce, width
 from mixit.running.launchers import Launch
+from mixit.study.experiment import Reproduction
 
 TOY = {
     "widths": (16, 32),

@@ -2,15 +2,16 @@
 
 Python entry points (the ``mixit`` command is a thin layer over them):
 ``train(task=..., model=..., preset=..., seed=..., out=..., overrides={...})`` -> summary dict,
-``compare(...)`` -> the comparison dict, ``load_run(dir)`` -> ``(model, config)``,
+``compare(...)`` -> the comparison dict, ``suite(...)`` the same over many tasks,
+``load_run(dir)`` -> ``(model, config)``,
 ``spectrum(model_or_config)`` -> the five variants of any causal LM, with ``Parts`` saying
 where a user model's parts are, ``convert(model, "frozen-qk")`` -> one variant of a model the
 user has, ``freeze(model)`` -> an exported model's frozen groups applied after loading.
 
 The layers, from the floor up, are the packages ``common``, ``config``, ``data``, ``tasks``,
-``models``, ``cost``, ``readings``, ``training``, ``analysis``, ``inference``, ``running``,
-``tuning``, ``comparisons``, ``experiments``, ``bench`` and ``cli``: each imports only those
-before it (tests/test_structure.py).
+``models``, ``cost``, ``training``, ``inference``, ``running``, ``analysis``, ``tuning``,
+``study``, ``paper`` and ``cli``: each imports only those before it
+(tests/test_structure.py).
 """
 
 import importlib
@@ -22,11 +23,12 @@ _API = {
     "VARIANTS": "mixit.models.variants",
     "Decoder": "mixit.models.decoder",
     "Parts": "mixit.models.adapters",
-    "compare": "mixit.comparisons.compare",
+    "compare": "mixit.study.compare",
     "convert": "mixit.models.convert",
     "freeze": "mixit.models.convert",
     "load_run": "mixit.training.rundir",
     "spectrum": "mixit.models.adapters",
+    "suite": "mixit.study.suite",
     "train": "mixit.training.train",
 }
 __all__ = sorted(_API)

@@ -14,8 +14,8 @@ from mixit.analysis.theory import (
     solve_sde,
     upper_indices,
 )
-from mixit.experiments import reproduce, theorem21
-from mixit.experiments.base import Reproduction
+from mixit.paper import reproduce, theorem21
+from mixit.study.experiment import Reproduction
 
 PHI = torch.tensor([[1.0, 0.3, -0.2], [0.3, 0.8, 0.1], [-0.2, 0.1, 1.2]], dtype=torch.float64)
 

@@ -18,7 +18,7 @@ from mixit.cost.predict import (
 )
 from mixit.models.variants import VARIANTS
 from mixit.training.resolve import holds_mixing_matrices, resolve_config
-from mixit.training.train import build_model
+from mixit.training.rundir import new_model
 
 CPU = TARGETS["cpu"]
 
@@ -32,7 +32,7 @@ def filled(model, **overrides):
 @pytest.mark.parametrize("model", list(VARIANTS))
 def test_weights_gradients_and_moments_count_the_built_model(model):
     config, shape = filled(model)
-    built = build_model(config)
+    built = new_model(config)
     parts = memory_parts(config, shape.seq_len, shape.scored_share, CPU)
     weights = sum(p.numel() for p in built.parameters())
     trainable = sum(p.numel() for p in built.trainable_parameters())
@@ -56,7 +56,7 @@ def test_any_architecture_and_readout_is_counted_as_built(task, model, arch):
         pytest.importorskip("transformers")
     config = resolve_config(task, model, "tiny", 0, {"model.arch": arch})
     ((config, shape),) = shapes({0: config}).values()
-    built = build_model(config)
+    built = new_model(config)
     parts = memory_parts(config, shape.seq_len, shape.scored_share, CPU)
     assert parts["weights"] == 4 * sum(p.numel() for p in built.parameters())
     assert parts["gradients"] == 4 * sum(p.numel() for p in built.trainable_parameters())
@@ -79,7 +79,7 @@ def test_any_architecture_and_readout_is_counted_as_built(task, model, arch):
 
 def test_mixits_fixed_matrices_are_counted_as_built():
     config, shape = filled("mixit")
-    buffers = sum(b.numel() * b.element_size() for b in build_model(config).buffers())
+    buffers = sum(b.numel() * b.element_size() for b in new_model(config).buffers())
     assert memory_parts(config, shape.seq_len, 1.0, CPU)["buffers"] == pytest.approx(
         buffers, rel=0.02
     )
@@ -188,7 +188,7 @@ def test_a_declared_shape_is_the_shape_of_the_built_data(task, overrides):
 def test_cost_check_measures_a_step_on_random_tokens_in_the_runs_shape():
     # The check trains on random tokens shaped like the run's data: the same rows' length,
     # the same share of scored positions (the last ones), answers among the task's labels.
-    from mixit.bench.cost_check import _measure_in_child, synthetic_data
+    from mixit.paper.cost_check import _measure_in_child, synthetic_data
     from mixit.tasks import get_task
 
     overrides = {"task.readout": "labels", "task.tokenizer": "words", "task.vocab_size": 64}

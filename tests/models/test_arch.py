@@ -13,8 +13,8 @@ from mixit.common.errors import UsageError
 from mixit.common.trust import TRUST_ENV
 from mixit.models.build import trust_module
 from mixit.training.resolve import resolve_config
-from mixit.training.rundir import load_run, stored_config
-from mixit.training.train import build_model, train
+from mixit.training.rundir import load_run, new_model, stored_config
+from mixit.training.train import train
 
 SHORT = {
     "model.n_layer": "1",
@@ -49,7 +49,7 @@ def test_a_gpt2_mixit_run_mixes_with_fixed_matrices(tmp_path):
 
     summary, out = gpt2_run(tmp_path, "mixit")
     config = stored_config(json.loads((out / "config.json").read_text()))
-    initial = build_model(config)  # the same config and seed: the matrices it started from
+    initial = new_model(config)  # the same config and seed: the matrices it started from
     before = initial.state_dict()
     trained = load_file(out / "model.safetensors")
     mixing = [name for name in before if name.endswith("mixing")]
@@ -66,7 +66,7 @@ def _arch(arch):
 
 def test_the_same_seed_builds_the_same_gpt2():
     config = resolve_config("retrieval", "frozen-qk", "tiny", 3, _arch("hf:gpt2"))
-    first, second = build_model(config), build_model(config)
+    first, second = new_model(config), new_model(config)
     for (name, a), b in zip(first.state_dict().items(), second.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
 
@@ -92,7 +92,7 @@ def test_a_model_from_the_users_module(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="names code to run"):
         resolve_config("retrieval", "frozen-mlp", "tiny", 0, _arch(arch))  # not asked for
     trust_module(arch)
-    model = build_model(resolve_config("retrieval", "frozen-mlp", "tiny", 0, _arch(arch)))
+    model = new_model(resolve_config("retrieval", "frozen-mlp", "tiny", 0, _arch(arch)))
     frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
     assert frozen == {f"inner.model.layers.0.mlp.{m}_proj.weight" for m in ("gate", "up", "down")}
 
@@ -134,7 +134,7 @@ def test_the_small_output_init_shrinks_each_branch_output_and_scales_the_rest_by
     wide = {**SHORT, "model.n_embd": "64", "model.arch": arch, "model.arch_init": "small-output"}
     config = resolve_config("retrieval", "standard", "tiny", 3, wide)
     config.model.vocab_size, config.model.block_size = 32, 16
-    blocks = build_model(config).inner.get_submodule(
+    blocks = new_model(config).inner.get_submodule(
         "model.layers" if arch == "hf:llama" else "transformer.h"
     )
     for name, parameter in blocks.named_parameters():

@@ -144,13 +144,13 @@ def test_authors_sentiment_is_the_non_causal_right_padded_classifier():
 
 
 def test_the_label_readout_scores_among_the_two_labels_and_trains_the_decoders_weights():
-    from mixit.models.build import build_model
     from mixit.models.readout import AnswerReadout
+    from mixit.training.rundir import new_model
     from mixit.training.scoring import sequence_loss
 
     config = resolve_config("sentiment", "mixit", overrides={"task.readout": "labels"})
     config.model.vocab_size, config.model.block_size = 40, 12  # 37 tokens, 2 labels, BOS none
-    model = build_model(config)
+    model = new_model(config)
     assert isinstance(model, AnswerReadout)
     ids = torch.randint(1, 37, (3, 12))
     logits = model(ids)  # (B, T, V)

@@ -13,7 +13,7 @@ from mixit.common.errors import UsageError
 from mixit.models.adapters import FixedMixingAttention
 from mixit.models.build import hf_settings
 from mixit.training.resolve import resolve_config
-from mixit.training.train import build_model
+from mixit.training.rundir import new_model
 
 SIZES = {"model.n_layer": "2", "model.n_embd": "16", "model.n_head": "2"}
 SIZES |= {"model.vocab_size": "20", "model.block_size": "16"}
@@ -34,7 +34,7 @@ def fresh(name, config):
 @pytest.mark.parametrize("variant", ["standard", "frozen-qk", "frozen-mlp", "random", "mixit"])
 def test_a_converted_model_trains_what_the_arch_build_trains(name, variant):
     config = resolve_config("retrieval", variant, "tiny", 0, {**SIZES, "model.arch": f"hf:{name}"})
-    built = build_model(config)
+    built = new_model(config)
     converted = mixit.convert(fresh(name, config), variant)
     assert trainable(converted) == trainable(built) > 0
     total = sum(p.numel() for p in converted.parameters())
@@ -57,7 +57,7 @@ def test_convert_changes_the_model_in_place_unless_asked_for_a_copy():
 def test_converting_twice_splits_gpt2_once():
     config = resolve_config("retrieval", "frozen-qk", "tiny", 0, {**SIZES, "model.arch": "hf:gpt2"})
     model = mixit.convert(mixit.convert(fresh("gpt2", config), "frozen-qk"), "frozen-qk")
-    assert trainable(model) == trainable(build_model(config))
+    assert trainable(model) == trainable(new_model(config))
 
 
 def test_bad_conversions_are_one_line_errors():

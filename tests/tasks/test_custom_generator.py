@@ -10,7 +10,7 @@ import pytest
 from mixit.cli import main
 from mixit.common.errors import UsageError
 from mixit.common.trust import TRUST_ENV, trust
-from mixit.comparisons.axis import parse_axis
+from mixit.study.axis import parse_axis
 from mixit.tasks import get_task
 from mixit.training.resolve import resolve_config
 

@@ -7,10 +7,9 @@ import pytest
 
 from mixit import train
 from mixit.cli import main
-from mixit.models.build import build_model
 from mixit.tasks import custom, get_task, lm, sentiment
 from mixit.training.resolve import resolve_config
-from mixit.training.rundir import load_run
+from mixit.training.rundir import load_run, new_model
 
 PROSE = "\n\n".join(
     f"Paragraph {i}: the committee met on day {i % 7} and voted {i % 3} times on the budget."
@@ -193,7 +192,7 @@ def test_custom_classifier_reads_its_answer_among_the_labels(tmp_path):
     summary = train("custom", "mixit", "tiny", 0, tmp_path / "run", overrides)
     assert summary["metrics"]["test_loss"] < 10  # finite: no test label is ruled out
     _, trained = load_run(tmp_path / "run")
-    logits = build_model(trained)(data.test.inputs)[:, -1]  # (N, V) at the separator
+    logits = new_model(trained)(data.test.inputs)[:, -1]  # (N, V) at the separator
     assert set(logits.isfinite().any(0).nonzero().flatten().tolist()) == set(labels)
 
 

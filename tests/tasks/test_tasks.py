@@ -230,15 +230,15 @@ def test_fuzzy_recall_scores_the_values_of_keys_shown_before_and_asks_a_whole_ke
 
 
 def test_compression_rebuilds_every_token_from_the_last_position_only():
-    from mixit.models.build import build_model
     from mixit.training.resolve import resolve_config
+    from mixit.training.rundir import new_model
 
     data = make("compression")
     assert torch.equal(data.train.targets, data.train.inputs)  # MAD scores the last token too
     assert (data.train.inputs[:, -1] == 15).all() and (data.train.inputs[:, :-1] < 15).all()
     for wide in ("false", "true"):
         sizes = {"model.vocab_size": "16", "model.block_size": "7", "task.wide_readout": wide}
-        model = build_model(resolve_config("compression", "standard", "tiny", 0, sizes)).eval()
+        model = new_model(resolve_config("compression", "standard", "tiny", 0, sizes)).eval()
         body, inputs = model.body, data.test.inputs[:4]
         features = body.features(inputs)  # (4, 7, n)
         body.features = lambda ids, f=features: f.masked_fill(torch.arange(7)[:, None] < 6, 0.0)

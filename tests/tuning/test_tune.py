@@ -15,9 +15,9 @@ import torch
 
 from mixit import compare
 from mixit.cli import main
-from mixit.comparisons.compare import Comparison
-from mixit.comparisons.estimate import estimate_comparison, tuning_estimate_line, tuning_seconds
 from mixit.running.runs import run_dir_name
+from mixit.study.compare import Comparison
+from mixit.study.estimate import estimate_comparison, tuning_estimate_line, tuning_seconds
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData, hold_out_validation
 from mixit.training.resolve import resolve_config
@@ -265,9 +265,9 @@ REPRODUCE_QUICK = {
 
 
 def test_reproduce_tunes_each_group_of_seeds_once_and_trains_its_seeds_at_the_choice(tmp_path):
-    from mixit.experiments import reproduce
-    from mixit.experiments.base import Reproduction
-    from mixit.experiments.runner import plan_reproduction
+    from mixit.paper import reproduce
+    from mixit.paper.runner import plan_reproduction
+    from mixit.study.experiment import Reproduction
 
     how = Reproduction("tiny", seeds=2, out=tmp_path, overrides=REPRODUCE_QUICK, tune=True)
     reproduce(["table4"], how)
@@ -288,7 +288,7 @@ def test_reproduce_tunes_each_group_of_seeds_once_and_trains_its_seeds_at_the_ch
 
 
 def test_table6_trains_every_series_the_same_steps_and_tunes_their_init_alike():
-    from mixit.experiments import table6
+    from mixit.paper import table6
 
     steps = {run.config("tiny").train.steps for run in table6.plan("tiny", range(1))}
     assert steps == {600}
@@ -296,7 +296,7 @@ def test_table6_trains_every_series_the_same_steps_and_tunes_their_init_alike():
 
 
 def test_table5_reports_table3s_mixit_beside_the_spread(tmp_path):
-    from mixit.experiments import table5
+    from mixit.paper import table5
 
     planned = table5.plan("tiny", range(2))
     scales = {(r.task, r.config("tiny").model.mixing_scale) for r in planned}
@@ -374,8 +374,8 @@ def test_every_model_of_a_task_trains_the_same_budget(tmp_path, monkeypatch):
 
 
 def test_reproduce_gives_one_budget_to_the_groups_of_a_task_and_setting(monkeypatch):
-    from mixit.experiments import runner
-    from mixit.experiments.base import Reproduction
+    from mixit.paper import runner
+    from mixit.study.experiment import Reproduction
 
     seen = {}
 

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from mixit.cli import main
-from mixit.experiments import tuned_presets
-from mixit.experiments.base import Reproduction
-from mixit.experiments.estimate import tuning_costs
-from mixit.experiments.runner import judged_under, plan_reproduction
+from mixit.paper.estimate import tuning_costs
+from mixit.paper.runner import judged_under, plan_reproduction
+from mixit.study import tuned_presets
+from mixit.study.experiment import Reproduction
 from mixit.tuning import presets as presets_file
 from mixit.tuning.rules import GRID, halving_budgets
 

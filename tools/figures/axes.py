@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from figures.common import RESULTS
-from mixit.readings.litmus import VERDICTS, verdict_words
+from mixit.study.litmus import VERDICTS, verdict_words
 
 
 def _per_value(model: str, counted: list[dict]) -> str:

@@ -12,9 +12,9 @@ from typing import Any
 
 import run_records  # beside figures/, on the path doc_figures.py sets
 
-from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
-from mixit.experiments.claims import CLAIMS
-from mixit.readings.results import read_results_csv
+from mixit.paper.claims import CLAIMS
+from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
+from mixit.study.results import read_results_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"

@@ -26,10 +26,10 @@ from figures.common import (
     _verdicts,
     _whole_reproductions,
 )
-from mixit.comparisons.compare import format_table
-from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
-from mixit.experiments.verdicts import format_measurements
-from mixit.readings.results import read_results_csv
+from mixit.paper.verdicts import format_measurements
+from mixit.study.compare import format_table
+from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
+from mixit.study.results import read_results_csv
 
 
 def reproductions() -> str:

@@ -8,10 +8,9 @@ from typing import Any
 
 from figures import common
 from figures.common import ROOT, _json
-from mixit.comparisons import suite
-from mixit.comparisons.compare import judged_again
-from mixit.readings import litmus
-from mixit.readings.results import read_results_csv
+from mixit.study import litmus, suite
+from mixit.study.compare import judged_again
+from mixit.study.results import read_results_csv
 from mixit.tasks import TASKS
 from mixit.tuning.rules import validation_points
 

@@ -21,10 +21,10 @@ from figures.common import (
     _wall,
     _whole_reproductions,
 )
-from mixit.comparisons.compare import raised_budget
-from mixit.experiments.base import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
-from mixit.experiments.verdicts import format_measurements
-from mixit.readings.litmus import VERDICTS
+from mixit.paper.verdicts import format_measurements
+from mixit.study.compare import raised_budget
+from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
+from mixit.study.litmus import VERDICTS
 
 
 def tuning_cost() -> str:

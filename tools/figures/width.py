@@ -8,10 +8,10 @@ from typing import Any
 
 from figures import common
 from figures.common import _json
-from mixit.experiments.base import mean_std
-from mixit.experiments.width import INIT_STD
-from mixit.experiments.width_reading import reading
-from mixit.readings.results import read_results_csv
+from mixit.paper.width import INIT_STD
+from mixit.paper.width_reading import reading
+from mixit.study.experiment import mean_std
+from mixit.study.results import read_results_csv
 
 
 def _frozen_attention_line(results: dict[str, Any]) -> str:

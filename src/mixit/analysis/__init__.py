@@ -1,5 +1,6 @@
 """Layer 7: analyses of models and run directories, read through the model's named taps. It
-imports ``training`` and the layers below it.
+imports ``inference`` (``speed`` times decoding) and the layers below it; ``speed`` and
+``presets`` measure this machine (``mixit bench``).
 
 - ``taps``: run a model and collect activations by tap name (``blocks.0.attn.hook_pattern``).
 - ``attention``: attention maps, previous-token, induction and uniformity scores per head,

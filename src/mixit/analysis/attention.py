@@ -23,12 +23,12 @@ from pathlib import Path
 import torch
 
 from mixit.analysis.taps import run_with_taps
+from mixit.common.plots import PAGE, SEQUENTIAL, save, styled
 from mixit.config.schema import RunConfig
-from mixit.models.build import build_model
 from mixit.models.decoder import Decoder
-from mixit.readings.plots import PAGE, SEQUENTIAL, save, styled
 from mixit.tasks import get_task
 from mixit.training.resolve import fit_model_to_data
+from mixit.training.rundir import new_model
 
 # The most token labels a map's axis names; beyond it, every k-th.
 TICKS = 24
@@ -187,7 +187,7 @@ def initial_logit_spread(config: RunConfig, sequences: int = 64) -> float | None
     config = copy.deepcopy(config)
     data = get_task(config.task_name).make_data(config.task, config.seed)
     fit_model_to_data(config, data)
-    model = build_model(config)
+    model = new_model(config)
     model = getattr(model, "body", model)  # under a readout: the decoder it reads
     inputs = data.train.inputs[:sequences]  # (S, T)
     with torch.no_grad():

@@ -14,7 +14,7 @@ import torch
 from mixit.analysis.taps import run_with_taps
 from mixit.config.schema import RunConfig
 from mixit.models.decoder import Decoder
-from mixit.training.train import build_model
+from mixit.training.rundir import new_model
 
 
 def token_covariance(model: Decoder, input_ids: torch.Tensor) -> dict[str, float]:
@@ -37,4 +37,4 @@ def token_covariance(model: Decoder, input_ids: torch.Tensor) -> dict[str, float
 def covariance_at_initialisation(config: RunConfig, input_ids: torch.Tensor) -> dict[str, float]:
     """``token_covariance`` of the model ``config`` builds (seeded by ``config.seed``),
     untrained. ``config.model`` must have its vocabulary and block size filled in."""
-    return token_covariance(build_model(config).eval(), input_ids)
+    return token_covariance(new_model(config).eval(), input_ids)

@@ -1,4 +1,4 @@
-"""Layer 11, the top: the `mixit` command line, one module per subcommand (``add`` registers
+"""Layer 10, the top: the `mixit` command line, one module per subcommand (``add`` registers
 its parser, ``run`` carries it out); parsing only. Here, the parser they share and the mapping of
 errors to exit statuses."""
 

@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mixit.bench.cost_check import cost_check, format_cost_check
-from mixit.bench.presets import TINY_TASKS, format_presets, preset_rows
-from mixit.bench.speed import bench, bench_configs, format_bench
+from mixit.analysis.presets import TINY_TASKS, format_presets, preset_rows
+from mixit.analysis.speed import bench, bench_configs, format_bench
 from mixit.cli.options import (
     add_overrides_argument,
     command_line_overrides,
@@ -17,6 +16,7 @@ from mixit.cli.options import (
     names,
 )
 from mixit.common.io import check_writable, write_json
+from mixit.paper.cost_check import cost_check, format_cost_check
 from mixit.tasks import PRESET_NAMES
 
 

@@ -21,9 +21,10 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
-from mixit.comparisons.axis import along_axis, format_axis, parse_axis
-from mixit.comparisons.compare import Comparison, compare, format_table, settings_to_tune
-from mixit.comparisons.estimate import (
+from mixit.models.variants import VARIANTS
+from mixit.study.axis import along_axis, format_axis, parse_axis
+from mixit.study.compare import Comparison, compare, format_table, settings_to_tune
+from mixit.study.estimate import (
     estimate_axis,
     estimate_comparison,
     format_axis_estimate,
@@ -31,8 +32,7 @@ from mixit.comparisons.estimate import (
     tuning_estimate_line,
     tuning_seconds,
 )
-from mixit.models.variants import VARIANTS
-from mixit.readings.litmus import AUTO, AUTO_SEEDS
+from mixit.study.litmus import AUTO, AUTO_SEEDS
 
 
 def add(commands: Any) -> None:

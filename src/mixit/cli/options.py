@@ -26,7 +26,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def seed_count(text: str) -> int | str:
-    """argparse type of ``--seeds``: a count, or ``auto`` (``mixit.readings.litmus.AUTO_SEEDS``)."""
+    """argparse type of ``--seeds``: a count, or ``auto`` (``mixit.study.litmus.AUTO_SEEDS``)."""
     if text == "auto":
         return text
     try:
@@ -210,7 +210,7 @@ def command_line_overrides(items: list[str]) -> dict[str, str]:
 
 
 def add_axis_option(parser: argparse.ArgumentParser, where: str) -> None:
-    """``--axis``: the litmus test along a difficulty axis (mixit.comparisons.axis); ``where``
+    """``--axis``: the litmus test along a difficulty axis (mixit.study.axis); ``where``
     names the folder its files go to in this command ("" for OUT itself)."""
     parser.add_argument(
         "--axis",

@@ -20,15 +20,15 @@ from mixit.cli.options import (
     tune_choice,
 )
 from mixit.common.errors import UsageError
-from mixit.experiments import EXPERIMENTS, estimate_reproduction, reproduce
-from mixit.experiments.ablation import ablate
-from mixit.experiments.base import FRESH_FIRST_SEED, TUNED_ON_SEEDS, Reproduction
-from mixit.experiments.claims import experiment_of
-from mixit.experiments.estimate import (
+from mixit.paper import EXPERIMENTS, estimate_reproduction, reproduce
+from mixit.paper.ablation import ablate
+from mixit.paper.claims import experiment_of
+from mixit.paper.estimate import (
     estimate_ablation,
     format_reproduction_estimate,
 )
-from mixit.experiments.registry import QUESTIONS
+from mixit.paper.registry import QUESTIONS
+from mixit.study.experiment import FRESH_FIRST_SEED, TUNED_ON_SEEDS, Reproduction
 
 
 def add(commands: Any) -> None:

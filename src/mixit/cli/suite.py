@@ -25,19 +25,19 @@ from mixit.cli.options import (
 )
 from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
-from mixit.comparisons.axis import parse_axis
-from mixit.comparisons.compare import Comparison, settings_to_tune
-from mixit.comparisons.estimate import (
+from mixit.models.variants import VARIANTS
+from mixit.study.axis import parse_axis
+from mixit.study.compare import Comparison, settings_to_tune
+from mixit.study.estimate import (
     estimate_axis,
     estimate_comparison,
     format_axes_estimate,
     format_suite_estimate,
     tuning_seconds,
 )
-from mixit.comparisons.suite import suite, suite_tasks
-from mixit.comparisons.suite_axis import axis_tasks, suite_along
-from mixit.models.variants import VARIANTS
-from mixit.readings.litmus import AUTO, AUTO_SEEDS
+from mixit.study.litmus import AUTO, AUTO_SEEDS
+from mixit.study.suite import suite, suite_tasks
+from mixit.study.suite_axis import axis_tasks, suite_along
 
 
 def add(commands: Any) -> None:

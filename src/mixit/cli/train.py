@@ -11,8 +11,8 @@ from typing import Any
 
 from mixit.cli.options import FORMATTER, add_common, catalogue, count, dotted_overrides
 from mixit.common.errors import UsageError
-from mixit.comparisons.compare import Comparison
-from mixit.comparisons.estimate import estimate_comparison, format_comparison_estimate
+from mixit.study.compare import Comparison
+from mixit.study.estimate import estimate_comparison, format_comparison_estimate
 from mixit.training.devices import check_ranks_fit
 from mixit.training.resolve import resolve_config
 from mixit.training.train import train

@@ -17,6 +17,7 @@ from torch import nn
 from mixit.config.schema import RunConfig
 from mixit.models.build import ArchModel, build_model
 from mixit.models.readout import AnswerReadout, BottleneckReadout
+from mixit.tasks import get_task
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def counted(config: RunConfig) -> Counts:
     key = json.dumps([built_from, filled.variant], sort_keys=True, default=str)
     if key not in _COUNTED:
         with torch.device("meta"):
-            model = build_model(filled)
+            model = build_model(filled, get_task(filled.task_name))
         _COUNTED[key] = _count(model)
     return _COUNTED[key]
 

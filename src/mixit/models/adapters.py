@@ -189,7 +189,7 @@ def parts_of(model: nn.Module, parts: Parts | None) -> Parts:
     if kind not in ADAPTERS:
         raise UsageError(
             f"no adapter for model type '{kind}' (adapters: {', '.join(ADAPTERS)}); "
-            "describe its parts with mixit.spectrum.Parts"
+            "describe its parts with mixit.Parts"
         )
     return ADAPTERS[kind]
 

@@ -1,13 +1,13 @@
 """What a run trains: ``model.arch``, mixit's own decoder or any causal language model.
 
 - ``mixit`` (default): mixit's decoder (``mixit.models.decoder``).
-- ``hf:NAME``: a Hugging Face architecture with an adapter in ``mixit.spectrum.ADAPTERS``
+- ``hf:NAME``: a Hugging Face architecture with an adapter in ``mixit.models.adapters.ADAPTERS``
   (gpt2, llama, qwen2, mistral), built from a config with no weights to load.
 - ``module:PACKAGE.MODULE:FACTORY``: ``FACTORY(model_config)`` (a
 ``mixit.config.schema.ModelConfig``)
   returns a causal LM, a module whose ``forward(input_ids)`` gives logits (B, T, V) or an
   object with ``.logits``. Its parts come from the module's ``PARTS`` (a
-  ``mixit.spectrum.Parts``), else from the adapter of the model's ``config.model_type``.
+  ``mixit.Parts``), else from the adapter of the model's ``config.model_type``.
   Its module is imported only when asked (``trust_module``): a run folder someone shares
   cannot make mixit run the code its ``config.json`` names.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -36,7 +36,6 @@ from mixit.config.schema import ModelConfig, RunConfig
 from mixit.models.adapters import ADAPTERS, Parts, get_variant, spectrum
 from mixit.models.decoder import Decoder, Trainable
 from mixit.models.readout import AnswerReadout, BottleneckReadout
-from mixit.tasks import get_task
 
 BUILT_IN = "mixit"
 ARCH_FORMS = "mixit, hf:NAME (NAME one of: " + ", ".join(ADAPTERS) + ") or module:MODULE:FACTORY"
@@ -124,7 +123,7 @@ def _factory(spec: str) -> tuple[Callable[[ModelConfig], nn.Module], Parts | Non
     factory, module = trusted_function(setting, spec.removeprefix("module:"), "--arch")
     parts = getattr(module, "PARTS", None)
     if parts is not None and not isinstance(parts, Parts):
-        raise UsageError(f"model.arch='{spec}': {module_name}.PARTS is not a mixit.spectrum.Parts")
+        raise UsageError(f"model.arch='{spec}': {module_name}.PARTS is not a mixit.Parts")
     return factory, parts
 
 
@@ -188,19 +187,27 @@ def _built(factory: Callable[[ModelConfig], nn.Module], config: ModelConfig) -> 
     return model
 
 
-def build_model(config: RunConfig) -> RunModel:
+class TaskReadout(Protocol):
+    """What a model's top takes from its task (``mixit.tasks.TaskSpec`` has both): whether it
+    reads out through a bottleneck, and which answer tokens it scores among. A protocol, so that
+    models know no task."""
+
+    bottleneck_readout: bool
+    answer_ids: Callable[[Any, int], tuple[int, ...] | None] | None
+
+
+def build_model(config: RunConfig, task: TaskReadout) -> RunModel:
     """The run's model from its seed: mixit's decoder or the ``model.arch`` it names, under
-    the bottleneck readout where the task asks for one (``TaskSpec.bottleneck_readout``), or
-    scored among the task's answer tokens where it names them (``TaskSpec.answer_ids``)."""
+    the bottleneck readout where ``task`` asks for one, or scored among its answer tokens where
+    it names them. ``mixit.training.train.new_model`` looks the task up from the config."""
     torch.manual_seed(config.seed)
     m = config.model
     if m.arch == BUILT_IN:
         body: Decoder | ArchModel = Decoder(m, get_variant(config.variant))
     else:
         body = build_arch_model(m, config.variant, config.seed)
-    spec = get_task(config.task_name)
-    if spec.bottleneck_readout:
+    if task.bottleneck_readout:
         wide = config.task.wide_readout  # the only bottleneck task, compression, says which
         return BottleneckReadout(body, m.n_embd, m.block_size, m.vocab_size, wide)
-    answers = spec.answer_ids(config.task, m.vocab_size) if spec.answer_ids else None
+    answers = task.answer_ids(config.task, m.vocab_size) if task.answer_ids else None
     return body if answers is None else AnswerReadout(body, answers, m.vocab_size)

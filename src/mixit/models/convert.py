@@ -29,7 +29,7 @@ def _parts(model: nn.Module, parts: Parts | None) -> Parts:
     except AttributeError as error:
         raise UsageError(
             f"this model has no attention blocks where its parts say ({error}); describe "
-            "them with mixit.spectrum.Parts"
+            "them with mixit.Parts"
         ) from None
     return found
 

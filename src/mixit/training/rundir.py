@@ -20,10 +20,16 @@ from mixit.cost.memory import check_loads
 from mixit.models.build import RunModel, build_model
 from mixit.models.decoder import Decoder
 from mixit.models.readout import AnswerReadout
+from mixit.tasks import get_task
 from mixit.training.checkpoint import load_weights, save_weights
 from mixit.training.resolve import holds_mixing_matrices, stored_config, validate
 
 _told_no_tensorboard = False
+
+
+def new_model(config: RunConfig) -> RunModel:
+    """The run's model from its seed, with the readout of the task its config names."""
+    return build_model(config, get_task(config.task_name))
 
 
 def _tensorboard(folder: Path, purge_step: int) -> Any:
@@ -153,7 +159,7 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
         check_loads(config, mixing=holds_mixing_matrices(config))
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
-    model = build_model(config)
+    model = new_model(config)
     # A classifier's head is the decoder's own rows: its weights load through the readout.
     decoder = model.body if isinstance(model, AnswerReadout) else model
     if not isinstance(decoder, Decoder):  # generate, export and the analyses read mixit's taps

@@ -23,7 +23,7 @@ from mixit.common.errors import TrainingDiverged, UsageError
 from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
 from mixit.data.vocabulary import save_vocabulary
-from mixit.models.build import RunModel, build_model
+from mixit.models.build import RunModel
 from mixit.models.readout import BottleneckReadout
 from mixit.tasks import TaskData, get_task
 from mixit.tasks.base import TaskSpec, hold_out_validation, next_token_targets
@@ -41,7 +41,7 @@ from mixit.training.resolve import (
     resolve_config,
     resolve_device,
 )
-from mixit.training.rundir import RunWriter
+from mixit.training.rundir import RunWriter, new_model
 from mixit.training.scoring import evaluate_run
 from mixit.training.step import (
     compiled,
@@ -116,7 +116,7 @@ def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     """Fit the config to the data and build everything a training step needs."""
     data, stop_split = hold_out_stop_split(data, config.train.stop_split_fraction())
     fit_model_to_data(config, data)
-    model = build_model(config)
+    model = new_model(config)
     ranks.check_batch(config.train.batch_size)
     device = ranks.device(resolve_device(config.train.device))
     use_tensor_cores(device)

@@ -2,7 +2,7 @@
 at a scale, the learning rate, steps and initialisation the tuning protocol chose, with the
 validation evidence, as ``tools/tune_presets.py`` wrote them to ``tuned/SCALE.json``.
 ``reproduce`` trains under them by default, as the paper trains each architecture at its own
-rate (its Table 9); ``mixit.experiments.tuned_presets`` finds each planned run's group.
+rate (its Table 9); ``mixit.study.tuned_presets`` finds each planned run's group.
 
 A group is named in the file by its task, its model and the overrides of the first run that
 planned it (its experiment's setting).

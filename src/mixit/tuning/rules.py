@@ -14,10 +14,19 @@ from typing import Any, NamedTuple
 from mixit.common.errors import RunsFailed
 from mixit.config.overrides import apply_overrides
 from mixit.config.schema import ARCH_INITS, RunConfig
-from mixit.readings.litmus import DEFAULT_TOLERANCE, short_of_chance
 from mixit.tasks import get_task
 from mixit.training.resolve import validate
 from mixit.training.rundir import read_records
+
+# The litmus test (the paper's section 5): a variant "matches" the standard model when its
+# mean is at most this far behind (in the metric's units); `mixit compare --tolerance`.
+DEFAULT_TOLERANCE = {"test_accuracy": 0.02, "log_ppl": 0.05}
+# The reference must beat chance by this many tolerances on every seed to count as having
+# learned the task. 5 x 0.02 puts retrieval's bar at about 0.37 over its context-guess chance
+# of 0.27, above the 0.30-0.34 that standard seeds without an induction circuit reach, and
+# counts tiny sentiment's 0.74 over its 0.58 majority class as learned. Chosen after seeing
+# those numbers, before the fresh seeds that check it.
+LEARNED_MARGIN = 5
 
 # The grid: the preset's rate times GRID_STEP ** k for k in GRID, extended one step at a time
 # at an edge up to GRID_STEP ** +-EDGE_BOUND (Table 8 of the paper spans one to two decades).
@@ -245,3 +254,17 @@ def capped_record(record: Mapping[str, Any]) -> bool:
     budgets = record.get("budgets") or [{}]
     last, first = budgets[-1], budgets[0]
     return bool(last.get("rising")) and 2 * last["steps"] > BUDGET_CAP * first["steps"]
+
+
+def short_of_chance(
+    by_seed: Mapping[int, float], chance: float, tolerance: float, higher_is_better: bool = True
+) -> str:
+    """How a model's seeds fall short of learning a task: the seeds not clearly beyond its
+    ``chance`` (``LEARNED_MARGIN`` tolerances), as a phrase; "" when every seed is beyond."""
+    better = 1.0 if higher_is_better else -1.0
+    bar = chance + better * LEARNED_MARGIN * tolerance
+    short = [(s, v) for s, v in by_seed.items() if better * (v - bar) < 0]
+    if not short:
+        return ""
+    listed = ", ".join(f"{v:.3f} (seed {s})" for s, v in short)
+    return f"reaches {listed}, not clearly beyond chance {chance:.3f} (the bar: {bar:.3f})"

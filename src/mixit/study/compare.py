@@ -1,0 +1,374 @@
+"""Train the spectrum on one task and tabulate its headline metric (`mixit compare`)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mixit.analysis.attention import initial_logit_spread
+from mixit.analysis.report import mean_uniformity
+from mixit.common.errors import RunsPending, UsageError
+from mixit.common.io import write_json
+from mixit.config.schema import RunConfig
+from mixit.models.variants import VARIANTS
+from mixit.running.launchers import LOCAL, Launch
+from mixit.running.runs import train_missing
+from mixit.study.earlier import with_earlier_models
+from mixit.study.litmus import (
+    AUTO,
+    AUTO_SEEDS,
+    DEFAULT_TOLERANCE,
+    litmus_lines,
+    reading,
+    spread_text,
+    undecided_by_interval,
+)
+from mixit.study.results import read_results_csv, write_results_csv
+from mixit.tasks import get_task
+from mixit.training.resolve import resolve_config, stored_config
+from mixit.tuning import halving, rules
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a comparison trains: ``models`` on ``task`` at ``preset``, one run per seed of
+    ``seeds``, with ``overrides`` on every run, into ``out/runs`` (None: nowhere yet)."""
+
+    task: str
+    models: tuple[str, ...]
+    preset: str
+    seeds: range
+    out: Path | None
+    overrides: Mapping[str, Any]
+
+    def configs(
+        self, per_model: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> dict[tuple[str, int], RunConfig]:
+        """Every (model, seed)'s resolved config, first, so a bad model name or key fails
+        before any training or timing; ``per_model`` adds a model's own overrides (its tuned
+        values)."""
+        return {
+            (m, s): resolve_config(
+                self.task, m, self.preset, s, {**self.overrides, **(per_model or {}).get(m, {})}
+            )
+            for m in self.models
+            for s in self.seeds
+        }
+
+
+TUNABLE = ("lr",)
+# The variants whose attention stays as initialised: their logit spread there is printed
+# beside their verdicts (docs/tuning.md, rule 6).
+FROZEN_ATTENTION = ("frozen-qk", "random")
+
+
+def tunes_by_default(overrides: Mapping[str, Any]) -> bool:
+    """Whether a comparison tunes unless told not to: a ``model.arch`` model does, since the
+    presets were fitted to mixit's decoder and not to it (docs/tuning.md)."""
+    return str(overrides.get("model.arch", "mixit")) != "mixit"
+
+
+def tune_comparison(
+    plan: Comparison, launch: Launch, progress: bool | None
+) -> dict[str, dict[str, Any]]:
+    """Each model of ``plan`` tuned under the protocol (``mixit.tuning.halving``), from its first
+    seed's config: its rate and, unless the overrides set it, its own initialisation
+    (``rules.initialisations``); every model's verdict runs then train one budget."""
+    configs = plan.configs()
+    bases = {model: configs[model, plan.seeds.start] for model in plan.models}
+    fixed = any(key in plan.overrides for key in rules.INIT_KEYS)
+    inits = {m: rules.initialisations(b, fixed=fixed) for m, b in bases.items()}
+    runs_dir = Path(plan.out) / "runs"
+    return halving.tune(bases, plan.seeds, runs_dir, inits=inits, launch=launch, progress=progress)
+
+
+def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """The litmus reading when the tuned reference learned nothing on validation at any rate
+    of its grid: no verdict, with the rates and budgets tried as the cause."""
+    rates = ", ".join(f"{point.lr:.3g}" for point in rules.validation_points(record))
+    steps = ", ".join(str(b["steps"]) for b in record["budgets"])
+    uniformity = mean_uniformity(record["run_dir"])
+    attention = (
+        f"; its attention's uniformity {uniformity:.2f} (1: plain averaging)"
+        if uniformity is not None
+        else ""
+    )
+    cause = (
+        f"standard did not learn at any rate of the grid (validation on seed {record['seed']}; "
+        f"rates {rates}; budgets {steps} steps{attention})"
+    )
+    return {
+        "tolerance": litmus["tolerance"],
+        "rows": [],
+        "no_reference": [cause, *litmus.get("no_reference", [])],
+        "next": "a larger width (model.n_embd), or a budget beyond the protocol's cap of "
+        f"{rules.BUDGET_CAP}x the preset's steps (train.steps)",
+    }
+
+
+def task_chance(config: RunConfig) -> float:
+    """The task's chance level for runs whose summaries predate it: from their data."""
+    spec = get_task(config.task_name)
+    return spec.chance(spec.make_data(config.task, config.seed), config.task)
+
+
+def compare(
+    task: str,
+    models: Sequence[str] | None = None,
+    preset: str = "tiny",
+    seed: int = 0,
+    seeds: int | str = 1,
+    out: str | Path = "runs/compare",
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+    tolerance: float | None = None,
+    tune: Sequence[str] | None = None,
+    launch: Launch = LOCAL,
+) -> dict[str, Any]:
+    """Train each model with seeds ``seed .. seed+seeds-1`` on the same data.
+
+    ``tune=["lr"]`` first tunes each model under the protocol of docs/tuning.md
+    (``mixit.tuning.halving``: its learning rate, budget and, for a ``model.arch`` model, the
+    initialisation, on held-out training data and a seed outside ``seeds``) and trains every
+    seed at the result; ``OUT/tuning.json`` and ``compare.json``'s ``tuned`` record the choice.
+    ``tune=None`` tunes ``model.arch`` models only (``tunes_by_default``); ``[]`` never.
+    ``seeds="auto"`` starts with ``AUTO_SEEDS[0]`` seeds and adds one at a time while a
+    verdict is inconclusive by its interval alone, up to ``AUTO_SEEDS[1]``
+    (``compare.json``'s ``seeds_auto`` says where it stopped).
+
+    Every run lands in ``out/runs`` under its config's hash (``mixit.running.runs``), where
+    `reproduce` keeps its runs too: a finished run of the same config, from either command, is
+    read back instead of retrained. Writes and returns ``out/compare.json``, with the
+    litmus reading of each variant against the standard model (``litmus``; ``tolerance``
+    defaults to ``DEFAULT_TOLERANCE`` of the task's metric). ``launch``: see ``train_all``.
+    """
+    tune = settings_to_tune(tune, overrides or {})
+    auto = seeds == AUTO
+    count, most = AUTO_SEEDS if auto else (int(seeds), int(seeds))
+    models = tuple(models or VARIANTS)
+    setting = {"task": task, "preset": preset, "overrides": dict(overrides or {})}
+    if not auto:
+        setting["seeds"] = list(range(seed, seed + int(seeds)))
+        models = with_earlier_models(Path(out), setting, models)
+    # Every seed it may train, so that the tuning seed is none of them.
+    plan = Comparison(
+        task, models, preset, range(seed, seed + most), Path(out), dict(overrides or {})
+    )
+    plan.configs()  # bad input fails before tuning
+    tuned = tune_comparison(plan, launch, progress) if tune else {}
+    if tuned:
+        write_json(Path(out) / "tuning.json", tuned)
+    while True:
+        trial = dataclasses.replace(plan, seeds=range(seed, seed + count))
+        configs = trial.configs({model: t["overrides"] for model, t in tuned.items()})
+        trained = train_all(configs, Path(out), progress, launch)
+        result = comparison_result(trial, configs, trained, tuned, tolerance)
+        undecided = undecided_by_interval(result["litmus"])
+        if not auto or count >= most or not undecided:
+            break
+        count += 1
+    if auto:
+        result["seeds_auto"] = {"start": AUTO_SEEDS[0], "maximum": most, "undecided": undecided}
+    write_json(Path(out) / "compare.json", result)
+    return result
+
+
+def settings_to_tune(tune: Sequence[str] | None, overrides: Mapping[str, Any]) -> list[str]:
+    """``compare``'s ``tune``, checked: None tunes a ``model.arch`` model only."""
+    if tune is None:
+        return list(TUNABLE) if tunes_by_default(overrides) else []
+    unknown = [name for name in tune if name not in TUNABLE]
+    if unknown:
+        raise UsageError(f"--tune '{unknown[0]}' is not tunable; choose from: {', '.join(TUNABLE)}")
+    return list(tune)
+
+
+def comparison_result(
+    plan: Comparison,
+    configs: Mapping[tuple[str, int], RunConfig],
+    trained: Mapping[tuple[str, int], dict[str, Any]],
+    tuned: Mapping[str, dict[str, Any]],
+    tolerance: float | None,
+) -> dict[str, Any]:
+    """compare.json: each model's row over the seeds, the chance level, what tuning chose,
+    and the litmus reading against the standard model."""
+    spec, first = get_task(plan.task), plan.seeds[0]
+    by_model = {model: [trained[model, s] for s in plan.seeds] for model in plan.models}
+    rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
+    for row in rows:
+        model = row["model"]
+        row["rising"] = [
+            rules.rising_at_end(Path(trained[model, s]["run_dir"]), configs[model, s], stop)
+            for s, stop in zip(plan.seeds, row["stopped"], strict=True)
+        ]
+        if model in FROZEN_ATTENTION:
+            row["logit_spread_at_init"] = initial_logit_spread(configs[model, first])
+    chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]
+    result: dict[str, Any] = {
+        "task": plan.task,
+        "metric": spec.metric,
+        "higher_is_better": spec.higher_is_better,
+        "preset": plan.preset,
+        "seeds": list(plan.seeds),
+        "overrides": dict(plan.overrides),
+        "chance": statistics.fmean(chances)
+        if chances
+        else task_chance(configs[plan.models[0], first]),
+        "rows": rows,
+    }
+    # train.validation_fraction > 0 scores every run on held-out training rows, not the test
+    # split: the table and compare.json say so instead of calling the number a test score.
+    if any(s.get("evaluated_on") == "validation" for ss in by_model.values() for s in ss):
+        result["evaluated_on"] = "validation"
+    if tuned:
+        result["tuned"] = dict(tuned)
+    if tolerance is None:
+        tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
+    steps = configs.get(("standard", first), configs[plan.models[0], first]).train.steps
+    result["litmus"] = reading(result, tolerance, steps)
+    if tuned.get("standard", {}).get("learned") is False:
+        result["litmus"] = not_learned_at_any_rate(result["litmus"], tuned["standard"])
+    return result
+
+
+def train_all(
+    configs: Mapping[tuple[str, int], RunConfig],
+    out: Path,
+    progress: bool | None,
+    launch: Launch,
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every run's summary, training the missing ones into ``out/runs`` (and writing
+    ``out/results.csv``). ``launch`` submits them as a job array (``mixit.running.launchers``);
+    without waiting, ``RunsPending`` says how many are still in flight."""
+    trained, _ = train_missing(configs, out / "runs", progress, each=True, launch=launch)
+    missing = len(configs) - len(trained)
+    if missing:
+        raise RunsPending(
+            f"{missing} of {len(configs)} runs are not finished yet; the same command collects "
+            "them once their jobs end"
+        )
+    write_results_csv(out / "results.csv", trained.values())
+    return trained
+
+
+def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -> dict[str, Any]:
+    """One model's row of compare.json from its seeds' summaries."""
+    values = [summary["metrics"][metric] for summary in summaries]
+    return {
+        "model": model,
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "values": values,
+        "params_trainable": summaries[0]["params_trainable"],
+        "train_seconds": statistics.fmean(s["train_seconds"] for s in summaries),
+        # Runs from before early stopping used their whole budget.
+        "steps_run": [s.get("steps_run", s["steps"]) for s in summaries],
+        "stopped": [s.get("stopped", "budget") for s in summaries],
+    }
+
+
+def tuning_lines(tuned: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What the tuning protocol chose for each model, a line each."""
+    seed = next(iter(tuned.values()))["seed"]
+    lines = [f"tuned on held-out training data, seed {seed} (docs/tuning.md):"]
+    for model, t in tuned.items():
+        init = f", init {t['init']}" if t.get("init") else ""
+        edge = "" if t["edge"] == "interior" else f", grid {t['edge']}"
+        learned = "" if t["learned"] else ", did not learn at any rate of the grid"
+        floor = " (the task's budget)" if raised_budget(t) else ""
+        lines.append(
+            f"  {model:<11} lr {t['train.lr']:.3g}, {t['steps']} steps{floor}{init}{edge}{learned}"
+        )
+    return lines
+
+
+def raised_budget(record: Mapping[str, Any]) -> bool:
+    """Whether a tuning record's budget was raised to another model's: the task's one budget
+    (``raised_from``), or the reference's under the rule before it (``reference_steps``)."""
+    return "raised_from" in record or "reference_steps" in record
+
+
+STOPPED_LEGEND = (
+    "(stopped: how many of a model's seeds ended at each reason; budget: ran all its steps, "
+    "target: reached train.stop_at, plateau: train.patience evaluations without a better one)"
+)
+
+
+def _stops(reasons: Sequence[str]) -> str:
+    """``target 2, budget 1``: how many of a model's runs stopped for each reason."""
+    counts = {reason: reasons.count(reason) for reason in dict.fromkeys(reasons)}
+    return ", ".join(f"{reason} {count}" for reason, count in counts.items())
+
+
+def format_table(result: Mapping[str, Any]) -> str:
+    """A plain-text table: model, trainable parameters, metric mean ± std, seconds per run,
+    the mean steps each run trained and why the runs stopped (solved, plateau or budget)."""
+    header = (
+        f"{'model':<12} {'trainable':>10}  {result['metric']:>22}  {'seconds':>8}  "
+        f"{'steps':>7}  stopped"
+    )
+    changed = " ".join(f"{k}={v}" for k, v in result.get("overrides", {}).items())
+    title = f"task: {result['task']} (preset {result['preset']}{', ' + changed if changed else ''})"
+    if result.get("evaluated_on") == "validation":
+        title += f"; {result['metric']} is scored on the validation split, not the test split"
+    lines = [title, header, "-" * len(header)]
+    for row in result["rows"]:
+        spread = row["std"] if len(row.get("values", [])) > 1 else None
+        score = f"{row['mean']:.4f} ± {spread_text(spread)}"
+        seconds = row["train_seconds"]
+        steps = statistics.fmean(row.get("steps_run", [0]))
+        lines.append(
+            f"{row['model']:<12} {row['params_trainable']:>10,}  {score:>22}  {seconds:>8.1f}  "
+            f"{steps:>7,.0f}  {_stops(row.get('stopped', []))}"
+        )
+    if result.get("chance") is not None:
+        lines.append(f"{'chance':<12} {'':>10}  {result['chance']:>22.4f}")
+    lines.append(STOPPED_LEGEND)
+    if result.get("tuned"):
+        lines += ["", *tuning_lines(result["tuned"])]
+    lines += litmus_lines(result)
+    if "seeds_auto" in result:
+        lines.append(f"({seeds_auto_text(result)})")
+    return "\n".join(lines)
+
+
+def seeds_auto_text(result: Mapping[str, Any]) -> str:
+    """Where ``--seeds auto`` stopped, and which verdicts its interval left undecided."""
+    auto = result["seeds_auto"]
+    left = ", ".join(auto["undecided"]) or "none"
+    return (
+        f"--seeds auto: {len(result['seeds'])} seeds, from {auto['start']} up to "
+        f"{auto['maximum']}; still undecided by the interval: {left}"
+    )
+
+
+def judged_again(result: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """A committed ``compare.json``'s litmus reading under the current rules (docs/reproduce.md,
+    "Reading rules"), nothing retrained: its rows, with each verdict run's "still rising at
+    its budget's end" read from the run records kept beside it (``folder/results.csv`` and
+    ``folder/runs/*/{config.json,metrics.jsonl}``; a run not kept counts as finished), and
+    its tuning records' ``capped`` (``rules.capped_record``)."""
+    again = copy.deepcopy(dict(result))
+    rising = {}
+    for row in read_results_csv(folder / "results.csv"):
+        run_dir = folder / "runs" / Path(row["run_dir"]).name
+        try:
+            config = stored_config(json.loads((run_dir / "config.json").read_text()))
+        except (OSError, ValueError, UsageError):
+            continue
+        up = rules.rising_at_end(run_dir, config, row["stopped"])
+        rising[row["model"], int(row["seed"])] = up
+    for row in again["rows"]:
+        row["rising"] = [rising.get((row["model"], seed), False) for seed in again["seeds"]]
+    for record in again.get("tuned", {}).values():
+        record["capped"] = rules.capped_record(record)
+    again["litmus"] = reading(again, result["litmus"]["tolerance"], steps=0)
+    if again.get("tuned", {}).get("standard", {}).get("learned") is False:
+        again["litmus"] = not_learned_at_any_rate(again["litmus"], again["tuned"]["standard"])
+    return again

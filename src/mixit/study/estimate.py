@@ -1,0 +1,328 @@
+"""What a comparison (or one run, or a suite of comparisons) would cost, without training:
+`compare --estimate` (along an ``--axis`` too), `train --estimate` and `suite --estimate`,
+timed on this machine or predicted for a device (``mixit.cost.predict``)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mixit.common.cores import busy_cores_elsewhere
+from mixit.common.errors import UsageError
+from mixit.common.io import read_json
+from mixit.config.overrides import apply_overrides
+from mixit.config.schema import TrainConfig
+from mixit.cost.predict import fewest_pieces, get_target
+from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
+from mixit.running.workers import (
+    parallel_jobs,
+    shared_cores_note,
+    worker_threads,
+)
+from mixit.study.axis import Axis
+from mixit.study.compare import Comparison
+from mixit.study.text import duration
+from mixit.training.resolve import resolve_device
+from mixit.tuning.rules import (
+    BUDGET_CAP,
+    EDGE_BOUND,
+    GRID,
+    VALIDATION_FRACTION,
+    halving_budgets,
+)
+
+
+def earliest_stop(train: TrainConfig) -> int:
+    """The fewest steps a run of ``train`` can take: its first evaluation when it stops at a
+    target (``stop_at``), after ``patience`` evaluations more when it stops on no progress;
+    all of ``steps`` without a stop rule."""
+    first = train.steps
+    if train.stop_at is not None:
+        first = train.eval_every
+    elif train.patience > 0:
+        first = (train.patience + 1) * train.eval_every
+    return min(first, train.steps)
+
+
+def finished_tuning(plan: Comparison) -> dict[str, dict[str, Any]]:
+    """Each model's tuned overrides from ``plan.out/tuning.json``, for the models whose record
+    there is this plan's: the halving's winning run it names is the run that the plan's
+    config, at the record's choice and its own budget, would be (``candidate_config``'s
+    settings). A record made at other settings or models, or one that is not a tuning
+    record, is not read: that model prices as untuned."""
+    path = None if plan.out is None else plan.out / "tuning.json"
+    if path is None or not path.is_file():
+        return {}
+    records = read_json(path, str(path))
+    bases = plan.configs()
+    tuned = {}
+    for model in plan.models:
+        record = records.get(model) if isinstance(records, dict) else None
+        try:
+            winner = copy.deepcopy(bases[model, plan.seeds.start])
+            winner.seed = record["seed"]
+            # The record names the halving's winner, run at the base's own budget.
+            settings = {k: v for k, v in record["overrides"].items() if k != "train.steps"}
+            settings["train.validation_fraction"] = VALIDATION_FRACTION
+            apply_overrides(winner, settings)
+            named = Path(record["run_dir"]).name
+        except (TypeError, KeyError, ValueError, UsageError):
+            continue
+        if run_dir_name(winner) == named:
+            tuned[model] = dict(record["overrides"])
+    return tuned
+
+
+def estimate_comparison(
+    plan: Comparison,
+    target: str | None = None,
+    jobs: int = 1,
+    busy: float | None = None,
+    tunes: bool = False,
+) -> dict[str, Any]:
+    """What `compare` (or, with one model and seed, `train`) would cost on this machine,
+    without training or writing anything: each model's config is timed once (its seeds cost
+    the same, see ``time_training``) at the threads one of ``jobs`` workers gets, or, with
+    ``target``, predicted for that device with its memory (``mixit.cost.predict``); a finished run
+    in ``plan.out`` costs nothing. With ``tunes``, a model already tuned there
+    (``finished_tuning``) is priced at its tuned config, and its row says ``tuned``."""
+    models, seed = plan.models, plan.seeds.start
+    tuned = finished_tuning(plan) if tunes else {}
+    configs = plan.configs(tuned)
+    runs_dir = None if plan.out is None else plan.out / "runs"
+    if target is None:
+        timings = pending_timings(configs, runs_dir, jobs)
+    else:
+        timings = predicted_timings(configs, runs_dir, target)
+    rows = []
+    for model in models:
+        names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
+        pending = [timings[name] for name in names if name in timings]
+        timing = pending[0] if pending else {"step_seconds": 0.0, "run_seconds": 0.0}
+        train = configs[model, seed].train
+        row = {"model": model, "runs": len(pending), "steps": train.steps}
+        row["tuned"] = model in tuned
+        row |= {"step_seconds": timing["step_seconds"], "run_seconds": timing["run_seconds"]}
+        # A run that stops early costs its share of the budget's time, at the least.
+        row["least_run_seconds"] = timing["run_seconds"] * earliest_stop(train) / train.steps
+        if "memory_bytes" in timing:
+            row["memory_gib"] = timing["memory_bytes"] / 2**30
+            row["fits"] = timing["fits"]
+            row["micro_batches_to_fit"] = timing["micro_batches_to_fit"]
+        rows.append(row)
+    if target is None:
+        device = resolve_device(configs[models[0], seed].train.device)
+        where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
+    else:
+        where = f"predicted for {get_target(target).describe()}"
+    return {
+        "task": plan.task,
+        "preset": plan.preset,
+        "device": where,
+        # ``busy``: other processes' cores, measured once by a caller that estimates many.
+        "shared": ""
+        if target
+        else shared_cores_note(busy_cores_elsewhere() if busy is None else busy),
+        "rows": rows,
+        "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
+        "least_seconds": sum(row["runs"] * row["least_run_seconds"] for row in rows),
+        "jobs": jobs,
+        "wall_seconds": list_schedule(
+            [row["run_seconds"] for row in rows for _ in range(row["runs"])],
+            jobs if target else parallel_jobs(jobs),
+        ),
+    }
+
+
+def format_comparison_estimate(result: Mapping[str, Any]) -> str:
+    """The estimate as a plain-text table, and the total with the runs one after another."""
+    point = f" at {result['point']}" if result.get("point") else ""
+    title = (
+        f"task: {result['task']}{point} (preset {result['preset']}), {result['device']}; "
+        "nothing was trained"
+    )
+    memory = "memory_gib" in result["rows"][0]
+    header = f"{'model':<12} {'runs':>5} {'steps':>7} {'ms/step':>9} {'per run':>10}"
+    header += f" {'GiB':>8}" if memory else ""
+    lines = [title, header, "-" * len(header)]
+    for row in result["rows"]:
+        line = (
+            f"{row['model']:<12} {row['runs']:>5} {row['steps']:>7,} "
+            f"{row['step_seconds'] * 1e3:>9.1f} {duration(row['run_seconds']):>10}"
+        )
+        lines.append(line + (f" {row['memory_gib']:>8.2f}" if memory else ""))
+    jobs = result.get("jobs", 1)
+    if jobs == 1:
+        lines.append(f"about {duration(result['total_seconds'])} in all, one run after another")
+    else:
+        lines.append(
+            f"about {duration(result['wall_seconds'])} in all with {jobs} runs at once "
+            f"({duration(result['total_seconds'])} of training)"
+        )
+    least = result.get("least_seconds", result["total_seconds"])
+    if least < result["total_seconds"]:
+        lines.append(
+            f"as little as {duration(least)} of training if every run with a stop rule stops "
+            "at the first evaluation it may"
+        )
+    shared = [result["shared"]] if result.get("shared") else []
+    return "\n".join([*lines, *misfit_lines(result["rows"]), *shared])
+
+
+def misfit_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What to do about the models whose step needs more memory than the target has."""
+    misfits = [row for row in rows if not row.get("fits", True)]
+    if not misfits:
+        return []
+    names = ", ".join(row["model"] for row in misfits)
+    pieces = fewest_pieces(row["micro_batches_to_fit"] for row in misfits)
+    if pieces is None:
+        return [f"{names}: more memory than the device has, even one row at a time"]
+    return [
+        f"{names}: more memory than the device has; train.micro_batches={pieces} fits "
+        "(the same step, its batch in that many pieces; or spread it over GPUs with --nproc)"
+    ]
+
+
+@dataclass(frozen=True)
+class TuningCost:
+    """What tuning adds to an estimate, one run after another: ``least`` from the grid alone,
+    each trial stopping as early as its stop rule lets it (``earliest_stop``), ``most`` with
+    every edge extension, every doubling of the winner's budget up to the cap, and the verdict
+    runs at the capped budget (docs/tuning.md, rules 1 and 5), none stopping early. ``done``:
+    the models already tuned (``finished_tuning``), which add nothing."""
+
+    least: float
+    most: float
+    done: tuple[str, ...] = ()
+
+
+def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> TuningCost:
+    """What tuning adds to a comparison's estimate (``rows``: its per-model rows): each model's
+    halving in budgets of one run, every model of an ``--arch`` comparison choosing its
+    initialisation as well (docs/tuning.md, rule 6); a row marked ``tuned`` adds nothing."""
+    arch = str(overrides.get("model.arch", "mixit")) != "mixit"
+    inits = 2 if arch and "model.arch_init" not in overrides else 1
+    grid = halving_budgets(len(GRID) * inits)
+    edges = halving_budgets((len(GRID) + EDGE_BOUND - 1) * inits)
+    doublings = sum(2**k for k in range(1, int(math.log2(BUDGET_CAP)) + 1))  # 2x, 4x: 2 + 4
+    untuned = [row for row in rows if not row.get("tuned")]
+    least = sum(row.get("least_run_seconds", row["run_seconds"]) * grid for row in untuned)
+    most = sum(
+        row["run_seconds"] * (edges + doublings + row["runs"] * (BUDGET_CAP - 1)) for row in untuned
+    )
+    return TuningCost(least, most, tuple(row["model"] for row in rows if row.get("tuned")))
+
+
+def tuning_estimate_line(cost: TuningCost) -> str:
+    """``tuning_seconds`` as the line the estimates print."""
+    done = f"already tuned in its tuning.json: {', '.join(cost.done)}" if cost.done else ""
+    if cost.most == 0 and done:
+        return f"tuning adds nothing: {done} (verdict runs priced at their tuned config)"
+    line = (
+        f"plus tuning (docs/tuning.md): about {duration(cost.least)} one run after another from "
+        f"the grid alone, each trial stopping as early as its stop rule allows, up to "
+        f"{duration(cost.most)} if every model extends its grid to the bound and doubles its "
+        f"budget to the cap ({BUDGET_CAP}x, the verdict runs too)"
+    )
+    return f"{line}; {done}" if done else line
+
+
+def estimate_axis(
+    plan: Comparison,
+    axis: Axis,
+    target: str | None = None,
+    jobs: int = 1,
+    tunes: bool = False,
+    busy: float | None = None,
+) -> list[dict[str, Any]]:
+    """Each value's comparison along ``axis`` as ``estimate_comparison`` prices it, in the
+    folder ``along_axis`` gives it (so its finished runs and, with ``tunes``, its finished
+    tuning cost nothing), with its ``point`` (``KEY=VALUE``); ``busy``: as in
+    ``estimate_comparison``."""
+    if busy is None and target is None:
+        busy = busy_cores_elsewhere()  # once for every value's estimate
+    estimates = []
+    for value in axis.values:
+        folder = None if plan.out is None else plan.out / axis.folder(value)
+        point = replace(plan, out=folder, overrides={**plan.overrides, axis.key: value})
+        estimate = estimate_comparison(point, target, jobs, busy, tunes)
+        estimates.append(estimate | {"point": f"{axis.key}={value}"})
+    return estimates
+
+
+def format_axis_estimate(
+    axis: Axis, estimates: Sequence[Mapping[str, Any]], tuning: Sequence[TuningCost] = ()
+) -> str:
+    """An axis's estimate (``estimate_axis``): its values in order, as a suite's tasks are,
+    and what it costs if every value trains; the axis stops earlier where the reference does
+    not learn, and ``--axis auto`` where the models separate."""
+    heading = f"axis {axis.key}: {len(estimates)} values"
+    text = format_suite_estimate(estimates, tuning, heading)
+    lines = [axis_stop_line(axis.until_separated, "the axis stops"), *left_out_lines([axis])]
+    return "\n".join([text, *lines])
+
+
+def format_axes_estimate(
+    axes: Mapping[str, Axis],
+    estimates: Sequence[Mapping[str, Any]],
+    tuning: Sequence[TuningCost] = (),
+) -> str:
+    """A suite's estimate along its tasks' axes (``axes``: each task's): every task's values
+    (``estimate_axis``, one task after another in ``estimates``) and their sum."""
+    values = sum(len(axis.values) for axis in axes.values())
+    heading = f"suite: {len(axes)} tasks along their axes, {values} values"
+    text = format_suite_estimate(estimates, tuning, heading)
+    auto = any(axis.until_separated for axis in axes.values())
+    lines = [axis_stop_line(auto, "each task stops"), *left_out_lines(axes.values())]
+    return "\n".join([text, *lines])
+
+
+def left_out_lines(axes: Iterable[Axis]) -> list[str]:
+    """The values ``--axis default`` left out, since the task refuses them."""
+    return [f"left out, the task refuses it: {why}" for axis in axes for why in axis.left_out]
+
+
+def axis_stop_line(until_separated: bool, who: str) -> str:
+    """Why an axis's estimate is the most it may cost."""
+    stops = "where the models separate (--axis auto) or " if until_separated else ""
+    return f"at the most: {who} at the first value {stops}where the reference does not learn"
+
+
+def format_suite_estimate(
+    estimates: Sequence[Mapping[str, Any]],
+    tuning: Sequence[TuningCost] = (),
+    heading: str | None = None,
+) -> str:
+    """A suite's estimate: each task's comparison (``estimate_comparison``), each followed by
+    its tuning seconds where the suite tunes (``tuning``), then the total under ``heading``
+    (``suite: N tasks``). The suite compares one task after another, so the tasks' wall times
+    add up."""
+    blocks = [format_comparison_estimate(e) for e in estimates]
+    if tuning:
+        blocks = [
+            f"{block}\n{tuning_estimate_line(cost)}"
+            for block, cost in zip(blocks, tuning, strict=True)
+        ]
+    training = sum(e["total_seconds"] for e in estimates)
+    wall = sum(e["wall_seconds"] for e in estimates)
+    heading = heading or f"suite: {len(estimates)} tasks"
+    total = f"{heading}, about {duration(wall)} of wall time"
+    total += f" ({duration(training)} of training)" if wall != training else ""
+    lowest = sum(e.get("least_seconds", e["total_seconds"]) for e in estimates)
+    highest = training
+    least, most = sum(c.least for c in tuning), sum(c.most for c in tuning)
+    if most > 0:
+        total += f", plus {duration(least)} to {duration(most)} of tuning one run after another"
+        lowest, highest = lowest + least, highest + most
+    if lowest < highest:
+        total += (
+            f"\nin all, {duration(lowest)} to {duration(highest)} of training one run after "
+            "another: at the least every run with a stop rule (train.stop_at, train.patience) "
+            "stops at the first evaluation it may, at the most none does"
+        )
+    return "\n\n".join([*blocks, total])

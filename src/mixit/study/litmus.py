@@ -1,0 +1,302 @@
+"""The litmus reading (the paper's section 5): whether each variant matches the standard
+model on a task, from every seed, or why the standard model cannot be the reference.
+
+Three readings (docs/reproduce.md, "Reading rules"): ``matches``, ``falls short`` and
+``inconclusive``. A variant falls short only when every seed, and the 95 % interval of the
+paired differences, is beyond the tolerance, and it was trained to the end: not cut off still
+rising (``capped`` in its tuning record, or a verdict seed still rising at its budget's end),
+against a reference that was not cut off either. A metric with no ceiling (log perplexity) is
+read at the one budget every model trained instead, and is inconclusive only when the order of
+the variant and the reference changed over the last doubling. When even the random
+transformer matches, the task does not tell the models apart at this size."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mixit.models.variants import VARIANTS
+from mixit.tasks import get_task
+from mixit.tasks.base import harder
+
+# What counts as having learned is the tuning protocol's too, so its rules hold the tolerance;
+# the reading re-exports it under the name every reader imports.
+from mixit.tuning.rules import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
+from mixit.tuning.rules import short_of_chance
+
+# Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom; the normal's beyond.
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+# Metrics that differ by exactly the tolerance count as within it, whatever float subtraction
+# leaves in the last bits.
+ROUNDING = 1e-9
+STRADDLES = "its seeds fall on both sides of the tolerance"
+CROSSES = "the 95 % interval of its paired differences crosses the tolerance"
+# A reading's ``matches`` in words, wherever a verdict is printed.
+VERDICTS = {True: "matches", False: "falls short", None: "inconclusive"}
+DOES_NOT_DISCRIMINATE = "this task does not tell the models apart at this size"
+# Metrics that keep improving with training (no ceiling): read at one budget for every model.
+NO_CEILING = ("log_ppl",)
+# `--seeds auto` (docs/reproduce.md, "Reading rules"): start with this many seeds and add one
+# at a time while a verdict is inconclusive by its interval alone, up to the maximum. Written
+# before any run it decides.
+AUTO = "auto"
+AUTO_SEEDS = (3, 6)
+
+
+def interval_95(values: Sequence[float]) -> tuple[float, float] | None:
+    """The 95 % t-interval of the mean of ``values``; None for fewer than two."""
+    if len(values) < 2:
+        return None
+    half = (T_975[len(values) - 2] if len(values) <= 31 else 1.96) * statistics.stdev(values)
+    half /= math.sqrt(len(values))
+    return statistics.fmean(values) - half, statistics.fmean(values) + half
+
+
+def _sign(result: Mapping[str, Any]) -> float:
+    """+1 where a higher metric is better (the task's ``higher_is_better``), -1 where lower."""
+    return 1.0 if result["higher_is_better"] else -1.0
+
+
+def reference_problems(result: Mapping[str, Any], tolerance: float) -> list[str]:
+    """Why the standard model cannot be the litmus test's reference, [] when it can: a seed
+    not clearly beyond the task's chance (``LEARNED_MARGIN`` tolerances), or another variant
+    better by more than the tolerance."""
+    rows = {row["model"]: row for row in result["rows"]}
+    values = rows["standard"]["values"]
+    better = _sign(result)
+    problems = []
+    if result.get("chance") is not None:
+        seeds = result.get("seeds", range(len(values)))
+        by_seed = dict(zip(seeds, values, strict=True))
+        short = short_of_chance(by_seed, result["chance"], tolerance, better > 0)
+        if short:
+            problems.append(f"standard {short}")
+    for model, row in rows.items():
+        ahead = better * (row["mean"] - rows["standard"]["mean"])
+        if ahead > tolerance + ROUNDING:
+            problems.append(f"{model} beats standard by {ahead:.3f}")
+    # Seeds of the reference that disagree refuse nothing: the reading is paired per seed,
+    # so the reference's own spread does not enter it.
+    return problems
+
+
+def litmus(result: Mapping[str, Any], tolerance: float) -> list[dict[str, Any]]:
+    """Each variant against the standard model, seed by seed on the same data: the mean
+    difference, its spread and 95 % interval, and the verdict: ``matches`` True, False, or
+    None (inconclusive, ``why`` says which way), with the reading in words. [] without a
+    standard row."""
+    rows = {row["model"]: row for row in result["rows"]}
+    if "standard" not in rows:
+        return []
+    better = _sign(result)
+    reference = rows["standard"].get("values", [rows["standard"]["mean"]])
+    readings = []
+    for model, row in rows.items():
+        if model == "standard":
+            continue
+        paired = [v - s for v, s in zip(row.get("values", [row["mean"]]), reference, strict=True)]
+        interval = interval_95(paired)
+        matches, why = _verdict([better * d for d in paired], interval, better, tolerance)
+        if matches is False and (unfinished := _unfinished(result, model)):
+            matches, why = None, unfinished
+        if matches is not None and (reference_left := _unfinished(result, "standard")):
+            matches, why = None, reference_left  # against a moving reference, nothing holds
+        reading = {
+            "model": model,
+            "difference": row["mean"] - rows["standard"]["mean"],
+            "spread": statistics.stdev(paired) if len(paired) > 1 else None,
+            "interval": interval,
+            "matches": matches,
+            "reading": why if matches is None else _reading(model, matches),
+        }
+        if matches is None:
+            reading["why"] = why
+        if matches is False and (trained := _training(result, model)):
+            reading["trained"] = trained
+        if row.get("logit_spread_at_init") is not None:
+            reading["logit_spread_at_init"] = row["logit_spread_at_init"]
+        readings.append(reading)
+    return readings
+
+
+def _verdict(
+    worse: Sequence[float],
+    interval: tuple[float, float] | None,
+    better: float,
+    tolerance: float,
+) -> tuple[bool | None, str]:
+    """From the paired differences in the better direction (negative: the variant is
+    worse): True when every seed and the interval are within the tolerance, False when every
+    seed and the interval are beyond it, None (with why) otherwise."""
+    within = {d >= -tolerance - ROUNDING for d in worse}
+    if len(within) > 1:
+        return None, STRADDLES
+    matches = within.pop()
+    if interval is not None:
+        low, high = sorted(better * x for x in interval)
+        crosses = low < -tolerance - ROUNDING if matches else high >= -tolerance - ROUNDING
+        if crosses:
+            return None, CROSSES
+    return matches, ""
+
+
+def _unfinished(result: Mapping[str, Any], model: str) -> str:
+    """Why ``model``'s runs were not trained to the end, "" when they were: its tuning record
+    reached the budget cap still rising, or a verdict seed was still rising at its budget's
+    end; for a metric with no ceiling, instead, the order of the variant and the reference
+    changed over the last doubling."""
+    rows = {row["model"]: row for row in result["rows"]}
+    record = result.get("tuned", {}).get(model, {})
+    if result["metric"] in NO_CEILING:
+        return _order_changed(result, model) if model != "standard" else ""
+    if record.get("capped"):
+        return f"{_name(model)} reached the budget cap ({record['steps']:,} steps) still rising"
+    seeds = result.get("seeds", [])
+    rising = [s for s, up in zip(seeds, rows[model].get("rising", []), strict=False) if up]
+    if rising:
+        listed = ", ".join(str(s) for s in rising)
+        return f"{_name(model)} was still rising at its budget's end (seed {listed})"
+    return ""
+
+
+def _order_changed(result: Mapping[str, Any], model: str) -> str:
+    """For a metric with no ceiling: "" unless the variant and the reference swapped places
+    between the last two budgets of their tuning (the tuning seed's validation)."""
+    tuned = result.get("tuned", {})
+    budgets = [tuned.get(m, {}).get("budgets", []) for m in (model, "standard")]
+    scores = [{b["steps"]: b["score"] for b in tried if "score" in b} for tried in budgets]
+    shared = sorted(set(scores[0]) & set(scores[1]))
+    if len(shared) < 2:
+        return ""
+    before, after = ((scores[0][s] - scores[1][s]) * _sign(result) for s in shared[-2:])
+    if (before > 0) == (after > 0):
+        return ""
+    return (
+        f"its order against the reference changed between {shared[-2]:,} and {shared[-1]:,} steps"
+    )
+
+
+def _training(result: Mapping[str, Any], model: str) -> str:
+    """How a model said to fall short was trained: its budget, whether it converged, its
+    initialisation and where its rate sits on the grid ("" untuned)."""
+    record = result.get("tuned", {}).get(model)
+    if not record:
+        return ""
+    init = record.get("init") or "its preset's"
+    rate = {"interior": "interior", "extended": "interior"}.get(record["edge"], record["edge"])
+    ended = "every model's budget" if result["metric"] in NO_CEILING else "converged"
+    return (
+        f"{record['steps']:,} steps, {ended}, initialisation {init}, "
+        f"rate {record['train.lr']:.3g} ({rate} of the grid)"
+    )
+
+
+def _reading(model: str, matches: bool) -> str:
+    variant = VARIANTS[model]
+    return variant.if_matches if matches else variant.if_short
+
+
+def _name(model: str) -> str:
+    return "the reference" if model == "standard" else model
+
+
+def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> dict[str, Any]:
+    """compare.json's ``litmus``: the verdicts, or, when the standard model cannot be the
+    reference, why not and the budget to try next instead of any verdict."""
+    if not any(row["model"] == "standard" for row in result["rows"]):
+        return {"tolerance": tolerance, "rows": []}
+    problems = reference_problems(result, tolerance)
+    if problems:
+        return {
+            "tolerance": tolerance,
+            "rows": [],
+            "no_reference": problems,
+            "next": f"train.steps={2 * steps} (or more seeds, or a larger --tolerance)",
+        }
+    rows = litmus(result, tolerance)
+    random = next((row for row in rows if row["model"] == "random"), None)
+    if random is None or random["matches"] is not True:
+        return {"tolerance": tolerance, "rows": rows}
+    # Even the weakest model matches: no sentence about what the task needs holds.
+    for row in rows:
+        row["reading"] = DOES_NOT_DISCRIMINATE if row["matches"] is not None else row["reading"]
+    harder_task = ""
+    if "task" in result:
+        spec = get_task(result["task"])
+        # A task from files (custom without a generator) has no knob to double.
+        generated = spec.synthetic or result.get("overrides", {}).get("task.generator")
+        axis = spec.axis if generated else None
+        walk = f"; `mixit compare --axis auto` doubles {axis} until they part" if axis else ""
+        harder_task = f"make it harder: {harder(result['task'])}{walk}"
+    return {"tolerance": tolerance, "rows": rows, "does_not_discriminate": harder_task}
+
+
+def litmus_lines(result: Mapping[str, Any]) -> list[str]:
+    reading = result.get("litmus", {})
+    if reading.get("no_reference"):
+        return [
+            "",
+            "litmus test: no verdict, the standard model is no reference here:",
+            *(f"  {problem}" for problem in reading["no_reference"]),
+            f"  try next: {reading['next']}",
+        ]
+    if not reading.get("rows"):
+        return []
+    lines = [
+        "",
+        f"litmus test (a model matches standard when every seed is at most "
+        f"{reading['tolerance']:g} worse in {result['metric']}; per-seed difference, its "
+        "spread and 95 % interval):",
+    ]
+    for row in reading["rows"]:
+        interval = row.get("interval")
+        shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "-"
+        lines.append(
+            f"  {row['model']:<11} {row['difference']:+.4f} ± {spread_text(row.get('spread'))}  "
+            f"{shown:>16}  {VERDICTS[row['matches']]:<12}  {row['reading']}"
+        )
+        lines += [f"  {'':<11} {detail}" for detail in row_details(row)]
+    if "does_not_discriminate" in reading:
+        lines.append(
+            f"the random transformer matches: {DOES_NOT_DISCRIMINATE}; "
+            f"{reading['does_not_discriminate']}"
+        )
+    if len(result.get("seeds", [])) == 1:
+        lines.append("(one seed: nothing here is certain; use --seeds 3 or more)")
+    return lines
+
+
+def verdict_words(row: Mapping[str, Any]) -> str:
+    """A litmus row's verdict with its mean difference, as summaries print it:
+    ``falls short (-0.918)``."""
+    return f"{VERDICTS[row['matches']]} ({row['difference']:+.3f})"
+
+
+def row_details(row: Mapping[str, Any]) -> list[str]:
+    """What a litmus row's verdict rests on besides its numbers: how a model said to fall short
+    was trained, and the frozen attention's logit spread at initialisation (Frozen-QK's and the
+    random transformer's: near 0, attention is uniform and stays so)."""
+    details = []
+    if row.get("trained"):
+        details.append(f"trained: {row['trained']}")
+    if row.get("logit_spread_at_init") is not None:
+        details.append(
+            "frozen attention's logit spread at initialisation "
+            f"{row['logit_spread_at_init']:.3f} (0: uniform)"
+        )
+    return details
+
+
+def undecided_by_interval(reading: Mapping[str, Any]) -> list[str]:
+    """The models whose verdict in ``reading`` (compare.json's ``litmus``) is inconclusive
+    only because the interval crosses the tolerance: those more seeds can decide."""
+    return [row["model"] for row in reading.get("rows", []) if row.get("why") == CROSSES]
+
+
+def spread_text(spread: float | None) -> str:
+    """A spread over seeds as printed: ``n/a`` from one seed, which measures none."""
+    return "n/a" if spread is None else f"{spread:.4f}"

@@ -1,0 +1,107 @@
+"""What an estimate says beyond its times: the range tuning may add, and a shared machine."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mixit.common.cores import busy_cores_elsewhere
+from mixit.running.workers import shared_cores_note
+from mixit.study.axis import Axis
+from mixit.study.estimate import (
+    format_axis_estimate,
+    format_suite_estimate,
+    tuning_estimate_line,
+    tuning_seconds,
+)
+from mixit.study.text import duration
+from mixit.tuning.rules import BUDGET_CAP, halving_budgets
+
+
+def test_tuning_adds_a_range_from_the_grid_to_every_extension_and_doubling():
+    rows = [
+        {"model": "standard", "runs": 3, "steps": 100, "step_seconds": 0.1, "run_seconds": 10.0}
+    ]
+    plain = tuning_seconds(rows, {})
+    assert plain.least == pytest.approx(10 * halving_budgets(3))
+    assert plain.most == pytest.approx(10 * (halving_budgets(5) + 2 + 4 + 3 * (BUDGET_CAP - 1)))
+    arch = tuning_seconds(rows, {"model.arch": "hf:llama"})  # each model chooses its init too
+    assert arch.least == pytest.approx(10 * halving_budgets(6)) and arch.most > plain.most
+    line = tuning_estimate_line(plain)
+    assert (
+        "about 18 s one run after another from the grid alone, each trial stopping as early as "
+        f"its stop rule allows, up to {duration(plain.most)}" in line
+    )
+    estimate = {"task": "t", "preset": "tiny", "device": "here", "rows": rows, "jobs": 1}
+    estimate |= {"total_seconds": 30.0, "wall_seconds": 30.0}
+    total = format_suite_estimate([estimate, estimate], [plain, plain]).splitlines()[-2:]
+    both = f"{duration(2 * plain.least)} to {duration(2 * plain.most)}"
+    assert total[0].endswith(f"plus {both} of tuning one run after another")
+    everything = f"{duration(60 + 2 * plain.least)} to {duration(60 + 2 * plain.most)}"
+    assert total[1].startswith(f"in all, {everything} of training one run after another")
+
+
+def test_a_run_that_may_stop_early_lowers_the_least_cost_to_its_first_evaluation():
+    from mixit.config.schema import TrainConfig
+    from mixit.study.estimate import earliest_stop
+
+    assert earliest_stop(TrainConfig(steps=1000, eval_every=100)) == 1000
+    assert earliest_stop(TrainConfig(steps=1000, eval_every=100, stop_at=0.99)) == 100
+    assert earliest_stop(TrainConfig(steps=1000, eval_every=100, patience=3)) == 400
+    assert earliest_stop(TrainConfig(steps=50, eval_every=100, stop_at=0.99)) == 50
+    rows = [{"model": "m", "runs": 3, "steps": 1000, "step_seconds": 0.01, "run_seconds": 10.0}]
+    rows[0]["least_run_seconds"] = 1.0
+    assert tuning_seconds(rows, {}).least == pytest.approx(halving_budgets(3))
+    estimate = {"task": "t", "preset": "tiny", "device": "here", "rows": rows, "jobs": 1}
+    estimate |= {"total_seconds": 30.0, "wall_seconds": 30.0, "least_seconds": 3.0}
+    text = format_suite_estimate([estimate])
+    assert "as little as 3 s of training if every run with a stop rule stops" in text
+    assert text.splitlines()[-1].startswith("in all, 3 s to 30 s of training")
+
+
+@pytest.mark.processes
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
+def test_a_busy_neighbour_is_seen_and_said():
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        busy = busy_cores_elsewhere(interval=1.0)
+    finally:
+        spin.kill()
+        spin.wait()
+    assert busy is not None and busy >= 0.5
+    assert "other processes keep about" in shared_cores_note(busy)
+    assert shared_cores_note(0.1) == "" and shared_cores_note(None) == ""
+
+
+def test_the_llama_suites_estimate_holds_what_the_suite_cost():
+    """The committed estimate's range in all against the training seconds the committed tuned
+    suite logged (results/suite-llama-estimate/README.md)."""
+    import re
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "results"
+    last = (results / "suite-llama-estimate" / "estimate.txt").read_text().strip().splitlines()
+    least, most = re.match(r"in all, ([\d.]+) h to ([\d.]+) h of training", last[-1]).groups()
+    summary = (results / "suite-llama-tuned" / "summary.md").read_text()
+    logged = re.search(r"^\| all \| \d+ \| ([\d,]+) \|", summary, re.M).group(1)
+    hours = int(logged.replace(",", "")) / 3600
+    assert float(least) <= hours <= float(most)
+
+
+def test_an_axis_estimate_adds_its_values_and_says_where_auto_may_stop_sooner():
+    rows = [{"model": "m", "runs": 3, "steps": 100, "step_seconds": 0.1, "run_seconds": 10.0}]
+    estimates = [
+        {"task": "t", "preset": "tiny", "device": "here", "rows": rows, "jobs": 1, "point": p}
+        | {"total_seconds": 30.0, "wall_seconds": 30.0}
+        for p in ("task.size=10", "task.size=20")
+    ]
+    text = format_axis_estimate(Axis("task.size", (10, 20), True), estimates)
+    assert "task: t at task.size=20 (preset tiny)" in text
+    assert "axis task.size: 2 values, about 60 s of wall time" in text
+    assert text.endswith(
+        "where the models separate (--axis auto) or where the reference does not learn"
+    )
+    listed = format_axis_estimate(Axis("task.size", (10, 20)), estimates)
+    assert "(--axis auto)" not in listed
