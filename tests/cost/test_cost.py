@@ -17,7 +17,7 @@ from mixit.cost.predict import (
     shapes,
 )
 from mixit.models.variants import VARIANTS
-from mixit.training.resolve import holds_mixing_matrices, resolve_config
+from mixit.training.resolve import mixer_of, resolve_config
 from mixit.training.rundir import new_model
 
 CPU = TARGETS["cpu"]
@@ -231,9 +231,9 @@ def test_the_memory_check_is_the_cost_models_floor(model):
     parts at their floor (sizes alone, each layer's input, one scored position a row), and it
     stays below what the model as built is priced at on every target."""
     config, shape = filled(model)
-    mixing = holds_mixing_matrices(config)
-    floor = training_bytes(config, shape.seq_len, mixing)
-    assert sized_counts(config, mixing).parameters <= counted(config).parameters
+    mixer = mixer_of(config)
+    floor = training_bytes(config, shape.seq_len, mixer)
+    assert sized_counts(config, mixer).parameters <= counted(config).parameters
     for target in TARGETS.values():
         assert floor <= sum(
             memory_parts(config, shape.seq_len, shape.scored_share, target).values()

@@ -31,7 +31,7 @@ from mixit.cost.predict import flops_per_token
 from mixit.inference.export_hf import llama_config
 from mixit.inference.generate import cache_bytes_per_token, generate
 from mixit.tasks import TASKS
-from mixit.training.resolve import holds_mixing_matrices, resolve_config, resolve_device
+from mixit.training.resolve import mixer_of, resolve_config, resolve_device
 from mixit.training.step import use_tensor_cores
 
 PEAK_SIZE = {"cpu": 1024, "cuda": 8192}  # the square matmul of a peak: a GPU's needs a large one
@@ -178,6 +178,7 @@ def bench(
     configs: Mapping[str, RunConfig],
     seq_len: int,
     batch: int,
+    *,
     vs_hf: bool = False,
     decode: bool = False,
     rounds: int = 10,
@@ -268,7 +269,7 @@ def check_bench_fits(config: RunConfig, seq_len: int, batch: int, device: torch.
     shaped.model.block_size = max(shaped.model.block_size, seq_len)
     shaped.train.batch_size, shaped.train.micro_batches = batch, 1
     shape = f"--seq-len {seq_len}, --batch {batch}"
-    check_fits(shaped, seq_len, holds_mixing_matrices(shaped), device, shape)
+    check_fits(shaped, seq_len, mixer_of(shaped), device, shape)
 
 
 def bench_configs(

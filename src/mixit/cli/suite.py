@@ -131,14 +131,14 @@ def run(args: argparse.Namespace) -> int:
     along(
         names(args.tasks, "--tasks"),
         model_names(args.models),
-        args.preset,
-        args.seed,
-        args.seeds,
-        args.out,
-        dotted_overrides(args),
-        args.progress,
-        launch_options(args),
-        tune_choice(args),
+        preset=args.preset,
+        seed=args.seed,
+        seeds=args.seeds,
+        out=args.out,
+        overrides=dotted_overrides(args),
+        progress=args.progress,
+        launch=launch_options(args),
+        tune=tune_choice(args),
         report_only=args.report,
     )
     print((Path(args.out) / "summary.md").read_text())

@@ -74,6 +74,7 @@ def line_plot(
     title: str,
     xlabel: str,
     ylabel: str,
+    *,
     log_x: bool = False,
     log_y: bool = False,
 ) -> None:

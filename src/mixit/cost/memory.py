@@ -19,23 +19,26 @@ import torch
 from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig
 from mixit.cost.counts import Counts
+from mixit.models.attention import MixerTraits
 
 FLOAT = 4  # bytes per fp32 value
 
 
-def sized_counts(config: RunConfig, mixing: bool) -> Counts:
+def sized_counts(config: RunConfig, mixer: MixerTraits) -> Counts:
     """The weights of ``config``'s model from its sizes alone, at the least (every parameter
-    counted trainable); ``mixing``: it holds MixiT's fixed (H, T, T) matrices, not RoPE
-    tables."""
+    counted trainable), with the projections, position table and buffers its token ``mixer``
+    declares."""
     m = config.model
     n, layers, heads, block = m.n_embd, m.n_layer, m.n_head, m.block_size
-    attention = (2 if mixing else 4) * n * n  # W_V, W_O; and W_Q, W_K where no mixing
-    body = layers * (attention + 3 * n * m.mlp_ratio * n)
+    body = layers * (mixer.projections * n * n + 3 * n * m.mlp_ratio * n)
     head = m.vocab_size * n
-    # The blocks, the embedding and the head, and MixiT's learned position table (the norms'
-    # gains left out: a lower bound).
-    parameters = body + 2 * head + (block * n if mixing else 0)
-    buffers = layers * (heads * block * block if mixing else block * (n // max(heads, 1)))
+    # The blocks, the embedding and the head, and a learned position table (the norms' gains
+    # left out: a lower bound).
+    learned = mixer.positions == "learned"
+    parameters = body + 2 * head + (block * n if learned else 0)
+    matrices = heads * block * block if mixer.fixed_matrices else 0
+    rope = block * (n // max(heads, 1)) if mixer.positions == "rope" else 0
+    buffers = layers * (matrices + rope)
     return Counts(body, body, head, head, parameters, parameters, FLOAT * buffers)
 
 
@@ -76,11 +79,11 @@ def floor_factor(config: RunConfig) -> float:
     return 1.0 / (8 + 4 * config.model.mlp_ratio)
 
 
-def training_bytes(config: RunConfig, seq_len: int, mixing: bool) -> int:
+def training_bytes(config: RunConfig, seq_len: int, mixer: MixerTraits) -> int:
     """At least the bytes one training step of ``config`` needs at ``seq_len`` tokens per
     sequence: ``step_memory`` at its floor (``sized_counts``, ``floor_factor``, one scored
     position per row)."""
-    counts = sized_counts(config, mixing)
+    counts = sized_counts(config, mixer)
     return sum(step_memory(config, counts, seq_len, 1 / seq_len, floor_factor(config)).values())
 
 
@@ -103,11 +106,11 @@ def available_bytes(device: torch.device) -> int:
 
 
 def check_fits(
-    config: RunConfig, seq_len: int, mixing: bool, device: torch.device, shape: str = ""
+    config: RunConfig, seq_len: int, mixer: MixerTraits, device: torch.device, shape: str = ""
 ) -> None:
     """Refuse, in one line with both figures, a run whose estimate exceeds free memory;
     ``shape`` names the sizes as the command took them (default: the config's keys)."""
-    needed, free = training_bytes(config, seq_len, mixing), available_bytes(device)
+    needed, free = training_bytes(config, seq_len, mixer), available_bytes(device)
     if needed > free:
         hint = "" if shape else " (more train.micro_batches hold less of a batch at once)"
         shape = shape or (
@@ -121,10 +124,10 @@ def check_fits(
         )
 
 
-def check_loads(config: RunConfig, mixing: bool) -> None:
+def check_loads(config: RunConfig, mixer: MixerTraits) -> None:
     """Refuse, in one line, loading a stored run whose model alone exceeds the host's free
     memory (a damaged or foreign ``config.json`` naming huge sizes)."""
-    counts = sized_counts(config, mixing)
+    counts = sized_counts(config, mixer)
     needed = FLOAT * counts.parameters + counts.buffer_bytes
     free = available_bytes(torch.device("cpu"))
     if needed > free:

@@ -306,6 +306,7 @@ def spectrum(
     source: Any,
     parts: Parts | None = None,
     models: Sequence[str] = MODELS,
+    *,
     seed: int = 0,
     mixing_scale: str = "sequence",
     settings: Mapping[str, Any] | None = None,

@@ -63,6 +63,8 @@ class MixerTraits:
     cached: tuple[str, ...]  # what incremental decoding keeps per layer: ("k", "v") or ("v",)
     causal: bool  # whether position t reads positions <= t only
     exportable: bool  # whether a Hugging Face LlamaForCausalLM can hold it
+    projections: int  # n x n weight matrices per layer: W_Q, W_K, W_V, W_O, or fewer
+    fixed_matrices: bool  # whether it holds (H, T, T) fixed mixing matrices as buffers
 
 
 def rope_tables(block_size: int, head_size: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -136,7 +138,14 @@ class SoftmaxAttention(nn.Module):
 
     @staticmethod
     def traits(config: ModelShape) -> MixerTraits:
-        return MixerTraits(positions="rope", cached=("k", "v"), causal=True, exportable=True)
+        return MixerTraits(
+            positions="rope",
+            cached=("k", "v"),
+            causal=True,
+            exportable=True,
+            projections=4,
+            fixed_matrices=False,
+        )
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         return {
@@ -285,7 +294,12 @@ class FixedMixing(nn.Module):
     @staticmethod
     def traits(config: ModelShape) -> MixerTraits:
         return MixerTraits(
-            positions="learned", cached=("v",), causal=config.mixing_causal, exportable=False
+            positions="learned",
+            cached=("v",),
+            causal=config.mixing_causal,
+            exportable=False,
+            projections=2,
+            fixed_matrices=True,
         )
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
@@ -317,12 +331,14 @@ class FixedMixing(nn.Module):
         return self.w_o(y.reshape(B, T, n))  # (B, T, n)
 
 
-MIXERS: dict[AttentionKind, type[SoftmaxAttention] | type[FixedMixing]] = {
+# A mixer is a module built from the model's shape that declares its traits and its parameter
+# groups, and maps (B, T, n) to (B, T, n); a Variant names it by its key here.
+MIXERS: dict[str, type[SoftmaxAttention] | type[FixedMixing] | type[nn.Module]] = {
     AttentionKind.SOFTMAX: SoftmaxAttention,
     AttentionKind.MIXING: FixedMixing,
 }
 
 
-def mixer_traits(kind: AttentionKind, config: ModelShape) -> MixerTraits:
+def mixer_traits(kind: str, config: ModelShape) -> MixerTraits:
     """The traits of the token mixer that ``kind`` names, built with ``config``."""
     return MIXERS[kind].traits(config)

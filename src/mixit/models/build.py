@@ -161,11 +161,11 @@ def build_arch_model(config: ModelConfig, variant: str, seed: int) -> ArchModel:
         source,
         parts,
         (variant,),
-        seed,
-        config.mixing_scale,
-        settings,
-        config.arch_init,
-        config.output_init_std,
+        seed=seed,
+        mixing_scale=config.mixing_scale,
+        settings=settings,
+        init=config.arch_init,
+        output_std=config.output_init_std,
     )
     return ArchModel(models[variant])
 

@@ -15,7 +15,7 @@ from torch import nn
 
 from .attention import MIXERS, LayerCache, Tap, mixer_traits, projection
 from .shape import ModelShape
-from .variants import AttentionKind, Variant
+from .variants import Variant
 
 PAD = 0  # the token every task pads with (mixit.tasks.base.PAD)
 
@@ -76,7 +76,7 @@ def residual_scales(config: ModelShape) -> tuple[float, float] | None:
 
 
 class Block(nn.Module):
-    def __init__(self, config: ModelShape, attention: AttentionKind) -> None:
+    def __init__(self, config: ModelShape, attention: str) -> None:
         super().__init__()
         self.norm_attn = nn.RMSNorm(config.n_embd, eps=1e-6)
         self.attn = MIXERS[attention](config)

@@ -15,6 +15,9 @@ from enum import StrEnum
 
 
 class AttentionKind(StrEnum):
+    """The names of the built-in token mixers (``attention.MIXERS``); a mixer added there
+    under any other name is as good a ``Variant.attention``."""
+
     SOFTMAX = "softmax"  # softmax(Q K^T / sqrt(n_h)) with RoPE on Q and K (eq. 2.1)
     MIXING = "mixing"  # a fixed random causal matrix per head, A @ V (eq. 2.3)
 
@@ -22,7 +25,7 @@ class AttentionKind(StrEnum):
 @dataclass(frozen=True)
 class Variant:
     name: str
-    attention: AttentionKind
+    attention: str  # its token mixer's name in attention.MIXERS (AttentionKind for the built-in)
     frozen: frozenset[str]
     description: str
     # Model-config values this variant changes from the dataclass defaults. They are written
@@ -32,6 +35,12 @@ class Variant:
     # on a task, and when it falls short.
     if_matches: str = "it matches the standard model"
     if_short: str = "it falls short of the standard model"
+
+    @property
+    def frozen_attention(self) -> bool:
+        """Whether its attention logits come from frozen queries and keys, so their spread at
+        initialisation is printed beside its verdict (docs/tuning.md, rule 6)."""
+        return "qk" in self.frozen
 
 
 VARIANTS: dict[str, Variant] = {

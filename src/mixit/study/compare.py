@@ -63,9 +63,6 @@ class Comparison:
 
 
 TUNABLE = ("lr",)
-# The variants whose attention stays as initialised: their logit spread there is printed
-# beside their verdicts (docs/tuning.md, rule 6).
-FROZEN_ATTENTION = ("frozen-qk", "random")
 
 
 def tunes_by_default(overrides: Mapping[str, Any]) -> bool:
@@ -126,6 +123,7 @@ def compare(
     seeds: int | str = 1,
     out: str | Path = "runs/compare",
     overrides: Mapping[str, Any] | None = None,
+    *,
     progress: bool | None = None,
     tolerance: float | None = None,
     tune: Sequence[str] | None = None,
@@ -207,7 +205,7 @@ def comparison_result(
             rules.rising_at_end(Path(trained[model, s]["run_dir"]), configs[model, s], stop)
             for s, stop in zip(plan.seeds, row["stopped"], strict=True)
         ]
-        if model in FROZEN_ATTENTION:
+        if VARIANTS[model].frozen_attention:
             row["logit_spread_at_init"] = initial_logit_spread(configs[model, first])
     chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]
     result: dict[str, Any] = {

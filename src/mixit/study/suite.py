@@ -54,6 +54,7 @@ def suite_tasks(tasks: Sequence[str] | None) -> list[str]:
 def suite(
     tasks: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
+    *,
     preset: str = "tiny",
     seed: int = 0,
     seeds: int | str = 1,
@@ -95,7 +96,7 @@ def suite(
                 seeds,
                 out / task,
                 overrides,
-                progress,
+                progress=progress,
                 tune=tune,
                 launch=launch or LOCAL,
             )

@@ -45,6 +45,7 @@ def suite_along(
     axis: str,
     tasks: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
+    *,
     preset: str = "tiny",
     seed: int = 0,
     seeds: int | str = 1,
@@ -63,8 +64,18 @@ def suite_along(
     axes = {task: parse_axis(axis, task, preset, overrides) for task in walked}
 
     def compare_task(task: str, folder: Path, point: dict[str, Any]) -> dict[str, Any]:
-        return compare(task, models, preset, seed, seeds, folder, point, progress,
-                       tune=tune, launch=launch or LOCAL)  # fmt: skip
+        return compare(
+            task,
+            models,
+            preset,
+            seed,
+            seeds,
+            folder,
+            point,
+            progress=progress,
+            tune=tune,
+            launch=launch or LOCAL,
+        )
 
     return suite_along_axes(axes, Path(out), overrides, compare_task, report_only, without_knob)
 

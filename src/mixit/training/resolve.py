@@ -16,7 +16,7 @@ from mixit.config.schema import MAX_SEED, RunConfig
 from mixit.cost.memory import available_bytes, check_fits
 from mixit.models.adapters import MODELS as SPECTRUM_MODELS
 from mixit.models.adapters import get_variant
-from mixit.models.attention import mixer_traits
+from mixit.models.attention import MixerTraits, mixer_traits
 from mixit.models.build import BUILT_IN, check_arch
 from mixit.models.constructions import construction_overrides
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
@@ -49,11 +49,10 @@ def resolve_config(
     return config
 
 
-def holds_mixing_matrices(config: RunConfig) -> bool:
-    """Whether the model holds MixiT's fixed (H, T, T) mixing matrices (and learned positions)
-    rather than RoPE tables: what the memory model sizes its buffers by."""
-    traits = mixer_traits(get_variant(config.variant).attention, config.model)
-    return traits.positions == "learned"
+def mixer_of(config: RunConfig) -> MixerTraits:
+    """The traits of the token mixer ``config``'s variant declares: what the memory model
+    sizes its projections, position table and buffers by."""
+    return mixer_traits(get_variant(config.variant).attention, config.model)
 
 
 def check_runnable_here(config: RunConfig) -> None:
@@ -62,7 +61,7 @@ def check_runnable_here(config: RunConfig) -> None:
     ``train.device`` names is here, a logger it names is installed, and the model's weights
     and optimizer state fit the free memory (``memory.check_fits``'s lower bound at one token
     a row; ``fit_model_to_data`` checks again at the data's length and vocabulary)."""
-    check_fits(config, 1, holds_mixing_matrices(config), resolve_device(config.train.device))
+    check_fits(config, 1, mixer_of(config), resolve_device(config.train.device))
     if config.train.wandb:
         try:
             import wandb  # noqa: F401
@@ -148,15 +147,14 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
             f"sequences of length {seq_len} are longer than model.block_size="
             f"{config.model.block_size} (MixiT's mixing matrices and the position tables)"
         )
-    traits = mixer_traits(get_variant(config.variant).attention, config.model)
+    traits = mixer_of(config)
     if not traits.causal and not all(map(classification_layout, (data.train, data.test))):
         raise UsageError(
             f"non-causal mixing (model.mixing_causal=false) would let positions read the "
             f"answers of task {config.task_name}; it needs one scored position per row with "
             "only padding (id 0) after it: sentiment, or custom data with one-token targets"
         )
-    mixing = traits.positions == "learned"  # MixiT: fixed (H, T, T) matrices, no RoPE tables
-    check_fits(config, seq_len, mixing, resolve_device(config.train.device))
+    check_fits(config, seq_len, traits, resolve_device(config.train.device))
 
 
 def classification_layout(split: Split) -> bool:

@@ -22,7 +22,7 @@ from mixit.models.decoder import Decoder
 from mixit.models.readout import AnswerReadout
 from mixit.tasks import get_task
 from mixit.training.checkpoint import load_weights, save_weights
-from mixit.training.resolve import holds_mixing_matrices, stored_config, validate
+from mixit.training.resolve import mixer_of, stored_config, validate
 
 _told_no_tensorboard = False
 
@@ -156,7 +156,7 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
         validate(config)
         if min(config.model.vocab_size, config.model.block_size) < 1:
             raise UsageError("model.vocab_size and model.block_size must be >= 1")
-        check_loads(config, mixing=holds_mixing_matrices(config))
+        check_loads(config, mixer_of(config))
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
     model = new_model(config)

@@ -366,6 +366,7 @@ def train(
     seed: int = 0,
     out: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
+    *,
     progress: bool | None = None,
     resume: bool = False,
     overwrite: bool = False,

@@ -121,6 +121,7 @@ def sweep(
     preset: str = "paper",
     grid: str = "table8",
     out: str | Path = "runs/sweep",
+    *,
     storage: str | None = None,
     seed: int = 0,
     overrides: Mapping[str, Any] | None = None,
