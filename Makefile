@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-fast test-slow lint demo clean
+.PHONY: setup test test-fast test-slow lint docs docs-check demo clean
 
 setup: $(STAMP)
 
@@ -19,15 +19,23 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: setup
-	$(BIN)/ruff check src tests tools
-	$(BIN)/ruff format --check src tests tools
+	$(BIN)/ruff check src tests docs/build studies
+	$(BIN)/ruff format --check src tests docs/build studies
+
+# The figures and tables that README.md and docs/ quote, written again from results/ and the
+# source; docs-check rewrites nothing and fails naming each block that differs from its files.
+docs: setup
+	$(BIN)/python docs/build/doc_figures.py
+
+docs-check: setup
+	$(BIN)/python docs/build/doc_figures.py --check
 
 # Two worker processes, one thread each (tests/conftest.py): the suite in about half the time
 # on two cores. TEST_WORKERS=0 runs it in this one process. Work stealing hands out single
 # tests, so neither worker idles while the other ends a long file; a module's fixture may
 # then be built in both workers.
 TEST_WORKERS ?= 2
-test: lint
+test: lint docs-check
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # The suite without the tests that start, signal or kill processes: for a quick edit-test loop.

@@ -1,6 +1,6 @@
 """The house rules of ``src/mixit``, checked on the source itself (docs/architecture.md): short
-modules and functions (tools/ too), imports that run one way, and no hidden import inside a
-function."""
+modules and functions (the scripts of docs/build/ and studies/ too), imports that run one way,
+and no hidden import inside a function."""
 
 from __future__ import annotations
 
@@ -62,13 +62,20 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
-TOOLS = SOURCE.parent / "tools"
+# The scripts beside the package, by kind: the docs' figure generators (docs/build/) and the
+# one-off device studies (studies/); archiving and preset building are commands of the package.
+SCRIPTS = ("docs/build", "studies")
 
 
 def held_to_the_rules() -> dict[str, Path]:
-    """The package's modules and the scripts under tools/ (and their helper modules), which
-    the same size rules hold."""
-    scripts = {f"tools/{p.relative_to(TOOLS)}": p for p in sorted(TOOLS.rglob("*.py"))}
+    """The package's modules and the scripts beside it (and their helper modules), which the
+    same size rules hold."""
+    root = SOURCE.parent
+    scripts = {
+        str(path.relative_to(root)): path
+        for folder in SCRIPTS
+        for path in sorted((root / folder).rglob("*.py"))
+    }
     return {**modules(), **scripts}
 
 
@@ -80,7 +87,9 @@ def test_no_module_is_longer_than_the_rule():
     }
     over = {name: n for name, n in long.items() if n > MAX_MODULE_LINES}
     assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"
-    assert any(name.startswith("tools/") for name in long)
+    assert {folder for folder in SCRIPTS if any(name.startswith(folder) for name in long)} == set(
+        SCRIPTS
+    )
 
 
 def test_no_function_is_longer_than_the_rule():
@@ -263,11 +272,11 @@ def test_the_command_line_loads_without_the_optional_dependencies():
 
 
 def test_the_tests_mirror_the_layers():
-    """A layer's tests sit in ``tests/LAYER/``, the scripts' in ``tests/tools/``; only the house
-    rules (this file) stand at the top."""
+    """A layer's tests sit in ``tests/LAYER/``, the scripts' in ``tests/docs/`` and
+    ``tests/studies/``; only the house rules (this file) stand at the top."""
     tests = Path(__file__).resolve().parent
     folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
-    assert folders - {"fixtures"} <= {*LAYERS, "tools"}
+    assert folders - {"fixtures"} <= {*LAYERS, "docs", "studies"}
     assert sorted(p.name for p in tests.glob("test_*.py")) == ["test_structure.py"]
 
 

@@ -512,11 +512,18 @@ def test_a_damaged_checkpoint_state_is_a_usage_error(content, tmp_path):
         load_checkpoint(folder, model, optimizer, schedule, torch.Generator())
 
 
+# The scripts beside the package that take arguments: the one-off studies and the docs' build.
+SCRIPT_FOLDERS = ("studies", "docs/build")
+
+
 def tool(name: str):
-    """A script under tools/, imported as a module."""
+    """A script under studies/ or docs/build/, imported as a module."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[2] / "tools" / f"{name}.py"
+    root = Path(__file__).resolve().parents[2]
+    (path,) = [
+        root / f / f"{name}.py" for f in SCRIPT_FOLDERS if (root / f / f"{name}.py").is_file()
+    ]
     spec = importlib.util.spec_from_file_location(f"tool_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -551,8 +558,6 @@ def linked_output(tmp: Path) -> Path:
 
 
 TOOL_CASES = [
-    ("tune_presets", lambda tmp: ["--scale", "nope"], "invalid choice"),
-    ("tune_presets", lambda tmp: ["--jobs", "0"], "must be >= 1"),
     ("tuning_cost", lambda tmp: ["--task", "../x", "--out", str(tmp)], "invalid choice"),
     ("tuning_cost", lambda tmp: ["--seeds", "0", "--out", str(tmp)], "must be >= 1"),
     ("members_device", lambda tmp: ["--out", str(tmp), "--seeds", "0"], "must be >= 1"),
@@ -565,13 +570,7 @@ TOOL_CASES = [
     ("width_device", lambda tmp: ["--out", str(tmp), "--budget-seconds", "nan"], "finite"),
     ("init_finding", lambda tmp: ["--name", "../x"], "not a folder name"),
     ("init_finding", lambda tmp: ["--jobs", "0"], "must be >= 1"),
-    ("publish_results", lambda tmp: [str(tmp / "none"), str(tmp / "d")], "not an output folder"),
-    ("publish_results", lambda tmp: ["--bogus"], "arguments are required: source"),
-    ("run_records", lambda tmp: [str(linked_summary(tmp)), str(tmp / "kept")], "is a link"),
-    ("publish_results", lambda tmp: [str(linked_output(tmp)), str(tmp / "kept")], "is a link"),
     ("doc_figures", lambda tmp: ["--bogus"], "unrecognized arguments"),
-    ("rename_runs", lambda tmp: [str(tmp / "none")], "holds no run"),
-    ("rename_runs", lambda tmp: [str(damaged_run(tmp))], "not a readable config"),
     ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
     (
         "bench_convert",
@@ -579,6 +578,35 @@ TOOL_CASES = [
         "multiple of --n-head",
     ),
 ]
+
+
+# The archiving and preset commands that were scripts under tools/, as the command line runs them.
+RECORDS_CASES = [
+    (lambda tmp: ["presets", "tune", "--scale", "nope"], "invalid choice"),
+    (lambda tmp: ["presets", "tune", "--jobs", "0"], "must be >= 1"),
+    (lambda tmp: ["records", "publish", str(tmp / "none"), str(tmp / "d")], "not an output"),
+    (lambda tmp: ["records", "publish", "--bogus"], "arguments are required: source"),
+    (lambda tmp: ["records", "keep", str(linked_summary(tmp)), str(tmp / "kept")], "is a link"),
+    (lambda tmp: ["records", "publish", str(linked_output(tmp)), str(tmp / "kept")], "is a link"),
+    (lambda tmp: ["records", "rename", str(tmp / "none")], "holds no run"),
+    (lambda tmp: ["records", "rename", str(damaged_run(tmp))], "not a readable config"),
+]
+
+
+@pytest.mark.parametrize(("argv", "fragment"), RECORDS_CASES)
+def test_the_records_commands_keep_the_promise_on_bad_input(argv, fragment, tmp_path, capsys):
+    from mixit.cli import main
+
+    (tmp_path / "sibling").mkdir()
+    try:
+        code = main(argv(tmp_path))
+    except SystemExit as stop:  # the parser's own refusal
+        code = stop.code
+    assert code == 2
+    error = capsys.readouterr().err.strip()
+    assert fragment in error and "\n" not in error and "Traceback" not in error, error
+    assert (tmp_path / "sibling").is_dir()  # nothing beside the output removed
+    assert not (tmp_path / "kept").exists()  # nothing half-copied
 
 
 @pytest.mark.parametrize(("name", "argv", "fragment"), TOOL_CASES)
@@ -595,12 +623,13 @@ def test_every_tool_keeps_the_promise_on_bad_input(name, argv, fragment, tmp_pat
 
 
 def test_every_tool_is_named_in_the_table():
-    tools = Path(__file__).resolve().parents[2] / "tools"
-    assert {path.stem for path in tools.glob("*.py")} == {name for name, _, _ in TOOL_CASES}
+    root = Path(__file__).resolve().parents[2]
+    scripts = {path.stem for folder in SCRIPT_FOLDERS for path in (root / folder).glob("*.py")}
+    assert scripts == {name for name, _, _ in TOOL_CASES}
 
 
 def test_a_tool_run_as_a_script_prints_one_line():
-    path = Path(__file__).resolve().parents[2] / "tools" / "tune_presets.py"
+    path = Path(__file__).resolve().parents[2] / "studies" / "init_finding.py"
     argv = [sys.executable, str(path), "--jobs", "0"]
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

@@ -3,14 +3,13 @@
 either write byte-identical files or exit 2 having changed nothing; on a damaged copy
 (garbage, truncated, wrong types) they exit 2 having changed nothing. And every committed run
 is still named by its config's hash. An output keeps its runs in one archive
-(``tools/run_records.py --pack``); a copy has them unpacked, as a user restores them."""
+(``mixit records pack``); a copy has them unpacked, as a user restores them."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import filecmp
-import importlib.util
 import io
 import itertools
 import json
@@ -23,15 +22,13 @@ import pytest
 
 from mixit.cli import main
 from mixit.paper.claims import experiment_of
+from mixit.running.archive import ARCHIVE, archived_files, unpack
+from mixit.running.records import RUNS
 from mixit.running.runs import run_dir_name
 from mixit.study.setting import Setting
 from mixit.training.resolve import stored_config
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
-TOOL = RESULTS.parent / "tools" / "run_records.py"
-spec = importlib.util.spec_from_file_location("run_records", TOOL)
-run_records = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(run_records)
 REPRODUCTIONS = sorted(p.parent for p in RESULTS.glob("*/claims.json"))
 SUITES = sorted(p.parent for p in RESULTS.glob("*/suite.json"))
 Damage = Callable[[Path], None]
@@ -74,7 +71,7 @@ def _differences(a: Path, b: Path) -> list[str]:
         found = [prefix + f for f in c.diff_files + c.left_only + c.right_only + c.funny_files]
         return found + [f for n, sub in c.subdirs.items() for f in walk(sub, f"{prefix}{n}/")]
 
-    return walk(filecmp.dircmp(a, b, ignore=[run_records.RUNS]), "")
+    return walk(filecmp.dircmp(a, b, ignore=[RUNS]), "")
 
 
 def _copy(output: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -83,7 +80,7 @@ def _copy(output: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     repository."""
     copy = scratch / "results" / output.name
     shutil.copytree(output, copy, symlinks=True)
-    run_records.unpack(output, copy)
+    unpack(output, copy)
     monkeypatch.chdir(scratch)
     return Path("results") / output.name
 
@@ -213,8 +210,8 @@ def committed_run_configs() -> dict[str, dict]:
     """``{output/path: config}`` of every run config the committed archives hold."""
     return {
         f"{archive.parent.name}/{name}": json.loads(data)
-        for archive in sorted(RESULTS.glob(f"*/{run_records.ARCHIVE}"))
-        for name, data in run_records.archived_files(archive.parent)
+        for archive in sorted(RESULTS.glob(f"*/{ARCHIVE}"))
+        for name, data in archived_files(archive.parent)
         if name.endswith("/config.json")
     }
 

@@ -16,7 +16,7 @@ from mixit.paper import reproduce, table1, table4, table6, width, width_reading
 from mixit.paper.runner import plan_reproduction
 from mixit.study.experiment import Reproduction
 
-TOOL = Path(__file__).parents[2] / "tools" / "width_device.py"
+TOOL = Path(__file__).parents[2] / "studies" / "width_device.py"
 
 
 @pytest.mark.parametrize("n", [64, 256])

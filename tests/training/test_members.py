@@ -136,7 +136,7 @@ def test_members_on_with_a_submitting_launcher_exits_2(capsys, tmp_path):
 
 
 def test_the_device_script_times_every_mode_at_toy_size_on_the_cpu(tmp_path):
-    path = Path(__file__).parents[2] / "tools" / "members_device.py"
+    path = Path(__file__).parents[2] / "studies" / "members_device.py"
     spec = importlib.util.spec_from_file_location("members_device", path)
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)

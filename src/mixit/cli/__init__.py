@@ -13,7 +13,19 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from mixit.cli import analyze, bench, compare, export, generate, reproduce, suite, sweep, train
+from mixit.cli import (
+    analyze,
+    bench,
+    compare,
+    export,
+    generate,
+    presets,
+    records,
+    reproduce,
+    suite,
+    sweep,
+    train,
+)
 from mixit.cli.options import FORMATTER, OVERRIDE, OneLineParser, catalogue
 from mixit.common.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
 
@@ -23,7 +35,19 @@ EXIT_INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + 
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 # The subcommands, in the order `mixit --help` lists them.
-COMMANDS = (train, compare, reproduce, suite, sweep, bench, generate, export, analyze)
+COMMANDS = (
+    train,
+    compare,
+    reproduce,
+    suite,
+    sweep,
+    bench,
+    generate,
+    export,
+    analyze,
+    records,
+    presets,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:  # a file the command could not read or write, wherever it was
         print(f"mixit: error: {os_error_line(error)}", file=sys.stderr)
         return EXIT_USAGE
+    except json.JSONDecodeError as error:  # a damaged file that no reader named already
+        print(f"mixit: error: a JSON file is damaged ({error})", file=sys.stderr)
+        return EXIT_USAGE
     except (MemoryError, torch.OutOfMemoryError):  # past the memory check's lower bound
         print(f"mixit: {command or 'mixit'} ran out of memory; {MEMORY_HINT}", file=sys.stderr)
         return EXIT_FAILED
@@ -116,9 +143,9 @@ def os_error_line(error: OSError) -> str:
 
 
 def run_tool(prog: str, run: Callable[[], int]) -> int:
-    """A script under tools/ under the command line's promise: bad input (a UsageError, a file
-    that cannot be read or written, a damaged JSON file) is one line and exit 2, Ctrl-C one
-    line and 130, never a traceback."""
+    """A script of studies/ or docs/build/ under the command line's promise: bad input (a
+    UsageError, a file that cannot be read or written, a damaged JSON file) is one line and
+    exit 2, Ctrl-C one line and 130, never a traceback."""
     try:
         return run()
     except UsageError as error:  # the tool's own parser names it already

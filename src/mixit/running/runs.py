@@ -72,7 +72,7 @@ def run_dir_name(config: RunConfig) -> str:
 def hashed_name(config: RunConfig, files_text: str = "") -> str:
     """``TASK-MODEL-sSEED-HASH`` with the hash over ``config`` and then ``files_text`` (the
     digest of the files the run reads); without it, the config-only name that runs of a
-    custom task had before names covered their files (``tools/rename_runs.py`` reads it)."""
+    custom task had before names covered their files (``mixit records rename`` reads it)."""
     text = json.dumps(config.result_dict(), sort_keys=True) + files_text
     digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{config.task_name}-{config.variant}-s{config.seed}-{digest[:10]}"
@@ -289,7 +289,7 @@ def halted_on_disk(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
     """What a run of ``config`` halted at its ``train.halt_at`` returned, read back from its
     evaluation at that step in ``metrics.jsonl`` (a submitted job returns nothing here), else
     None. The evaluation alone suffices: a run kept without its checkpoint
-    (``tools/run_records.py``) that must go on past the step trains again from step 0, which
+    (``mixit records``) that must go on past the step trains again from step 0, which
     gives the same run."""
     halt_at = config.train.halt_at
     if not halt_at or not run_dir.is_dir():

@@ -61,7 +61,7 @@ def with_choices(
             setting = ", ".join(f"{k}={v}" for k, v in run.overrides) or "the scale's preset"
             raise UsageError(
                 f"the tuned presets have no choice for {run.task} {run.model} ({setting}); "
-                "tune it (tools/tune_presets.py) or train at the task presets' rates (--no-tune)"
+                "tune it (mixit presets tune) or train at the task presets' rates (--no-tune)"
             )
         choice = dict(found)
         for key in (kept or {}).get(run, ()):

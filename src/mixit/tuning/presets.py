@@ -1,6 +1,6 @@
 """The tuned presets (docs/tuning.md, "Tuned presets"): per group of runs a reproduction plans
 at a scale, the learning rate, steps and initialisation the tuning protocol chose, with the
-validation evidence, as ``tools/tune_presets.py`` wrote them to ``tuned/SCALE.json``.
+validation evidence, as ``mixit presets tune`` wrote them to ``tuned/SCALE.json``.
 ``reproduce`` trains under them by default, as the paper trains each architecture at its own
 rate (its Table 9); ``mixit.study.tuned_presets`` finds each planned run's group.
 

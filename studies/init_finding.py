@@ -8,7 +8,7 @@ the small-output initialisation and under its other one; writes
 ``results/NAME/results.json`` and ``report.md`` with the verdict of ``RULE`` per
 architecture. The rule and the predictions were committed before any of these runs.
 
-    python tools/init_finding.py [--out runs/init-finding] [--jobs 1] [--seed 300]
+    python studies/init_finding.py [--out runs/init-finding] [--jobs 1] [--seed 300]
         [--name init-finding]
 """
 
@@ -113,7 +113,7 @@ def report(results: dict[str, Any]) -> str:
     header = [
         "# The initialisation finding: tiny retrieval, standard model, untuned",
         "",
-        f"Written by `python tools/init_finding.py`. Seeds {results['seeds'][0]}-"
+        f"Written by `python studies/init_finding.py`. Seeds {results['seeds'][0]}-"
         f"{results['seeds'][-1]}. Rule (committed before the runs): {results['rule']}",
         "",
     ]

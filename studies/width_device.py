@@ -10,10 +10,10 @@ H100 (2026-11-27) the 20 runs of one seed at 512 and 1024, predicted 715 s one a
 and 115 s divided over 8 jobs, took about 593 s of wall time at ``--jobs 8``
 (results/width-h100/README.md).
 
-    python tools/width_device.py --out results/width-h100           # on the device
-    python tools/width_device.py --experiment width-depth --seeds 3 --out OUT  # C8 alone
-    python tools/width_device.py --experiment width-depth --tune --widths 512 --out OUT  # tuned
-    python tools/width_device.py --toy --out /tmp/width-toy         # widths 16, 32, two steps
+    python studies/width_device.py --out results/width-h100           # on the device
+    python studies/width_device.py --experiment width-depth --seeds 3 --out OUT  # C8 alone
+    python studies/width_device.py --experiment width-depth --tune --widths 512 --out OUT  # tuned
+    python studies/width_device.py --toy --out /tmp/width-toy         # widths 16, 32, two steps
                                                                      # a run, on the CPU (CI)
 """
 

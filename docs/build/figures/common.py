@@ -10,13 +10,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import run_records  # beside figures/, on the path doc_figures.py sets
-
 from mixit.paper.claims import CLAIMS
+from mixit.running.archive import ARCHIVE, unpack
 from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.study.results import read_results_csv
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "results"
 # Where a reproduction's verdicts under the rules it was first judged by are kept, beside the
 # claims.json that `reproduce --no-train` wrote under the current rules.
@@ -35,14 +34,14 @@ def _json(path: Path) -> dict[str, Any]:
 @functools.cache
 def unpacked(output: Path) -> Path:
     """A copy of ``output`` with its runs/ folders unpacked from its archive
-    (``tools/run_records.py``), in a temporary folder removed at exit; ``output`` itself where
+    (``mixit records``), in a temporary folder removed at exit; ``output`` itself where
     it keeps no archive."""
-    if not (output / run_records.ARCHIVE).is_file():
+    if not (output / ARCHIVE).is_file():
         return output
     into = Path(tempfile.mkdtemp(prefix=f"{output.name}-records-")) / output.name
     atexit.register(shutil.rmtree, into.parent, True)
     shutil.copytree(output, into)
-    run_records.unpack(output, into)
+    unpack(output, into)
     return into
 
 

@@ -8,7 +8,7 @@ started through the ``mixit`` command (``mixit.__main__``, which sets a passive 
 finds its cores busy), and both started past it (``mixit.cli``, no policy: as before). Writes
 OUT as JSON with each case's ms per step and its ratio to alone.
 
-    python tools/bench_beside.py --out results/wait-policy-beside/bench.json
+    python studies/bench_beside.py --out results/wait-policy-beside/bench.json
 """
 
 from __future__ import annotations

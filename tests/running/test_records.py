@@ -1,24 +1,20 @@
-"""tools/run_records.py keeps a run's text files, from which a new output reuses it when finished
+"""``mixit records`` keeps a run's text files, from which a new output reuses it when finished
 or halted at a rung; and the in-process training (one job) that reuse depends on leaves the
 caller's config as it was."""
 
-import importlib.util
 import io
 import shutil
 import tarfile
-from pathlib import Path
 
 import pytest
 
+from mixit.cli import main
 from mixit.running import runs
+from mixit.running.archive import ARCHIVE, archived_files
+from mixit.running.records import RECORDS
 from mixit.running.runs import run_dir_name, train_missing
 from mixit.training.checkpoint import latest_checkpoint
 from mixit.training.resolve import resolve_config
-
-TOOL = Path(__file__).parents[2] / "tools" / "run_records.py"
-spec = importlib.util.spec_from_file_location("run_records", TOOL)
-run_records = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(run_records)
 
 STEPS = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 32}
 
@@ -32,9 +28,9 @@ def test_a_new_output_reuses_the_kept_records_and_trains_only_the_rest(tmp_path)
     _, trained = train_missing({"finished": config("standard")}, first)
     assert trained == 1
     (first / "unfinished-run").mkdir()  # no summary: left out
-    assert run_records.main([str(tmp_path / "first"), str(tmp_path / "kept")]) == 0
+    assert main(["records", "keep", str(tmp_path / "first"), str(tmp_path / "kept")]) == 0
     kept = tmp_path / "kept" / "runs"
-    assert sorted(p.name for p in kept.rglob("*") if p.is_file()) == sorted(run_records.RECORDS)
+    assert sorted(p.name for p in kept.rglob("*") if p.is_file()) == sorted(RECORDS)
     assert not list(kept.rglob("*.safetensors"))
     again = tmp_path / "again"
     again.mkdir()
@@ -50,7 +46,7 @@ def test_a_trial_halted_at_its_rung_is_reused_from_its_records_without_training(
     trial = resolve_config("retrieval", "standard", "tiny", 0, STEPS | {"train.steps": 4})
     trial.train.halt_at = 2
     first, _ = train_missing({"trial": trial}, tmp_path / "first" / "runs")
-    assert run_records.main([str(tmp_path / "first"), str(tmp_path / "kept")]) == 0
+    assert main(["records", "keep", str(tmp_path / "first"), str(tmp_path / "kept")]) == 0
     kept = tmp_path / "kept" / "runs"
     files = sorted(p.name for p in kept.rglob("*") if p.is_file())
     assert files == ["config.json", "metrics.jsonl"]
@@ -70,14 +66,14 @@ def test_weights_keeps_finished_weights_and_a_cut_off_runs_checkpoint_to_go_on_f
     first = tmp_path / "first"
     train_missing({"whole": whole, "cut": cut}, first / "runs")
     kept = tmp_path / "kept"
-    assert run_records.main(["--weights", "*", str(first), str(kept)]) == 0
+    assert main(["records", "keep", "--weights", "*", str(first), str(kept)]) == 0
     files = {str(p.relative_to(kept / "runs")).split("/", 1)[1] for p in kept.rglob("*.*")}
     assert {"model.safetensors", "checkpoint/model.safetensors", "checkpoint/state.pt"} <= files
     only = tmp_path / "only"
-    assert run_records.main(["--weights", "*-standard-*", str(first), str(only)]) == 0
+    assert main(["records", "keep", "--weights", "*-standard-*", str(first), str(only)]) == 0
     assert [p.parent.name for p in only.rglob("*.safetensors")] == [run_dir_name(whole)]
     again = tmp_path / "again"
-    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    assert main(["records", "restore", str(kept), str(again)]) == 0
     assert latest_checkpoint(again / "runs" / run_dir_name(cut)) is not None
     assert (again / "runs" / run_dir_name(whole) / "model.safetensors").is_file()
     cut.train.halt_at = 0
@@ -102,20 +98,20 @@ def test_resumable_keeps_only_the_checkpoints_of_runs_cut_off_mid_way(tmp_path, 
     with pytest.raises(KeyboardInterrupt):
         train_missing({"cut": cut}, first / "runs")
     kept = tmp_path / "kept"
-    assert run_records.main(["--resumable", str(first), str(kept)]) == 0
+    assert main(["records", "keep", "--resumable", str(first), str(kept)]) == 0
     checkpoints = {p.parent.parent.name for p in kept.rglob("checkpoint/state.pt")}
     assert checkpoints == {run_dir_name(cut)}
-    assert run_records.main(["--pack", str(kept)]) == 0
+    assert main(["records", "pack", str(kept)]) == 0
     again = tmp_path / "again"
-    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    assert main(["records", "restore", str(kept), str(again)]) == 0
     steps.stop, steps.trained = None, []
     _, trained = train_missing({"cut": cut}, again / "runs")
     assert trained == 1 and steps.trained[0] == 3  # from its checkpoint after step 3, not from 0
     shutil.rmtree(again / "runs" / run_dir_name(cut) / "checkpoint")
-    assert run_records.main(["--resumable", str(again), str(tmp_path / "later")]) == 0
-    shutil.copy(kept / run_records.ARCHIVE, tmp_path / "later")
-    assert run_records.main(["--pack", str(tmp_path / "later")]) == 0
-    names = [name for name, _ in run_records.archived_files(tmp_path / "later")]
+    assert main(["records", "keep", "--resumable", str(again), str(tmp_path / "later")]) == 0
+    shutil.copy(kept / ARCHIVE, tmp_path / "later")
+    assert main(["records", "pack", str(tmp_path / "later")]) == 0
+    names = [name for name, _ in archived_files(tmp_path / "later")]
     assert f"runs/{run_dir_name(cut)}/summary.json" in names
     assert not [name for name in names if "/checkpoint/" in name]
 
@@ -134,20 +130,20 @@ def test_a_trial_cut_off_then_halted_at_its_rung_has_its_archived_checkpoint_dro
     with pytest.raises(KeyboardInterrupt):
         train_missing({"trial": trial}, first / "runs")
     kept = tmp_path / "kept"
-    assert run_records.main(["--resumable", str(first), str(kept)]) == 0
-    assert run_records.main(["--pack", str(kept)]) == 0
-    archived = [name for name, _ in run_records.archived_files(kept)]
+    assert main(["records", "keep", "--resumable", str(first), str(kept)]) == 0
+    assert main(["records", "pack", str(kept)]) == 0
+    archived = [name for name, _ in archived_files(kept)]
     assert [name for name in archived if "/checkpoint/" in name]
     again = tmp_path / "again"
-    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    assert main(["records", "restore", str(kept), str(again)]) == 0
     steps.stop = None
     done, _ = train_missing({"trial": trial}, again / "runs")
     assert (done["trial"]["steps_run"], done["trial"]["stopped"]) == (6, "halted")
     later = tmp_path / "later"
-    assert run_records.main(["--resumable", str(again), str(later)]) == 0
-    shutil.copy(kept / run_records.ARCHIVE, later)
-    assert run_records.main(["--pack", str(later)]) == 0
-    names = [name for name, _ in run_records.archived_files(later)]
+    assert main(["records", "keep", "--resumable", str(again), str(later)]) == 0
+    shutil.copy(kept / ARCHIVE, later)
+    assert main(["records", "pack", str(later)]) == 0
+    names = [name for name, _ in archived_files(later)]
     assert f"runs/{run_dir_name(trial)}/metrics.jsonl" in names
     assert not [name for name in names if "/checkpoint/" in name]
 
@@ -161,10 +157,10 @@ def test_training_here_leaves_the_callers_config_and_its_run_name_as_they_were(t
 
 
 def test_bad_input_exits_2(tmp_path, capsys):
-    assert run_records.main([str(tmp_path / "nothing"), str(tmp_path / "kept")]) == 2
+    assert main(["records", "keep", str(tmp_path / "nothing"), str(tmp_path / "kept")]) == 2
     (tmp_path / "out" / "runs").mkdir(parents=True)
     (tmp_path / "kept" / "runs").mkdir(parents=True)
-    assert run_records.main([str(tmp_path / "out"), str(tmp_path / "kept")]) == 2
+    assert main(["records", "keep", str(tmp_path / "out"), str(tmp_path / "kept")]) == 2
     assert capsys.readouterr().err.count("\n") == 2
 
 
@@ -175,14 +171,14 @@ def test_a_suite_keeps_each_tasks_records_and_files_and_the_suites_reports(tmp_p
     (out / "summary.md").write_text("# Suite")
     (out / "retrieval" / "runs" / "unfinished-run").mkdir()  # no metrics: left out
     kept = tmp_path / "kept"
-    assert run_records.main(["--suite", str(out), str(kept)]) == 0
+    assert main(["records", "keep", "--suite", str(out), str(kept)]) == 0
     files = sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file())
     run = next((kept / "retrieval" / "runs").iterdir()).name
-    records = [f"retrieval/runs/{run}/{name}" for name in run_records.RECORDS]
+    records = [f"retrieval/runs/{run}/{name}" for name in RECORDS]
     assert files == sorted(["summary.md", "retrieval/compare.json", *records])
-    assert run_records.main(["--suite", str(out), str(kept)]) == 2  # exists: refused
-    assert run_records.main(["--suite", str(tmp_path / "kept"), str(tmp_path / "k2")]) == 0
-    assert run_records.main(["--suite", str(tmp_path / "empty"), str(tmp_path / "k3")]) == 2
+    assert main(["records", "keep", "--suite", str(out), str(kept)]) == 2  # exists: refused
+    assert main(["records", "keep", "--suite", str(tmp_path / "kept"), str(tmp_path / "k2")]) == 0
+    assert main(["records", "keep", "--suite", str(tmp_path / "empty"), str(tmp_path / "k3")]) == 2
     assert not (tmp_path / "k3").exists()
 
 
@@ -191,14 +187,14 @@ def test_a_published_axis_gets_only_its_values_runs_added(tmp_path):
     for value in ("task.max_pairs=3", "task.max_pairs=4"):
         train_missing({"finished": config("standard")}, out / value / "runs")
         (out / value / "compare.json").write_text("{}")
-    published = tmp_path / "published"  # as tools/publish_results.py leaves it: no runs/
+    published = tmp_path / "published"  # as mixit records publish leaves it: no runs/
     shutil.copytree(out, published, ignore=shutil.ignore_patterns("runs"))
     (published / "README.md").write_text("# Kept by hand")
-    assert run_records.main(["--suite", str(out), str(published)]) == 0
+    assert main(["records", "keep", "--suite", str(out), str(published)]) == 0
     for value in ("task.max_pairs=3", "task.max_pairs=4"):
         assert len(list((published / value / "runs").glob("*/summary.json"))) == 1
     assert (published / "README.md").read_text() == "# Kept by hand"
-    assert run_records.main(["--suite", str(out), str(published)]) == 2  # its runs/ exist
+    assert main(["records", "keep", "--suite", str(out), str(published)]) == 2  # its runs/ exist
 
 
 def test_restore_brings_a_suites_records_back_and_keeps_what_the_output_has(tmp_path):
@@ -206,12 +202,12 @@ def test_restore_brings_a_suites_records_back_and_keeps_what_the_output_has(tmp_
     train_missing({"finished": config("standard")}, out / "retrieval" / "runs")
     (out / "retrieval" / "compare.json").write_text("{}")
     kept = tmp_path / "kept"
-    assert run_records.main(["--suite", str(out), str(kept)]) == 0
+    assert main(["records", "keep", "--suite", str(out), str(kept)]) == 0
     (kept / "README.md").write_text("how these were made")
     again = tmp_path / "again"
     (again / "retrieval").mkdir(parents=True)
     (again / "retrieval" / "compare.json").write_text('{"newer": true}')
-    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    assert main(["records", "restore", str(kept), str(again)]) == 0
     assert (again / "retrieval" / "compare.json").read_text() == '{"newer": true}'
     assert not (again / "README.md").exists()
     summaries, to_train = train_missing(
@@ -222,16 +218,15 @@ def test_restore_brings_a_suites_records_back_and_keeps_what_the_output_has(tmp_
 
 def test_restore_refuses_a_folder_without_records(tmp_path, capsys):
     (tmp_path / "kept").mkdir()
-    assert run_records.main(["--restore", str(tmp_path / "kept"), str(tmp_path / "out")]) == 2
+    assert main(["records", "restore", str(tmp_path / "kept"), str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert not (tmp_path / "out").exists()
 
 
 def _tool(capsys, *args):
-    """The script's main as its ``__main__`` runs it (``run_tool``): its exit status and its
-    error output."""
+    """``mixit records`` as the command line runs it: its exit status and its error output."""
     try:
-        code = run_records.run_tool("run_records", lambda: run_records.main(list(map(str, args))))
+        code = main(["records", *map(str, args)])
     except SystemExit as stop:  # the parser's own refusal
         code = stop.code
     return code, capsys.readouterr().err
@@ -244,7 +239,7 @@ def trained_suite(tmp_path_factory):
     out = root / "suite"
     train_missing({"finished": config("standard")}, out / "retrieval" / "runs")
     (out / "retrieval" / "compare.json").write_text("{}")
-    assert run_records.main(["--suite", str(out), str(root / "kept")]) == 0
+    assert main(["records", "keep", "--suite", str(out), str(root / "kept")]) == 0
     return root / "kept"
 
 
@@ -265,24 +260,24 @@ def test_pack_makes_one_archive_the_same_bytes_each_time_and_restore_gives_the_r
     before = _files(kept)
     twin = tmp_path / "twin"
     shutil.copytree(kept, twin)
-    assert run_records.main(["--pack", str(kept)]) == 0
-    assert run_records.main(["--pack", str(twin)]) == 0
+    assert main(["records", "pack", str(kept)]) == 0
+    assert main(["records", "pack", str(twin)]) == 0
     assert not list(kept.rglob("runs"))
     assert sorted(_files(kept)) == ["records.tar.gz", "retrieval/compare.json"]
     assert (kept / "records.tar.gz").read_bytes() == (twin / "records.tar.gz").read_bytes()
     again = tmp_path / "again"
-    assert run_records.main(["--restore", str(kept), str(again)]) == 0
+    assert main(["records", "restore", str(kept), str(again)]) == 0
     assert _files(again) == before
-    assert run_records.main(["--pack", str(kept)]) == 2  # nothing left to pack
+    assert main(["records", "pack", str(kept)]) == 2  # nothing left to pack
 
 
 def test_packing_again_keeps_the_archived_files_the_folders_do_not_hold(tmp_path, trained_suite):
     kept = _kept_suite(tmp_path, trained_suite)
-    assert run_records.main(["--pack", str(kept)]) == 0
+    assert main(["records", "pack", str(kept)]) == 0
     (kept / "runs" / "another-run").mkdir(parents=True)
     (kept / "runs" / "another-run" / "config.json").write_text("{}")
-    assert run_records.main(["--pack", str(kept)]) == 0
-    names = [name for name, _ in run_records.archived_files(kept)]
+    assert main(["records", "pack", str(kept)]) == 0
+    names = [name for name, _ in archived_files(kept)]
     assert "runs/another-run/config.json" in names
     assert sum(name.startswith("retrieval/runs/") for name in names) == 3
 
@@ -295,18 +290,18 @@ def test_an_archive_naming_a_path_outside_its_folder_is_refused(tmp_path, capsys
         info = tarfile.TarInfo(bad)
         info.size = 2
         tar.addfile(info, io.BytesIO(b"{}"))
-    code, err = _tool(capsys, "--restore", kept, tmp_path / "out")
+    code, err = _tool(capsys, "restore", kept, tmp_path / "out")
     assert code == 2 and "not a file inside its folder" in err
     assert not (tmp_path / "outside.json").exists() and not (tmp_path / "out").exists()
 
 
 def test_a_damaged_archive_is_refused_in_one_line(tmp_path, capsys, trained_suite):
     kept = _kept_suite(tmp_path, trained_suite)
-    assert run_records.main(["--pack", str(kept)]) == 0
+    assert main(["records", "pack", str(kept)]) == 0
     archive = kept / "records.tar.gz"
     archive.write_bytes(archive.read_bytes()[:200])
     capsys.readouterr()
-    code, err = _tool(capsys, "--restore", kept, tmp_path / "out")
+    code, err = _tool(capsys, "restore", kept, tmp_path / "out")
     assert code == 2 and "is damaged" in err
     assert err.count("\n") == 1 and not (tmp_path / "out").exists()
 
@@ -314,9 +309,9 @@ def test_a_damaged_archive_is_refused_in_one_line(tmp_path, capsys, trained_suit
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--pack", "A", "B"], "--pack takes one folder"),
-        (["--pack", "--suite", "A"], "--pack takes one folder"),
-        (["A"], "DEST) is missing"),
+        (["pack", "A", "B"], "unrecognized arguments"),
+        (["pack", "--suite", "A"], "unrecognized arguments"),
+        (["keep", "A"], "arguments are required: destination"),
     ],
 )
 def test_pack_and_a_missing_destination_are_refused_in_one_line(tmp_path, capsys, argv, message):

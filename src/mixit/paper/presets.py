@@ -1,33 +1,27 @@
-"""The tuned presets (docs/tuning.md, "Tuned presets"): every group of runs `reproduce all`
-plans at a scale, tuned once under the protocol, and the choices with their validation
-evidence written to the file `reproduce` reads by default
-(``src/mixit/tuning/tuned/SCALE.json``).
+"""The tuned presets (docs/tuning.md, "Tuned presets"): every group of runs ``reproduce all``
+plans at a scale, tuned once under the protocol, and the choices with their validation evidence
+written to the file ``reproduce`` reads by default (``mixit/tuning/tuned/SCALE.json``,
+``mixit presets tune``).
 
 Only the tuning runs train here, on the tuning seed: no verdict run, so the file can be
-committed before any verdict that uses it is seen. The runs stay in ``--out``; a later
+committed before any verdict that uses it is seen. The runs stay in ``out``; a later
 ``mixit reproduce all --scale SCALE --out`` the same folder trains the verdict runs beside them.
-
-    python tools/tune_presets.py --scale tiny --jobs 2 --out runs/presets-tiny
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from mixit.cli import run_tool
-from mixit.cli.options import OneLineParser, count, whole_number
 from mixit.common.io import write_json
 from mixit.paper.runner import plan_reproduction, tune_plan
 from mixit.running.launchers import Launch
-from mixit.study.experiment import SCALES, Reproduction
+from mixit.study.experiment import Reproduction
 from mixit.tuning.presets import group_key, preset_path
 from mixit.tuning.rules import RULES
 
-ROOT = Path(__file__).resolve().parent.parent
 # What the file keeps of each group's record: the choice and its evidence, not the local
 # paths of the runs that gave it.
 LEFT_OUT = ("run_dir",)
@@ -44,26 +38,16 @@ def trials_train_seconds(runs_dir: Path, seed: int) -> float:
     return total
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="tune_presets", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", default="tiny", choices=SCALES)
-    parser.add_argument("--jobs", type=count, default=1)
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument(
-        "--checkpoint-every",
-        type=whole_number,
-        default=0,
-        help="checkpoint each trial every N steps, so that a stopped tuning's long trials go on "
-        "from there; an execution setting, which changes no result or run directory",
-    )
-    args = parser.parse_args(argv)
-    out = args.out or ROOT / "runs" / f"presets-{args.scale}"
+def tune_presets(scale: str, out: Path, jobs: int = 1, checkpoint_every: int = 0) -> int:
+    """Tune every group ``reproduce all`` plans at ``scale`` into ``out`` and write the scale's
+    presets file; the groups tuned. ``checkpoint_every`` is an execution setting (a stopped
+    tuning's long trials go on from there), which changes no result or run directory."""
     how = Reproduction(
-        args.scale,
+        scale,
         out=out,
-        overrides={"train.checkpoint_every": args.checkpoint_every},
+        overrides={"train.checkpoint_every": checkpoint_every},
         progress=True,
-        launch=Launch(jobs=args.jobs),
+        launch=Launch(jobs=jobs),
         presets=False,
     )
     # The untuned presets: the grid centres on each preset's own rate.
@@ -72,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     tune_plan(experiments, configs, how)
     seconds = time.perf_counter() - start
     commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     # The task presets' own settings, beside each choice: the grid's centre.
     untuned = {
@@ -85,21 +69,17 @@ def main(argv: list[str] | None = None) -> int:
         kept = {key: value for key, value in row.items() if key not in LEFT_OUT}
         groups.append(kept | {"preset": {"train.lr": train.lr, "train.steps": train.steps}})
     write_json(
-        preset_path(args.scale),
+        preset_path(scale),
         {
-            "scale": args.scale,
+            "scale": scale,
             "protocol": "docs/tuning.md",
             "rules": RULES,
             "tuned_at_commit": commit,
             "tuning_wall_seconds": round(seconds),
             "trials_train_seconds": round(trials_train_seconds(out / "runs", groups[0]["seed"])),
-            "jobs": args.jobs,
+            "jobs": jobs,
             "groups": groups,
         },
     )
-    print(f"{len(groups)} groups tuned in {seconds / 60:.1f} min: {preset_path(args.scale)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_tool("tune_presets", main))
+    print(f"{len(groups)} groups tuned in {seconds / 60:.1f} min: {preset_path(scale)}")
+    return len(groups)

@@ -5,7 +5,7 @@ timed one after another per round on the same device (a benchmark, not a timed t
 Each model is a fresh ``ARCH`` (gpt2, llama) built from a config at the given sizes; the
 optimiser holds only the parameters that train, as a user's loop would. Writes OUT as JSON.
 
-    python tools/bench_convert.py --arch gpt2 --out results/convert-bench/gpt2.json
+    python studies/bench_convert.py --arch gpt2 --out results/convert-bench/gpt2.json
 """
 
 from __future__ import annotations

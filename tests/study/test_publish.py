@@ -1,15 +1,12 @@
-"""tools/publish_results.py copies an output folder without its runs, whole or not at all."""
+"""``mixit records publish`` copies an output folder without its runs, whole or not at all."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).parents[2] / "tools" / "publish_results.py"
-spec = importlib.util.spec_from_file_location("publish_results", TOOL)
-publish_results = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(publish_results)
+from mixit.cli import main
+from mixit.study.publish import publish
 
 
 def output_folder(root: Path) -> Path:
@@ -28,7 +25,7 @@ def output_folder(root: Path) -> Path:
 def test_copies_everything_but_the_runs_and_sums_their_seconds(tmp_path):
     source = output_folder(tmp_path / "out")
     destination = tmp_path / "results" / "copy"
-    costs = publish_results.publish(source, destination, exclude=("stale.json",))
+    costs = publish(source, destination, exclude=("stale.json",))
     copied = sorted(str(p.relative_to(destination)) for p in destination.rglob("*"))
     assert copied == ["results.csv", "table1", "table1/report.md"]
     assert costs["runs"] == 2 and costs["train_seconds"] == 3.5
@@ -43,7 +40,7 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, problem, capsys):
     if problem == "destination exists":
         output_folder(source)
         destination.mkdir(parents=True)
-    assert publish_results.main([str(source), str(destination)]) == 2
+    assert main(["records", "publish", str(source), str(destination)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert not destination.exists() or list(destination.iterdir()) == []
 
@@ -83,6 +80,6 @@ def test_a_suite_is_published_without_its_tasks_runs(tmp_path):
     (source / "addition" / "compare.json").write_text("{}")
     (source / "results.csv").write_text("task,model\n")
     destination = tmp_path / "results" / "suite"
-    publish_results.publish(source, destination)
+    publish(source, destination)
     copied = sorted(str(p.relative_to(destination)) for p in destination.rglob("*"))
     assert copied == ["addition", "addition/compare.json", "results.csv"]

@@ -7,8 +7,8 @@ It first predicts its own time from the cost model on ``--target`` (each mode pr
 run after another: an upper bound for the faster modes) and refuses, writing nothing, above
 ``--budget-seconds``.
 
-    python tools/members_device.py --out results/members-h200          # on the device
-    python tools/members_device.py --toy --out /tmp/members-toy         # CPU, seconds (CI)
+    python studies/members_device.py --out results/members-h200          # on the device
+    python studies/members_device.py --toy --out /tmp/members-toy         # CPU, seconds (CI)
 """
 
 from __future__ import annotations

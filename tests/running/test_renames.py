@@ -1,19 +1,13 @@
-"""tools/rename_runs.py gives a run named by its config alone (before names covered the files
+"""``mixit records rename`` gives a run named by its config alone (before names covered the files
 a run reads) today's name, only when asked, so the same command finds it instead of training
 it again."""
 
 import hashlib
-import importlib.util
 import json
-from pathlib import Path
 
+from mixit.cli import main
 from mixit.running.runs import run_dir_name, train_missing
 from mixit.training.resolve import resolve_config
-
-TOOL = Path(__file__).parents[2] / "tools" / "rename_runs.py"
-spec = importlib.util.spec_from_file_location("rename_runs", TOOL)
-rename_runs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rename_runs)
 
 
 def test_a_run_named_by_its_config_alone_gets_todays_name_on_apply(tmp_path, capsys):
@@ -30,11 +24,13 @@ def test_a_run_named_by_its_config_alone_gets_todays_name_on_apply(tmp_path, cap
     (runs / run_dir_name(config)).rename(legacy)
     assert train_missing({"run": config}, runs, train=False)[0] == {}  # not found by name
 
-    assert rename_runs.main([str(tmp_path / "out")]) == 0
+    assert main(["records", "rename", str(tmp_path / "out")]) == 0
     assert legacy.is_dir() and "would rename (give --apply) 1 runs" in capsys.readouterr().out
-    assert rename_runs.main([str(tmp_path / "out"), "--apply"]) == 0
+    assert main(["records", "rename", str(tmp_path / "out"), "--apply"]) == 0
     assert train_missing({"run": config}, runs)[1] == 0  # found: nothing trains
-    assert rename_runs.main([str(tmp_path / "out"), "--apply"]) == 0  # nothing left to rename
+    assert (
+        main(["records", "rename", str(tmp_path / "out"), "--apply"]) == 0
+    )  # nothing left to rename
     assert capsys.readouterr().out.endswith("renamed 0 runs\n")
 
 
@@ -42,5 +38,5 @@ def test_a_run_of_a_built_in_task_keeps_its_name(tmp_path, capsys):
     steps = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 32}
     config = resolve_config("retrieval", "standard", "tiny", 0, steps)
     train_missing({"run": config}, tmp_path / "runs")
-    assert rename_runs.main([str(tmp_path)]) == 0
+    assert main(["records", "rename", str(tmp_path)]) == 0
     assert "rename (give --apply) 0 runs" in capsys.readouterr().out

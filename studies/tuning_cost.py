@@ -9,7 +9,7 @@ On one task, from empty outputs, one after another on this machine:
 
 Writes ``results/tuning-cost/TASK.json``.
 
-    python tools/tuning_cost.py --task dyck --seeds 3
+    python studies/tuning_cost.py --task dyck --seeds 3
 """
 
 from __future__ import annotations

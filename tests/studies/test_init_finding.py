@@ -1,9 +1,9 @@
-"""The pre-registered rule of tools/init_finding.py, on planted rows."""
+"""The pre-registered rule of studies/init_finding.py, on planted rows."""
 
 import importlib.util
 from pathlib import Path
 
-TOOL = Path(__file__).parents[2] / "tools" / "init_finding.py"
+TOOL = Path(__file__).parents[2] / "studies" / "init_finding.py"
 spec = importlib.util.spec_from_file_location("init_finding", TOOL)
 init_finding = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(init_finding)

@@ -1,13 +1,9 @@
-"""tools/tune_presets.py: what the tuned presets file records of the tuning's cost."""
+"""``mixit presets tune`` (mixit.paper.presets): what the presets file records of the cost."""
 
-import importlib.util
 import json
 from pathlib import Path
 
-TOOL = Path(__file__).parents[2] / "tools" / "tune_presets.py"
-spec = importlib.util.spec_from_file_location("tune_presets", TOOL)
-tune_presets = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tune_presets)
+from mixit.paper.presets import trials_train_seconds
 
 
 def write_metrics(run_dir: Path, seconds: list[float]) -> None:
@@ -21,4 +17,4 @@ def test_trials_train_seconds_sums_each_tuning_trials_last_evaluation(tmp_path):
     write_metrics(tmp_path / "addition-mixit-s1000-bbbb", [7.5])
     write_metrics(tmp_path / "addition-mixit-s200-cccc", [1000.0])  # a verdict run
     (tmp_path / "dyck-standard-s1000-dddd").mkdir()  # cut off before its first evaluation
-    assert tune_presets.trials_train_seconds(tmp_path, 1000) == 32.5
+    assert trials_train_seconds(tmp_path, 1000) == 32.5

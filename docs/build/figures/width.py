@@ -58,7 +58,7 @@ def width_reading() -> str:
 
 def _verdict_accuracies(output: Path) -> dict[tuple[str, int], list[float]]:
     """(model, width) -> the test accuracies of the verdict runs whose records ``output``
-    keeps (``tools/run_records.py``, in its archive), in seed order; tuning-seed runs are validation
+    keeps (``mixit records``, in its archive), in seed order; tuning-seed runs are validation
     scores and are left out."""
     found: dict[tuple[str, int], list[tuple[int, float]]] = {}
     for summary_path in sorted(common.unpacked(output).glob("runs/*/summary.json")):

@@ -28,7 +28,7 @@ from mixit.study.litmus import VERDICTS
 
 
 def tuning_cost() -> str:
-    """docs/tuning.md: what the protocol cost on each task measured by tools/tuning_cost.py,
+    """docs/tuning.md: what the protocol cost on each task measured by studies/tuning_cost.py,
     and what its halving changed in the choice."""
     lines = []
     for path in sorted((common.RESULTS / "tuning-cost").glob("*.json")):
@@ -75,9 +75,9 @@ def _readings(litmus: dict[str, Any]) -> dict[str, str]:
 
 def init_finding() -> str:
     """docs/tuning.md: the pre-registered initialisation finding, and its repeat after the
-    embeddings joined the small-output scheme, as tools/init_finding.py reports them."""
+    embeddings joined the small-output scheme, as studies/init_finding.py reports them."""
     spec = importlib.util.spec_from_file_location(
-        "init_finding", ROOT / "tools" / "init_finding.py"
+        "init_finding", ROOT / "studies" / "init_finding.py"
     )
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
@@ -91,7 +91,7 @@ def init_finding() -> str:
 
 def tuned_presets() -> str:
     """docs/tuning.md: the tuned presets `reproduce` trains under, per scale, with the
-    validation evidence tools/tune_presets.py recorded."""
+    validation evidence mixit presets tune recorded."""
     from mixit.tuning.presets import TUNED
 
     parts = []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).parents[2] / "tools" / "doc_figures.py"
+TOOL = Path(__file__).parents[2] / "docs" / "build" / "doc_figures.py"
 spec = importlib.util.spec_from_file_location("doc_figures", TOOL)
 doc_figures = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(doc_figures)

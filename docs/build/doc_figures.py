@@ -3,11 +3,11 @@
 Each figure sits in a block between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``,
 and its text is what ``BLOCKS[NAME]`` makes from the result files. Running this file rewrites
 every block; ``--check`` rewrites nothing and exits 1 naming each block whose text differs
-from its files (``tests/tools/test_doc_figures.py`` runs it in CI). A figure typed by hand inside a
+from its files (``tests/docs/test_doc_figures.py`` runs it in CI). A figure typed by hand inside a
 block therefore fails the suite until it agrees with the file it names.
 
-    python tools/doc_figures.py           # regenerate the blocks
-    python tools/doc_figures.py --check   # what CI runs
+    python docs/build/doc_figures.py           # regenerate the blocks
+    python docs/build/doc_figures.py --check   # what CI runs
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from mixit.cli import run_tool
 from mixit.cli.options import OneLineParser
 
-# tools/ is not a package: its figures/ modules are found beside this file.
+# docs/build/ is not a package: its figures/ modules are found beside this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures.axes import AXES, axis_results, axis_values
 from figures.common import ROOT
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         found = stale()
         for line in found:
-            print(f"stale figures: {line} (run python tools/doc_figures.py)", file=sys.stderr)
+            print(f"stale figures: {line} (run python docs/build/doc_figures.py)", file=sys.stderr)
         return 1 if found else 0
     for document in DOCUMENTS:
         document.write_text(render(document.read_text()))

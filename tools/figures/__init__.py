@@ -1,2 +1,0 @@
-"""The generators of tools/doc_figures.py, one module per doc page (or pages of one
-subject); ``common`` holds what they all read."""
