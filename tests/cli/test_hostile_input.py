@@ -24,9 +24,8 @@ from hypothesis import strategies as st
 
 from mixit.cli import main
 from mixit.common.errors import UsageError
-from mixit.running.runs import halted_on_disk
-from mixit.training.checkpoint import finished_summary, load_checkpoint
-from mixit.training.rundir import load_run, read_records
+from mixit.training.checkpoint import load_checkpoint
+from mixit.training.rundir import RunDir, load_run, read_records
 
 QUICK = ["train.steps=2", "train.eval_every=2", "task.n_train=100", "task.n_test=20"]
 QUICK += ["train.eval_examples=20", "model.n_embd=32", "model.n_head=2", "model.n_layer=1"]
@@ -469,9 +468,9 @@ RUN_FILES = ("config.json", "summary.json", "metrics.jsonl", "model.safetensors"
 def _readers(run: Path, config) -> dict[str, Callable[[], object]]:
     return {
         "load_run": lambda: load_run(run),
-        "finished_summary": lambda: finished_summary(run, config),
+        "finished": lambda: RunDir(run, config).finished(),
         "read_records": lambda: read_records(run / "metrics.jsonl"),
-        "halted_on_disk": lambda: halted_on_disk(run, config),
+        "halted": lambda: RunDir(run, config).halted(),
     }
 
 

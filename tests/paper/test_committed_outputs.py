@@ -195,7 +195,7 @@ def test_no_train_under_another_setting_than_the_claims_exits_2(tmp_path, monkey
 def _names(stored: dict) -> set[str]:
     """The run directory names a stored config gets from ``run_dir_name``: its vocabulary and
     length as stored, or at 0 where the plan left them to be filled in from the task's data
-    (``checkpoint.stored_config_matches`` reads a run back the same way)."""
+    (``RunDir.matches`` reads a run back the same way)."""
     config = stored_config(stored)
     found = set()
     for vocab, block in itertools.product(

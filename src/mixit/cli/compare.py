@@ -23,7 +23,7 @@ from mixit.cli.options import (
 )
 from mixit.models.variants import VARIANTS
 from mixit.study.axis import along_axis, format_axis, parse_axis
-from mixit.study.compare import Comparison, compare, format_table, settings_to_tune
+from mixit.study.compare import Comparison, format_table, run_study, settings_to_tune
 from mixit.study.estimate import (
     estimate_axis,
     estimate_comparison,
@@ -33,6 +33,7 @@ from mixit.study.estimate import (
     tuning_seconds,
 )
 from mixit.study.litmus import AUTO, AUTO_SEEDS
+from mixit.study.plan import Study
 
 
 def add(commands: Any) -> None:
@@ -98,20 +99,22 @@ def run(args: argparse.Namespace) -> int:
         print(estimate(args, models, overrides, out))
         return 0
 
+    study = Study.of(
+        [args.task],
+        models,
+        out=out,
+        overrides=overrides,
+        tune=tune_choice(args),
+        launch=launch_options(args),
+        preset=args.preset,
+        seed=args.seed,
+        seeds=args.seeds,
+        progress=args.progress,
+        tolerance=args.tolerance,
+    )
+
     def compare_at(folder: Path | str, point: dict[str, Any]) -> dict[str, Any]:
-        return compare(
-            args.task,
-            models,
-            args.preset,
-            seed=args.seed,
-            seeds=args.seeds,
-            out=folder,
-            overrides=point,
-            progress=args.progress,
-            tolerance=args.tolerance,
-            tune=tune_choice(args),
-            launch=launch_options(args),
-        )
+        return run_study(study.on(args.task, Path(folder), point))
 
     if args.axis is not None:
         axis = parse_axis(args.axis, args.task, args.preset, overrides)

@@ -21,9 +21,9 @@ from typing import NamedTuple
 
 from mixit.common.errors import UsageError
 from mixit.common.io import write_folder_atomic
-from mixit.running.runs import halted_on_disk
 from mixit.training.checkpoint import CHECKPOINT, latest_checkpoint
 from mixit.training.resolve import stored_config
+from mixit.training.rundir import RunDir
 
 RUNS = "runs"
 RECORDS = ("config.json", "metrics.jsonl", "summary.json")
@@ -70,14 +70,14 @@ TEXT_ONLY = Kept()
 def cut_off(run: Path) -> bool:
     """Whether ``run`` stopped before its end with nothing to show for it: no summary, and not
     halted at its ``train.halt_at`` (a tuning rung, which its evaluation there stands for, as
-    the plans read it: ``halted_on_disk``)."""
+    the plans read it: ``RunDir.cut_off``)."""
     if (run / "summary.json").is_file():
         return False
     try:
         config = stored_config(json.loads((run / "config.json").read_text()))
     except (OSError, ValueError):
         raise UsageError(f"{run / 'config.json'} is not a run's config") from None
-    return halted_on_disk(run, config) is None
+    return RunDir(run, config).cut_off()
 
 
 def save(out: Path, destination: Path, kept: Kept = TEXT_ONLY) -> tuple[int, int]:

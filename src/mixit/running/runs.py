@@ -38,17 +38,11 @@ from mixit.running.workers import (
     worker_threads,
 )
 from mixit.tasks import get_task
-from mixit.training.checkpoint import (
-    check_own_files,
-    finished_summary,
-    stored_config_matches,
-)
 from mixit.training.distributed import Ranks
 from mixit.training.members import member_key, train_group
 from mixit.training.resolve import check_runnable_here
-from mixit.training.rundir import evaluation_in, read_records
+from mixit.training.rundir import RunDir
 from mixit.training.timing import time_training
-from mixit.training.train import halted_summary
 from mixit.training.train import run as train_run
 
 Key = TypeVar("Key", bound=Hashable)
@@ -102,7 +96,7 @@ def train_missing(
         name = run_dir_name(config)
         run_dir = runs_dir / name
         # A run halted at its train.halt_at (the tuning's rungs) is as good as finished there.
-        summary = finished_summary(run_dir, config) or halted_on_disk(run_dir, config)
+        summary = RunDir(run_dir, config).finished() or RunDir(run_dir, config).halted()
         if summary is not None:
             summaries[run] = {**summary, "run_dir": str(run_dir)}
         else:
@@ -278,31 +272,11 @@ def _submit_missing(
     unfinished = [
         name
         for name, (config, _) in todo.items()
-        if finished_summary(runs_dir / name, config) is None
-        and halted_on_disk(runs_dir / name, config) is None
+        if RunDir(runs_dir / name, config).finished() is None
+        and RunDir(runs_dir / name, config).halted() is None
     ]
     if unfinished:
         raise RunsFailed("\n".join(array.failure_lines(unfinished)))
-
-
-def halted_on_disk(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
-    """What a run of ``config`` halted at its ``train.halt_at`` returned, read back from its
-    evaluation at that step in ``metrics.jsonl`` (a submitted job returns nothing here), else
-    None. The evaluation alone suffices: a run kept without its checkpoint
-    (``mixit records``) that must go on past the step trains again from step 0, which
-    gives the same run."""
-    halt_at = config.train.halt_at
-    if not halt_at or not run_dir.is_dir():
-        return None
-    check_own_files(run_dir)
-    if not stored_config_matches(run_dir, config) or not (run_dir / "metrics.jsonl").is_file():
-        return None
-    at_halt = [r for r in read_records(run_dir / "metrics.jsonl") if r["step"] == halt_at]
-    if not at_halt:
-        return None
-    record = at_halt[-1]
-    progress = {"step": halt_at, "train_seconds": record.get("train_seconds", 0.0)}
-    return halted_summary(config, progress | {"metrics": evaluation_in(record)})
 
 
 def unfinished(configs: Mapping[Key, RunConfig], runs_dir: Path | None) -> dict[str, RunConfig]:
@@ -311,7 +285,7 @@ def unfinished(configs: Mapping[Key, RunConfig], runs_dir: Path | None) -> dict[
     named = {run_dir_name(config): config for config in configs.values()}
     if runs_dir is None:
         return named
-    return {name: c for name, c in named.items() if finished_summary(runs_dir / name, c) is None}
+    return {name: c for name, c in named.items() if RunDir(runs_dir / name, c).finished() is None}
 
 
 def list_schedule(seconds: Sequence[float], jobs: int) -> float:

@@ -29,6 +29,7 @@ from mixit.study.litmus import (
     spread_text,
     undecided_by_interval,
 )
+from mixit.study.plan import Study
 from mixit.study.results import read_results_csv, write_results_csv
 from mixit.tasks import get_task
 from mixit.training.resolve import resolve_config, stored_config
@@ -60,6 +61,12 @@ class Comparison:
             for m in self.models
             for s in self.seeds
         }
+
+
+def comparison_of(study: Study, models: tuple[str, ...], seeds: range) -> Comparison:
+    """What the one task of ``study`` trains of ``models`` over ``seeds``."""
+    overrides = dict(study.overrides)
+    return Comparison(study.task, models, study.preset, seeds, study.out, overrides)
 
 
 TUNABLE = ("lr",)
@@ -146,34 +153,52 @@ def compare(
     litmus reading of each variant against the standard model (``litmus``; ``tolerance``
     defaults to ``DEFAULT_TOLERANCE`` of the task's metric). ``launch``: see ``train_all``.
     """
-    tune = settings_to_tune(tune, overrides or {})
-    auto = seeds == AUTO
-    count, most = AUTO_SEEDS if auto else (int(seeds), int(seeds))
-    models = tuple(models or VARIANTS)
-    setting = {"task": task, "preset": preset, "overrides": dict(overrides or {})}
-    if not auto:
-        setting["seeds"] = list(range(seed, seed + int(seeds)))
-        models = with_earlier_models(Path(out), setting, models)
-    # Every seed it may train, so that the tuning seed is none of them.
-    plan = Comparison(
-        task, models, preset, range(seed, seed + most), Path(out), dict(overrides or {})
+    study = Study.of(
+        [task],
+        models,
+        out=out,
+        overrides=overrides,
+        tune=tune,
+        launch=launch,
+        preset=preset,
+        seed=seed,
+        seeds=seeds,
+        progress=progress,
+        tolerance=tolerance,
     )
+    return run_study(study)
+
+
+def run_study(study: Study) -> dict[str, Any]:
+    """The loop every comparison runs, for the one task of ``study``: plan its runs, tune
+    each model, train what is missing, judge it against the standard model and write
+    ``compare.json``, which it returns (``compare`` says what each setting does)."""
+    tune = settings_to_tune(study.tune, study.overrides)
+    auto, seed, out = study.seeds == AUTO, study.seed, study.out
+    count, most = AUTO_SEEDS if auto else (int(study.seeds), int(study.seeds))
+    models = study.models or tuple(VARIANTS)
+    setting = {"task": study.task, "preset": study.preset, "overrides": dict(study.overrides)}
+    if not auto:
+        setting["seeds"] = list(range(seed, seed + int(study.seeds)))
+        models = with_earlier_models(out, setting, models)
+    # Every seed it may train, so that the tuning seed is none of them.
+    plan = comparison_of(study, models, range(seed, seed + most))
     plan.configs()  # bad input fails before tuning
-    tuned = tune_comparison(plan, launch, progress) if tune else {}
+    tuned = tune_comparison(plan, study.launch, study.progress) if tune else {}
     if tuned:
-        write_json(Path(out) / "tuning.json", tuned)
+        write_json(out / "tuning.json", tuned)
     while True:
         trial = dataclasses.replace(plan, seeds=range(seed, seed + count))
         configs = trial.configs({model: t["overrides"] for model, t in tuned.items()})
-        trained = train_all(configs, Path(out), progress, launch)
-        result = comparison_result(trial, configs, trained, tuned, tolerance)
+        trained = train_all(configs, out, study.progress, study.launch)
+        result = comparison_result(trial, configs, trained, tuned, study.tolerance)
         undecided = undecided_by_interval(result["litmus"])
         if not auto or count >= most or not undecided:
             break
         count += 1
     if auto:
         result["seeds_auto"] = {"start": AUTO_SEEDS[0], "maximum": most, "undecided": undecided}
-    write_json(Path(out) / "compare.json", result)
+    write_json(out / "compare.json", result)
     return result
 
 

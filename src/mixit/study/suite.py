@@ -20,10 +20,11 @@ from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, read_json, write_json, write_text
 from mixit.common.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.models.variants import VARIANTS
-from mixit.running.launchers import LOCAL, Launch
+from mixit.running.launchers import Launch
 from mixit.study.beside import beside_rows, beside_section
-from mixit.study.compare import Comparison, compare, raised_budget, seeds_auto_text
+from mixit.study.compare import comparison_of, raised_budget, run_study, seeds_auto_text
 from mixit.study.litmus import AUTO, AUTO_SEEDS, row_details, verdict_words
+from mixit.study.plan import Study
 from mixit.study.results import KEYS, csv_problem, read_results_csv, write_rows
 from mixit.study.text import markdown_table
 from mixit.tasks import TASKS
@@ -71,37 +72,35 @@ def suite(
     task by task): as ``compare``'s (None: tune ``model.arch`` models only). ``report_only``:
     train nothing, and write the files from the tasks whose ``OUT/TASK/compare.json`` exists
     (the others are named as unfinished). ``beside``: an earlier suite's folder, whose
-    verdicts summary.md and suite.json give beside this one's (``comparisons.beside``).
+    verdicts summary.md and suite.json give beside this one's (``mixit.study.beside``).
     ``mixit.study.suite_axis.suite_along`` walks
     each task along its axis instead."""
     tasks = suite_tasks(tasks)
+    study = Study.of(
+        tasks,
+        models,
+        out=out,
+        overrides=overrides,
+        tune=tune,
+        launch=launch,
+        preset=preset,
+        seed=seed,
+        seeds=seeds,
+        progress=progress,
+    )
     earlier = None
     if beside is not None:  # read before anything trains: a wrong folder stops the suite
         remedy = "give --beside a folder an earlier `mixit suite` wrote"
         earlier = (Path(beside), finished_tasks(Path(beside), tasks, remedy))
     if not report_only:  # every task's configs, so that bad input leaves no folder behind
+        models_of, first = study.models or tuple(VARIANTS), range(seed, seed + 1)
         for task in tasks:
-            Comparison(task, tuple(models or VARIANTS), preset, range(seed, seed + 1),
-                       Path(out) / task, dict(overrides or {})).configs()  # fmt: skip
-    out = make_dir(Path(out))
+            comparison_of(study.on(task, study.out / task), models_of, first).configs()
+    out = make_dir(study.out)
     if report_only:
         results = finished_tasks(out, tasks)
     else:
-        results = {
-            task: compare(
-                task,
-                models,
-                preset,
-                seed,
-                seeds,
-                out / task,
-                overrides,
-                progress=progress,
-                tune=tune,
-                launch=launch or LOCAL,
-            )
-            for task in tasks
-        }
+        results = {task: run_study(study.on(task, out / task)) for task in tasks}
     write_suite_files(out, tasks, results, preset, seeds, earlier)
     return results
 

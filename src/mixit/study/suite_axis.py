@@ -18,7 +18,7 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, read_json, write_json, write_text
-from mixit.running.launchers import LOCAL, Launch
+from mixit.running.launchers import Launch
 from mixit.study.axis import (
     BREAKS,
     HOLDS,
@@ -29,7 +29,8 @@ from mixit.study.axis import (
     format_axis,
     parse_axis,
 )
-from mixit.study.compare import compare
+from mixit.study.compare import run_study
+from mixit.study.plan import Study
 from mixit.study.suite import heatmap, suite_tasks
 from mixit.tasks import get_task
 
@@ -62,22 +63,23 @@ def suite_along(
     overrides = dict(overrides or {})
     walked, without_knob = axis_tasks(axis, tasks)
     axes = {task: parse_axis(axis, task, preset, overrides) for task in walked}
+    study = Study.of(
+        walked,
+        models,
+        out=out,
+        overrides=overrides,
+        tune=tune,
+        launch=launch,
+        preset=preset,
+        seed=seed,
+        seeds=seeds,
+        progress=progress,
+    )
 
     def compare_task(task: str, folder: Path, point: dict[str, Any]) -> dict[str, Any]:
-        return compare(
-            task,
-            models,
-            preset,
-            seed,
-            seeds,
-            folder,
-            point,
-            progress=progress,
-            tune=tune,
-            launch=launch or LOCAL,
-        )
+        return run_study(study.on(task, folder, point))
 
-    return suite_along_axes(axes, Path(out), overrides, compare_task, report_only, without_knob)
+    return suite_along_axes(axes, study.out, overrides, compare_task, report_only, without_knob)
 
 
 def axis_tasks(axis: str, tasks: Sequence[str] | None) -> tuple[list[str], list[str]]:

@@ -22,7 +22,6 @@ from safetensors.torch import load_file, save_file
 
 from mixit.common.errors import UsageError
 from mixit.common.io import follow_umask, write_atomic
-from mixit.config.schema import RunConfig, without_execution_settings
 from mixit.models.build import RunModel
 
 CHECKPOINT, PREVIOUS = "checkpoint", "checkpoint.old"
@@ -176,59 +175,3 @@ def _check_progress(progress: Any, steps: int | None) -> None:
 
 
 # The files and folders a run directory holds for itself: none may lead out of it.
-RUN_FILES = ("config.json", "summary.json", "model.safetensors", "metrics.jsonl", CHECKPOINT)
-RUN_FILES += (PREVIOUS,)
-
-
-def check_own_files(run_dir: Path) -> None:
-    """Refuse to read a run directory whose files are symbolic links: a summary or checkpoint
-    linked in from another run would make this run report or resume that one's results. (A
-    run trained anew replaces such a link, never follows it.)"""
-    for name in RUN_FILES:
-        if (run_dir / name).is_symlink():
-            raise UsageError(
-                f"{run_dir / name} is a symbolic link; a run's files must be its own "
-                "(copy the run, or train it again in another folder)"
-            )
-
-
-def stored_config_matches(run_dir: Path, config: RunConfig) -> bool | None:
-    """Whether ``run_dir/config.json`` is a run of ``config`` (None: no readable config)."""
-    try:
-        loaded = json.loads((run_dir / "config.json").read_text())
-    except (OSError, ValueError):  # missing, unreadable, or not UTF-8 JSON
-        return None
-    sections = ("model", "task", "train")
-    if not isinstance(loaded, dict) or not all(isinstance(loaded.get(s), dict) for s in sections):
-        return None  # not a config mixit wrote
-    stored = without_execution_settings(loaded)
-    requested = config.result_dict()
-    for key in ("vocab_size", "block_size"):  # filled in from the data when left at 0
-        if requested["model"][key] == 0:
-            requested["model"][key] = stored.get("model", {}).get(key, 0)
-    return stored == requested
-
-
-def finished_summary(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
-    """The summary of a finished run of exactly this config in ``run_dir``, else None."""
-    check_own_files(run_dir)
-    summary = run_dir / "summary.json"
-    if summary.is_file() and stored_config_matches(run_dir, config):
-        try:
-            stored = json.loads(summary.read_text())
-        except ValueError:  # damaged (it is written last, by a rename): train the run again
-            return None
-        if isinstance(stored, dict) and isinstance(stored.get("metrics"), dict):
-            return stored
-    return None
-
-
-def check_resumable(out: Path | None, config: RunConfig) -> dict[str, Any] | None:
-    """The summary if ``out`` already finished ``config``, None if it can be resumed (or
-    started); a one-line error if ``out`` holds a run of another config."""
-    if out is None:
-        raise UsageError("resuming needs a run directory (--out)")
-    check_own_files(out)
-    if stored_config_matches(out, config) is False:
-        raise UsageError(f"{out} holds a run of another config; use another --out to start anew")
-    return finished_summary(out, config)

@@ -33,9 +33,8 @@ from mixit.config.schema import RunConfig
 from mixit.models.attention import SoftmaxAttention
 from mixit.models.build import RunModel
 from mixit.tasks import IGNORE_INDEX
-from mixit.training.checkpoint import check_resumable
 from mixit.training.step import apply_gradients, mixed_precision
-from mixit.training.train import RunLoop, close_run, open_run, run
+from mixit.training.train import RunLoop, close_run, open_run, resumed, run
 
 
 def member_key(config: RunConfig) -> str | None:
@@ -126,7 +125,7 @@ def train_members(
     summaries: dict[int, dict[str, Any]] = {}
     opened = {}
     for index, (config, out) in enumerate(zip(configs, outs, strict=True)):
-        finished = check_resumable(out, config) if resume else None
+        finished = resumed(out, config) if resume else None
         if finished is not None:
             summaries[index] = finished
         else:

@@ -1,59 +1,145 @@
-"""Writing a run directory as training goes: config, metrics, TensorBoard, W&B, summary.
-
-``metrics.jsonl`` holds one JSON object per evaluation; the same numbers go to TensorBoard
-event files in ``RUN_DIR/tensorboard`` (when the ``tensorboard`` package is installed and
-``train.tensorboard`` is true) and to Weights & Biases when ``train.wandb=PROJECT``.
+"""A run directory read back: what it holds of one config (``RunDir``: finished, halted at a
+rung, resumable, its checkpoint and its evaluations), and a finished run's model
+(``load_run``). Every command asks a run directory these questions here; it is written by
+``mixit.training.writer.RunWriter``.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.common.io import DirLock, append_line, write_json, write_text
-from mixit.config.schema import RunConfig
+from mixit.config.schema import RunConfig, without_execution_settings
 from mixit.cost.memory import check_loads
 from mixit.models.build import RunModel, build_model
 from mixit.models.decoder import Decoder
 from mixit.models.readout import AnswerReadout
 from mixit.tasks import get_task
-from mixit.training.checkpoint import load_weights, save_weights
+from mixit.training.checkpoint import CHECKPOINT, PREVIOUS, latest_checkpoint, load_weights
 from mixit.training.resolve import mixer_of, stored_config, validate
 
-_told_no_tensorboard = False
+# The files a run writes, none of which may be a link to another run's.
+RUN_FILES = ("config.json", "summary.json", "model.safetensors", "metrics.jsonl", CHECKPOINT)
+RUN_FILES += (PREVIOUS,)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """The run directory ``path`` read as a run of ``config``: whether it is that run at all
+    (``matches``), finished (``finished``), halted at its ``train.halt_at`` rung (``halted``),
+    cut off mid-way (``cut_off``), to be resumed (``resumable``), and its last checkpoint and
+    evaluations. A file that is a link to another run's is refused (``UsageError``)."""
+
+    path: Path
+    config: RunConfig
+
+    def check_own_files(self) -> None:
+        """Refuse to read a run directory whose files are symbolic links: a summary or
+        checkpoint linked in from another run would make this run report or resume that one's
+        results. (A run trained anew replaces such a link, never follows it.)"""
+        for name in RUN_FILES:
+            if (self.path / name).is_symlink():
+                raise UsageError(
+                    f"{self.path / name} is a symbolic link; a run's files must be its own "
+                    "(copy the run, or train it again in another folder)"
+                )
+
+    def matches(self) -> bool | None:
+        """Whether its ``config.json`` is a run of ``config`` (None: no readable config)."""
+        try:
+            loaded = json.loads((self.path / "config.json").read_text())
+        except (OSError, ValueError):  # missing, unreadable, or not UTF-8 JSON
+            return None
+        sections = ("model", "task", "train")
+        if not isinstance(loaded, dict) or not all(
+            isinstance(loaded.get(s), dict) for s in sections
+        ):
+            return None  # not a config mixit wrote
+        stored = without_execution_settings(loaded)
+        requested = self.config.result_dict()
+        for key in ("vocab_size", "block_size"):  # filled in from the data when left at 0
+            if requested["model"][key] == 0:
+                requested["model"][key] = stored.get("model", {}).get(key, 0)
+        return stored == requested
+
+    def finished(self) -> dict[str, Any] | None:
+        """The summary of a finished run of exactly ``config``, else None."""
+        self.check_own_files()
+        summary = self.path / "summary.json"
+        if summary.is_file() and self.matches():
+            try:
+                stored = json.loads(summary.read_text())
+            except ValueError:  # damaged (it is written last, by a rename): train it again
+                return None
+            if isinstance(stored, dict) and isinstance(stored.get("metrics"), dict):
+                return stored
+        return None
+
+    def halted(self) -> dict[str, Any] | None:
+        """What the run returned when it halted at its ``train.halt_at``, read back from its
+        evaluation at that step in ``metrics.jsonl`` (a submitted job returns nothing here),
+        else None. The evaluation alone suffices: a run kept without its checkpoint
+        (``mixit records``) that must go on past the step trains again from step 0, which
+        gives the same run."""
+        halt_at = self.config.train.halt_at
+        if not halt_at or not self.path.is_dir():
+            return None
+        self.check_own_files()
+        if not self.matches() or not (self.path / "metrics.jsonl").is_file():
+            return None
+        at_halt = [r for r in self.records() if r["step"] == halt_at]
+        if not at_halt:
+            return None
+        record = at_halt[-1]
+        progress = {"step": halt_at, "train_seconds": record.get("train_seconds", 0.0)}
+        return halted_summary(self.config, progress | {"metrics": evaluation_in(record)})
+
+    def cut_off(self) -> bool:
+        """Whether it stopped before its end with nothing to show for it: no summary, and not
+        halted at its rung (where its evaluation stands for it)."""
+        return not (self.path / "summary.json").is_file() and self.halted() is None
+
+    def resumable(self) -> dict[str, Any] | None:
+        """The summary if it already finished ``config``, None if it can be resumed (or
+        started); a one-line error if it holds a run of another config."""
+        self.check_own_files()
+        if self.matches() is False:
+            raise UsageError(
+                f"{self.path} holds a run of another config; use another --out to start anew"
+            )
+        return self.finished()
+
+    def checkpoint(self) -> Path | None:
+        """Its last complete checkpoint folder, if any."""
+        return latest_checkpoint(self.path)
+
+    def records(self) -> list[dict[str, Any]]:
+        """Its evaluations, as ``read_records`` reads ``metrics.jsonl``."""
+        return read_records(self.path / "metrics.jsonl")
+
+
+def halted_summary(config: RunConfig, progress: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run halted at ``train.halt_at`` returns (no summary.json is written): how far
+    it trained and its last evaluation."""
+    return {
+        "task": config.task_name,
+        "model": config.variant,
+        "seed": config.seed,
+        "steps": config.train.steps,
+        "steps_run": progress["step"],
+        "stopped": "halted",
+        "train_seconds": progress["train_seconds"],
+        "metrics": dict(progress["metrics"]),
+    }
 
 
 def new_model(config: RunConfig) -> RunModel:
     """The run's model from its seed, with the readout of the task its config names."""
     return build_model(config, get_task(config.task_name))
-
-
-def _tensorboard(folder: Path, purge_step: int) -> Any:
-    global _told_no_tensorboard
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:
-        if not _told_no_tensorboard:
-            print("mixit: no TensorBoard logs: pip install tensorboard", file=sys.stderr)
-            _told_no_tensorboard = True
-        return None
-    # purge_step drops events a resumed run writes again.
-    return SummaryWriter(log_dir=str(folder), purge_step=purge_step or None)
-
-
-def _wandb(project: str, config: RunConfig, out: Path) -> Any:
-    try:
-        import wandb
-    except ImportError:
-        raise UsageError(
-            f"train.wandb={project} needs the wandb package: pip install wandb"
-        ) from None
-    name = f"{config.task_name}-{config.variant}-s{config.seed}"
-    return wandb.init(project=project, name=name, config=config.to_dict(), dir=str(out))
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -78,65 +164,6 @@ LOGGED_PROGRESS = ("step", "lr", "train_loss", "train_seconds", "grad_norm", "to
 def evaluation_in(record: Mapping[str, Any]) -> dict[str, Any]:
     """The evaluation a metrics.jsonl ``record`` logged, without the progress beside it."""
     return {key: value for key, value in record.items() if key not in LOGGED_PROGRESS}
-
-
-class RunWriter:
-    """Writes a run directory as training goes; with ``out=None`` it writes nothing.
-
-    ``resume_step`` > 0 keeps the metrics logged up to that step (those after it are written
-    again by the resumed run); 0 starts the directory afresh.
-    """
-
-    def __init__(self, out: Path | None, config: RunConfig, resume_step: int = 0) -> None:
-        self.out, self.tensorboard, self.wandb, self.lock = out, None, None, None
-        if out is None:
-            return
-        self.lock = DirLock(out)
-        (out / "summary.json").unlink(missing_ok=True)
-        write_json(out / "config.json", config.to_dict())
-        metrics = out / "metrics.jsonl"
-        kept = []
-        if resume_step and metrics.is_file() and not metrics.is_symlink():
-            kept = [json.dumps(r) for r in read_records(metrics) if r["step"] <= resume_step]
-        write_text(metrics, "".join(line + "\n" for line in kept))
-        if config.train.tensorboard:
-            self.tensorboard = _tensorboard(out / "tensorboard", resume_step)
-        if config.train.wandb:
-            self.wandb = _wandb(config.train.wandb, config, out)
-
-    def log(self, record: dict[str, Any]) -> None:
-        if self.out is None:
-            return
-        append_line(self.out / "metrics.jsonl", json.dumps(record))
-        numbers = {k: v for k, v in record.items() if k != "step" and isinstance(v, int | float)}
-        if self.tensorboard is not None:
-            for key, value in numbers.items():
-                self.tensorboard.add_scalar(key, value, record["step"])
-            self.tensorboard.flush()
-        if self.wandb is not None:
-            self.wandb.log(numbers, step=record["step"])
-
-    def halt(self) -> None:
-        """Close the loggers and free the directory, leaving the run to be resumed."""
-        if self.out is None:
-            return
-        self._close_loggers()
-        self.lock.release()
-
-    def finish(self, model: RunModel, summary: dict[str, Any]) -> None:
-        """Weights first, summary last: a summary.json means the run is complete."""
-        if self.out is None:
-            return
-        self._close_loggers()
-        save_weights(model, self.out / "model.safetensors")
-        write_json(self.out / "summary.json", summary)
-        self.lock.release()
-
-    def _close_loggers(self) -> None:
-        if self.tensorboard is not None:
-            self.tensorboard.close()
-        if self.wandb is not None:
-            self.wandb.finish()
 
 
 def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:

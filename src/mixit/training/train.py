@@ -27,13 +27,7 @@ from mixit.models.build import RunModel
 from mixit.models.readout import BottleneckReadout
 from mixit.tasks import TaskData, get_task
 from mixit.tasks.base import TaskSpec, hold_out_validation, next_token_targets
-from mixit.training.checkpoint import (
-    check_resumable,
-    latest_checkpoint,
-    load_checkpoint,
-    save_checkpoint,
-    stored_config_matches,
-)
+from mixit.training.checkpoint import load_checkpoint, save_checkpoint
 from mixit.training.distributed import ALONE, Ranks
 from mixit.training.resolve import (
     check_runnable_here,
@@ -41,7 +35,7 @@ from mixit.training.resolve import (
     resolve_config,
     resolve_device,
 )
-from mixit.training.rundir import RunWriter, new_model
+from mixit.training.rundir import RunDir, halted_summary, new_model
 from mixit.training.scoring import evaluate_run
 from mixit.training.step import (
     compiled,
@@ -53,6 +47,7 @@ from mixit.training.step import (
     use_tensor_cores,
 )
 from mixit.training.stopping import STOP_METRIC, StopRule, hold_out_stop_split
+from mixit.training.writer import RunWriter
 
 
 @dataclass
@@ -147,7 +142,7 @@ def run(
     # The caller's config names its run directory; the sizes the data fills in would rename it.
     config = copy.deepcopy(config)
     if resume:
-        finished = check_resumable(out, config)
+        finished = resumed(out, config)
         if finished is not None:
             return finished
     ranks = Ranks.from_environment(resolve_device(config.train.device))
@@ -309,25 +304,10 @@ def _restore(training: Training, out: Path | None) -> tuple[Any, dict[str, Any]]
     optimizer, config = training.optimizer, training.config
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
     progress = {"step": 0, "running_loss": None, "train_seconds": 0.0, "metrics": {}}
-    if out is not None and latest_checkpoint(out) is not None:
+    if out is not None and RunDir(out, config).checkpoint() is not None:
         restored = (training.model, optimizer, schedule, training.batches)
         progress = load_checkpoint(out, *restored, steps=config.train.steps)
     return schedule, progress
-
-
-def halted_summary(config: RunConfig, progress: Mapping[str, Any]) -> dict[str, Any]:
-    """What a run halted at ``train.halt_at`` returns (no summary.json is written): how far
-    it trained and its last evaluation."""
-    return {
-        "task": config.task_name,
-        "model": config.variant,
-        "seed": config.seed,
-        "steps": config.train.steps,
-        "steps_run": progress["step"],
-        "stopped": "halted",
-        "train_seconds": progress["train_seconds"],
-        "metrics": dict(progress["metrics"]),
-    }
 
 
 def run_summary(
@@ -391,7 +371,15 @@ def check_not_a_run(folder: Path, config: RunConfig) -> None:
         raise UsageError(
             f"{folder} holds a finished run; --resume returns it, --overwrite trains it again"
         )
-    if stored_config_matches(folder, config) is False:
+    if RunDir(folder, config).matches() is False:
         raise UsageError(
             f"{folder} holds a run of another config; use another --out, or --overwrite"
         )
+
+
+def resumed(out: Path | None, config: RunConfig) -> dict[str, Any] | None:
+    """The summary if ``out`` already finished ``config``, None if it can be resumed (or
+    started); a one-line error without a folder, or for a folder of another config."""
+    if out is None:
+        raise UsageError("resuming needs a run directory (--out)")
+    return RunDir(out, config).resumable()
