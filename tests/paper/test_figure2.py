@@ -24,6 +24,8 @@ def summaries() -> dict:
             found[run] = {
                 "metrics": {"test_accuracy": accuracy},
                 "steps": 1200,
+                "steps_run": 1200,
+                "stopped": "budget",
                 "params_trainable": 1,
                 "train_seconds": 1.0,
                 "chance": 0.27,

@@ -116,12 +116,6 @@ def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -
     }
 
 
-def task_chance(config: RunConfig) -> float:
-    """The task's chance level for runs whose summaries predate it: from their data."""
-    spec = get_task(config.task_name)
-    return spec.chance(spec.make_data(config.task, config.seed), config.task)
-
-
 def compare(
     task: str,
     models: Sequence[str] | None = None,
@@ -240,9 +234,7 @@ def comparison_result(
         "preset": plan.preset,
         "seeds": list(plan.seeds),
         "overrides": dict(plan.overrides),
-        "chance": statistics.fmean(chances)
-        if chances
-        else task_chance(configs[plan.models[0], first]),
+        "chance": statistics.fmean(chances) if chances else None,
         "rows": rows,
     }
     # train.validation_fraction > 0 scores every run on held-out training rows, not the test
@@ -290,9 +282,8 @@ def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -
         "values": values,
         "params_trainable": summaries[0]["params_trainable"],
         "train_seconds": statistics.fmean(s["train_seconds"] for s in summaries),
-        # Runs from before early stopping used their whole budget.
-        "steps_run": [s.get("steps_run", s["steps"]) for s in summaries],
-        "stopped": [s.get("stopped", "budget") for s in summaries],
+        "steps_run": [s["steps_run"] for s in summaries],
+        "stopped": [s["stopped"] for s in summaries],
     }
 
 

@@ -80,7 +80,5 @@ def earlier_calls(timing: Mapping[str, Any]) -> list[CallTiming]:
     """The ``calls`` history of a ``timing.json`` (``earlier_timing``): one entry per
     ``reproduce`` on this output, so that a later call that trains nothing keeps the wall time
     of the one that trained."""
-    if "calls" not in timing and "train_wall_seconds" in timing:  # written before the history
-        return [{key: timing[key] for key in ("train_wall_seconds", "jobs") if key in timing}]
     calls = timing.get("calls", [])
     return calls if isinstance(calls, list) else []
