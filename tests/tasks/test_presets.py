@@ -28,6 +28,6 @@ def test_every_preset_setting_reaches_every_models_config(task, preset):
 def test_tiny_preset_data_fits_the_model(task):
     config = resolve_config(task, "mixit", "tiny", overrides=NEEDS.get(task))
     data = get_task(task).make_data(config.task, 0)
-    fit_model_to_data(config, data)
+    config = fit_model_to_data(config, data)
     assert config.model.block_size == data.train.inputs.shape[1]
     assert data.train.inputs.max() < config.model.vocab_size

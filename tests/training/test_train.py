@@ -11,10 +11,12 @@ import torch
 
 from mixit import load_run, train
 from mixit.common.errors import TrainingDiverged, UsageError
+from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig, TrainConfig
 from mixit.models.variants import VARIANTS
 from mixit.running.runs import run_dir_name
-from mixit.training.resolve import resolve_config
+from mixit.tasks import get_task
+from mixit.training.resolve import fit_model_to_data, resolve_config
 from mixit.training.step import lr_factor
 from mixit.training.train import run
 
@@ -240,3 +242,16 @@ def test_bf16_steps_track_fp32_and_resume_exactly(model, tmp_path, monkeypatch):
     resumed = train("addition", model, out=bf16_dir, overrides=bf16_settings, resume=True)
     assert resumed["metrics"] == finished["metrics"]
     assert train_losses(bf16_dir) == bf16_losses
+
+
+def test_a_resolved_config_is_never_changed_in_place():
+    """Fitting to the data and applying settings return new configs: the resolved one keeps
+    the sizes left at 0 that name its run."""
+    config = resolve_config("retrieval", "standard", "tiny", 0, MICRO)
+    before = config.to_dict()
+    data = get_task("retrieval").make_data(config.task, 0)
+    fitted = fit_model_to_data(config, data)
+    halted = with_settings(fitted, {"train.halt_at": 2, "train.steps": 4})
+    assert config.to_dict() == before and config.model.vocab_size == 0
+    assert fitted.model.vocab_size == data.vocab_size and fitted.train.halt_at == 0
+    assert (halted.train.halt_at, halted.train.steps) == (2, 4)

@@ -16,7 +16,6 @@ authors' N(0, 0.02^2) initialisation) can never leave it.
 
 from __future__ import annotations
 
-import copy
 import math
 from pathlib import Path
 
@@ -184,9 +183,8 @@ def initial_logit_spread(config: RunConfig, sequences: int = 64) -> float | None
     """The ``logit_spread`` of a run's attention at initialisation, on its first training
     sequences: how far from uniform its frozen queries and keys start (Frozen-QK, the random
     transformer). None for a model whose attention cannot be read (a ``module:`` factory)."""
-    config = copy.deepcopy(config)
     data = get_task(config.task_name).make_data(config.task, config.seed)
-    fit_model_to_data(config, data)
+    config = fit_model_to_data(config, data)
     model = new_model(config)
     model = getattr(model, "body", model)  # under a readout: the decoder it reads
     inputs = data.train.inputs[:sequences]  # (S, T)

@@ -60,8 +60,7 @@ def preset_config(task: str) -> RunConfig:
     sample = dataclasses.replace(
         config.task, **{name: 2 for name in ("n_train", "n_test") if name in fields}
     )
-    fit_model_to_data(config, get_task(task).make_data(sample, 0))
-    return config
+    return fit_model_to_data(config, get_task(task).make_data(sample, 0))
 
 
 def _phases(config: RunConfig, rounds: int, fused: bool) -> tuple[dict[str, float], Any]:

@@ -6,7 +6,7 @@ machine hits all of them alike; the figure per model is the median over rounds.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -51,11 +51,11 @@ def language_model_step(
 def mixit_model(config: RunConfig, seq_len: int, device: torch.device) -> Decoder:
     """The model of ``config`` on ``device``; vocabulary / block size left at 0 become
     1024 / ``seq_len``."""
-    config = copy.deepcopy(config)
-    config.model.vocab_size = config.model.vocab_size or 1024
-    config.model.block_size = max(config.model.block_size, seq_len)
+    sizes = {"vocab_size": config.model.vocab_size or 1024}
+    sizes["block_size"] = max(config.model.block_size, seq_len)
     torch.manual_seed(config.seed)
-    return Decoder(config.model, get_variant(config.variant)).to(device)
+    shape = dataclasses.replace(config.model, **sizes)
+    return Decoder(shape, get_variant(config.variant)).to(device)
 
 
 def mixit_step(

@@ -3,6 +3,7 @@ back into a RunConfig, both converted and checked field by field."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import types
@@ -41,6 +42,14 @@ def apply_overrides(config: RunConfig, overrides: Mapping[str, Any]) -> None:
         if name not in valid:
             raise UsageError(f"unknown key '{key}'; valid {section_name} keys: {', '.join(valid)}")
         setattr(section, name, convert(key, raw, types_by_name[name]))
+
+
+def with_settings(config: RunConfig, settings: Mapping[str, Any]) -> RunConfig:
+    """A copy of ``config`` with the dotted ``settings`` applied (``apply_overrides``);
+    ``config`` itself is left as it is, as every resolved config is."""
+    changed = copy.deepcopy(config)
+    apply_overrides(changed, settings)
+    return changed
 
 
 @functools.cache

@@ -7,7 +7,6 @@ reproduction resumes with the runs it had not finished.
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -16,7 +15,7 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, write_json, write_text
-from mixit.config.overrides import apply_overrides
+from mixit.config.overrides import with_settings
 from mixit.config.schema import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.paper.ablation_report import dependence
 from mixit.paper.registry import EXPERIMENTS, QUESTIONS
@@ -162,8 +161,7 @@ def tune_plan(
     tuned = {}
     for key, runs in groups.items():
         for run in runs:
-            config = copy.deepcopy(configs[run])
-            apply_overrides(config, records[key]["overrides"])
+            config = with_settings(configs[run], records[key]["overrides"])
             validate(config)
             tuned[run] = config
     write_json(

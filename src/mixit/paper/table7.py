@@ -92,7 +92,7 @@ def _at_initialisation(
             per_seed = []
             for seed in seeds:
                 config = _init_config(scale, model, depth, seed, overrides)
-                fit_model_to_data(config, data)
+                config = fit_model_to_data(config, data)
                 per_seed.append(covariance_at_initialisation(config, inputs))
             table[model].append(per_seed)
     return table

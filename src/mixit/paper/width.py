@@ -151,7 +151,7 @@ def _attention_at_init(scale: str, seeds: range, overrides: Overrides) -> dict[s
             for seed in seeds:
                 config = _frozen_qk_at_init(scale, construction, width, seed, overrides)
                 data = get_task("retrieval").make_data(config.task, seed)
-                fit_model_to_data(config, data)
+                config = fit_model_to_data(config, data)
                 torch.manual_seed(config.seed)
                 per_seed.append(frozen_attention(new_model(config), data.test.inputs[:SEQUENCES]))
             table[construction].append(per_seed)

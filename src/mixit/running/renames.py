@@ -13,13 +13,13 @@ so the command renames nothing without ``--apply``.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 from pathlib import Path
 from typing import NamedTuple
 
 from mixit.common.errors import UsageError
+from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig
 from mixit.running.runs import hashed_name, run_dir_name
 from mixit.training.resolve import stored_config
@@ -39,9 +39,8 @@ def todays_name(run_name: str, config: RunConfig) -> str | None:
     stored) or left at 0."""
     stored = [getattr(config.model, key) for key in FILLED_FROM_DATA]
     for sizes in itertools.product(*((size, 0) for size in stored)):
-        named = copy.deepcopy(config)
-        for key, size in zip(FILLED_FROM_DATA, sizes, strict=True):
-            setattr(named.model, key, size)
+        filled = dict(zip(FILLED_FROM_DATA, sizes, strict=True))
+        named = with_settings(config, {f"model.{key}": size for key, size in filled.items()})
         if run_name == hashed_name(named):
             return run_dir_name(named)
     return None

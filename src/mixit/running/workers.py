@@ -19,6 +19,8 @@ import torch
 
 from mixit.common.cores import SHARED_FROM, usable_cores
 from mixit.common.progress import Progress
+from mixit.config.overrides import with_settings
+from mixit.config.schema import RunConfig
 from mixit.training import devices
 from mixit.training.members import train_group
 from mixit.training.resolve import stored_config
@@ -49,9 +51,7 @@ def train_group_in_worker(
         torch.set_num_threads(threads)
     configs = [stored_config(stored) for stored in config_dicts]
     device = pinned_device()
-    for config in configs:
-        if device is not None and config.train.device == "auto":
-            config.train.device = device
+    configs = [on_device(config, device) for config in configs]
     return train_group(configs, [Path(run_dir) for run_dir in run_dirs])
 
 
@@ -72,10 +72,7 @@ def train_in_worker(
         return _train_with_torchrun(config_dict, Path(run_dir), ranks, threads)
     if threads is not None:
         torch.set_num_threads(threads)
-    config = stored_config(config_dict)
-    device = pinned_device()
-    if device is not None and config.train.device == "auto":
-        config.train.device = device  # an execution setting: the run's identity is unchanged
+    config = on_device(stored_config(config_dict), pinned_device())
     return run(config, Path(run_dir), progress=progress, resume=True)
 
 
@@ -222,3 +219,11 @@ def sharing_note(jobs: int, per_run: int = 1) -> str:
         f"--jobs {jobs} x {per_run} GPU(s) per run on {gpus} visible GPU{'s' * (gpus != 1)}: "
         f"up to {-(-wanted // gpus)} runs share a GPU's memory and time"
     )
+
+
+def on_device(config: RunConfig, device: str | None) -> RunConfig:
+    """``config`` on the GPU this worker is pinned to, where it asks for "auto"; the device is
+    an execution setting, so the run's identity is unchanged."""
+    if device is None or config.train.device != "auto":
+        return config
+    return with_settings(config, {"train.device": device})

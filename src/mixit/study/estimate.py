@@ -4,7 +4,7 @@ timed on this machine or predicted for a device (``mixit.cost.predict``)."""
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -14,7 +14,7 @@ from typing import Any
 from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
 from mixit.common.io import read_json
-from mixit.config.overrides import apply_overrides
+from mixit.config.overrides import with_settings
 from mixit.config.schema import TrainConfig
 from mixit.cost.predict import fewest_pieces, get_target
 from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
@@ -63,12 +63,11 @@ def finished_tuning(plan: Comparison) -> dict[str, dict[str, Any]]:
     for model in plan.models:
         record = records.get(model) if isinstance(records, dict) else None
         try:
-            winner = copy.deepcopy(bases[model, plan.seeds.start])
-            winner.seed = record["seed"]
             # The record names the halving's winner, run at the base's own budget.
             settings = {k: v for k, v in record["overrides"].items() if k != "train.steps"}
             settings["train.validation_fraction"] = VALIDATION_FRACTION
-            apply_overrides(winner, settings)
+            winner = with_settings(bases[model, plan.seeds.start], settings)
+            winner = dataclasses.replace(winner, seed=record["seed"])
             named = Path(record["run_dir"]).name
         except (TypeError, KeyError, ValueError, UsageError):
             continue

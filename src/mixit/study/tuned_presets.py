@@ -10,13 +10,12 @@ fallback to the task preset (docs/tuning.md, rule 9).
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.config.overrides import apply_overrides
+from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig
 from mixit.study.experiment import Run
 from mixit.tuning.presets import GroupKey, tuned_rows
@@ -66,6 +65,5 @@ def with_choices(
         choice = dict(found)
         for key in (kept or {}).get(run, ()):
             choice.pop(key, None)
-        result[run] = copy.deepcopy(config)
-        apply_overrides(result[run], choice)
+        result[run] = with_settings(config, choice)
     return result

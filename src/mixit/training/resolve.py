@@ -130,13 +130,15 @@ def check_examples(config: RunConfig) -> None:
         get_task(config.task_name).make_data(config.task, config.seed)
 
 
-def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
-    """Fill the model's vocabulary and length from the data, and check they fit."""
+def fit_model_to_data(config: RunConfig, data: TaskData) -> RunConfig:
+    """``config`` with the model's vocabulary and length filled from the data where left at 0,
+    checked to fit; ``config`` itself is left as it is (its sizes at 0 name its run)."""
     seq_len = data.train.inputs.shape[1]
-    if config.model.vocab_size == 0:
-        config.model.vocab_size = data.vocab_size
-    if config.model.block_size == 0:
-        config.model.block_size = seq_len
+    sizes = {
+        "vocab_size": config.model.vocab_size or data.vocab_size,
+        "block_size": config.model.block_size or seq_len,
+    }
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, **sizes))
     if config.model.vocab_size < data.vocab_size:
         raise UsageError(
             f"model.vocab_size={config.model.vocab_size} is smaller than the task's "
@@ -155,6 +157,7 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> None:
             "only padding (id 0) after it: sentiment, or custom data with one-token targets"
         )
     check_fits(config, seq_len, traits, resolve_device(config.train.device))
+    return config
 
 
 def classification_layout(split: Split) -> bool:

@@ -7,7 +7,6 @@ evaluation), ``model.safetensors`` (weights and MixiT's fixed matrices) and, las
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from collections.abc import Mapping
@@ -110,7 +109,7 @@ def data_parallel(model: RunModel) -> DistributedDataParallel:
 def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     """Fit the config to the data and build everything a training step needs."""
     data, stop_split = hold_out_stop_split(data, config.train.stop_split_fraction())
-    fit_model_to_data(config, data)
+    config = fit_model_to_data(config, data)
     model = new_model(config)
     ranks.check_batch(config.train.batch_size)
     device = ranks.device(resolve_device(config.train.device))
@@ -137,10 +136,8 @@ def run(
 
     With ``resume``, continue from the last checkpoint in ``out`` (a finished run is returned
     as it is); the result is the same as that of an uninterrupted run. ``config`` is left as
-    it is: the run trains a copy, which ``setup`` fits to the data.
+    it is (it names the run directory): ``setup`` trains the copy ``fit_model_to_data`` fills.
     """
-    # The caller's config names its run directory; the sizes the data fills in would rename it.
-    config = copy.deepcopy(config)
     if resume:
         finished = resumed(out, config)
         if finished is not None:
@@ -176,6 +173,7 @@ def open_run(
     )
     held_out = on_validation(config, data)
     training = setup(config, data, ranks)
+    config = training.config  # its sizes filled in from the data, as config.json records them
     schedule, progress = _restore(training, out if resume else None)
     first_step = progress["step"]
     # A checkpoint written at an early stop, before the summary, resumes to that stop.

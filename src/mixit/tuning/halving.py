@@ -10,7 +10,6 @@ has not trained yet.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
+from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import Launch
 from mixit.running.runs import train_missing
@@ -92,9 +92,8 @@ class Tuner:
         for i, trial in enumerate(trials):
             if trial.stopped != "halted":
                 continue  # finished early (target or plateau): its score is final
-            config = trial.config
-            config.train.halt_at = 0 if step >= config.train.steps else step
-            configs[i] = config
+            halt = 0 if step >= trial.config.train.steps else step
+            configs[i] = with_settings(trial.config, {"train.halt_at": halt})
         summaries, _ = train_missing(configs, self.runs_dir, self.progress, launch=self.launch)
         for i, summary in summaries.items():
             trial = trials[i]
@@ -281,9 +280,7 @@ def doubled(
 
 def at_steps(trial: Trial, steps: int) -> Trial:
     """``trial``'s candidate over a budget of ``steps`` (a fresh schedule)."""
-    config = copy.deepcopy(trial.config)
-    config.train.steps = steps
-    return Trial(trial.candidate, config)
+    return Trial(trial.candidate, with_settings(trial.config, {"train.steps": steps}))
 
 
 def budgets(

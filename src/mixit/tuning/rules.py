@@ -4,7 +4,7 @@ of successive halving, the budget rule, and what counts as having learned."""
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mixit.common.errors import RunsFailed
-from mixit.config.overrides import apply_overrides
+from mixit.config.overrides import with_settings
 from mixit.config.schema import ARCH_INITS, RunConfig
 from mixit.tasks import get_task
 from mixit.training.resolve import validate
@@ -99,8 +99,6 @@ def candidate_config(base: RunConfig, candidate: Candidate, seed: int, steps: in
     the validation split, at the candidate's rate and initialisation (``model.init`` for
     mixit's decoder, ``model.arch_init`` for a ``model.arch`` model), and over ``steps`` when
     given."""
-    config = copy.deepcopy(base)
-    config.seed = seed
     settings: dict[str, Any] = {
         "train.lr": base.train.lr * GRID_STEP**candidate.exponent,
         "train.validation_fraction": VALIDATION_FRACTION,
@@ -109,7 +107,7 @@ def candidate_config(base: RunConfig, candidate: Candidate, seed: int, steps: in
         settings["model.init" if base.model.arch == "mixit" else "model.arch_init"] = candidate.init
     if steps:
         settings["train.steps"] = steps
-    apply_overrides(config, settings)
+    config = dataclasses.replace(with_settings(base, settings), seed=seed)
     validate(config)
     return config
 
