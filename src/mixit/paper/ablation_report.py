@@ -21,6 +21,7 @@ from mixit.study.experiment import REPRODUCED, Claim, Reproduction, Run, seeds_t
 from mixit.study.references import per_seed, unlearned_reference
 from mixit.study.setting import Setting
 from mixit.study.text import markdown_table
+from mixit.study.words import Verdict
 
 
 def _shift(base: dict[int, float], flipped: dict[int, float]) -> str:
@@ -151,7 +152,7 @@ def ablation_markdown(
     def cell(difference: str, claim_id: str) -> str:
         verdict = judged.verdicts[difference][claim_id].verdict
         if judged.unlearned[difference][claim_id]:
-            mark = "no reference"
+            mark = Verdict.NO_REFERENCE
         else:
             mark = "yes" if verdict == REPRODUCED else "no"
             if difference != EQUATIONS and verdict != base[claim_id].verdict:

@@ -22,6 +22,7 @@ from mixit.study.experiment import (
     seeds_text,
 )
 from mixit.study.setting import Setting
+from mixit.study.words import Verdict
 
 
 def record_claims(
@@ -164,7 +165,7 @@ def _left_aside(claims: Sequence[Claim]) -> str:
 
 def claims_markdown(claims: Sequence[Claim], setting: Setting) -> str:
     ran = [claim for claim in claims if claim.verdict != NOT_RUN and not claim.same_runs_as]
-    counted = sum(claim.verdict == "reproduced" for claim in ran)
+    counted = sum(claim.verdict == Verdict.REPRODUCED for claim in ran)
     confirmed = sum(claim.confirmed() is True and not claim.same_runs_as for claim in claims)
     changed = changed_settings_note(setting)
     fresh = setting.record()["confirmed_on_seeds"]

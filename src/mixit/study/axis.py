@@ -34,6 +34,7 @@ from mixit.common.plots import COLUMN, fitted, save, styled
 from mixit.config.overrides import parse_overrides
 from mixit.study.compare import table_row
 from mixit.study.litmus import DEFAULT_TOLERANCE, reading
+from mixit.study.words import Verdict
 from mixit.tasks import get_task
 from mixit.training.resolve import check_examples, resolve_config, stored_config
 from mixit.tuning.rules import rising_at_end
@@ -42,7 +43,8 @@ from mixit.tuning.rules import rising_at_end
 DEFAULT_FACTORS = (0.5, 1, 2, 4)
 # ``--axis auto``: the preset's value, doubled at most this many times (up to 16x).
 AUTO_DOUBLINGS = 4
-HOLDS, BREAKS, INCONCLUSIVE, UNREAD = "holds", "breaks", "inconclusive", "unread"
+HOLDS, BREAKS, UNREAD = "holds", "breaks", "unread"
+INCONCLUSIVE = Verdict.INCONCLUSIVE
 # A custom task's files: along this key, each value is a (train, test) pair of JSONL files.
 FILES_KEY = "task.data_files"
 

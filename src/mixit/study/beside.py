@@ -21,8 +21,9 @@ from typing import Any, TypedDict
 
 from mixit.study.litmus import verdict_words
 from mixit.study.text import markdown_table
+from mixit.study.words import Verdict
 
-NO_REFERENCE = "no reference"
+NO_REFERENCE = Verdict.NO_REFERENCE
 
 
 class BesideRow(TypedDict):

@@ -18,6 +18,7 @@ from typing import Any
 from mixit.common.io import write_json
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import LOCAL, Launch
+from mixit.study.words import UNJUDGED, Verdict
 from mixit.tasks import Split, get_task
 from mixit.training.resolve import resolve_config
 
@@ -27,13 +28,11 @@ SCALES = ("tiny", "small", "paper")
 # resolved config, same directory) is trained once. The tasks' own `small` presets are larger
 # models for `mixit train`, too slow for a two-hour CPU reproduction (docs/reproduce.md).
 SCALE_PRESET = {"tiny": "tiny", "small": "tiny", "paper": "paper"}
-REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
-# The verdict of a claim whose reference did not learn its task (mixit.study.references).
-NO_REFERENCE = "no reference"
-# A "not reproduced" on runs cut off while still rising, or a rule its seeds left undecided
-# (docs/reproduce.md, "Reading rules"); the verdicts that judged nothing count for nothing.
-INCONCLUSIVE = "inconclusive"
-UNJUDGED = (NOT_RUN, NO_REFERENCE, INCONCLUSIVE)
+# A claim's verdicts (``mixit.study.words``): no reference where the reference did not learn
+# its task (mixit.study.references); inconclusive for a "not reproduced" on runs cut off
+# while still rising, or a rule its seeds left undecided (docs/reproduce.md, "Reading rules").
+REPRODUCED, NOT_REPRODUCED, NOT_RUN = Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.NOT_RUN
+NO_REFERENCE, INCONCLUSIVE = Verdict.NO_REFERENCE, Verdict.INCONCLUSIVE
 # The seeds the presets, the scales' budgets and the claims' rules were chosen on while
 # looking at results (docs/reproduce.md): a verdict confirmed elsewhere needs other seeds.
 TUNED_ON_SEEDS = range(3)

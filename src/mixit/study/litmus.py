@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mixit.models.variants import VARIANTS
+from mixit.study.words import READINGS
 from mixit.tasks import get_task
 from mixit.tasks.base import harder
 
@@ -35,8 +36,8 @@ T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 ROUNDING = 1e-9
 STRADDLES = "its seeds fall on both sides of the tolerance"
 CROSSES = "the 95 % interval of its paired differences crosses the tolerance"
-# A reading's ``matches`` in words, wherever a verdict is printed.
-VERDICTS = {True: "matches", False: "falls short", None: "inconclusive"}
+# A reading's ``matches`` in words, wherever a verdict is printed (``mixit.study.words``).
+VERDICTS = READINGS
 DOES_NOT_DISCRIMINATE = "this task does not tell the models apart at this size"
 # Metrics that keep improving with training (no ceiling): read at one budget for every model.
 NO_CEILING = ("log_ppl",)
