@@ -10,7 +10,7 @@ from figures import common
 from figures.common import _json
 from mixit.paper.width import INIT_STD
 from mixit.paper.width_reading import reading
-from mixit.study.experiment import mean_std
+from mixit.study.measures import mean_std
 from mixit.study.results import read_results_csv
 
 

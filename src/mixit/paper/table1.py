@@ -18,15 +18,11 @@ from mixit.study.experiment import (
     Run,
     Summaries,
     against_standard,
-    by_model,
-    mean,
-    mean_std,
-    percent,
     runs,
-    seeds_note,
     settings_note,
     test_split,
 )
+from mixit.study.measures import by_model, mean, mean_std, percent, seeds_note
 from mixit.study.text import markdown_table, points_from_paper, ran
 from mixit.tasks.khop import HOPS_METRIC, accuracy_by_hops
 from mixit.training.rundir import load_run

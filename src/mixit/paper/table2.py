@@ -19,13 +19,10 @@ from mixit.study.experiment import (
     Report,
     Run,
     Summaries,
-    by_model,
-    mean,
-    mean_std,
     runs,
-    seeds_note,
     settings_note,
 )
+from mixit.study.measures import by_model, mean, mean_std, seeds_note
 from mixit.study.text import markdown_table, nats_from_paper, ran
 
 MODELS = ("standard", "frozen-qk", "mixit")

@@ -16,14 +16,10 @@ from mixit.study.experiment import (
     Run,
     Summaries,
     against_standard,
-    by_model,
-    mean,
-    mean_std,
-    percent,
     runs,
-    seeds_note,
     settings_note,
 )
+from mixit.study.measures import by_model, mean, mean_std, percent, seeds_note
 from mixit.study.text import markdown_table, points_from_paper
 
 MODELS = ("standard", "frozen-qk", "mixit")

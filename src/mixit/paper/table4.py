@@ -16,12 +16,9 @@ from mixit.study.experiment import (
     Report,
     Run,
     Summaries,
-    by_model,
-    mean,
-    mean_std,
     runs,
-    seeds_note,
 )
+from mixit.study.measures import by_model, mean, mean_std, seeds_note
 from mixit.study.text import against_paper, markdown_table, ran
 
 MODELS = ("standard", "frozen-mlp", "frozen-qk", "mixit")

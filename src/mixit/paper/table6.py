@@ -16,13 +16,9 @@ from mixit.study.experiment import (
     Report,
     Run,
     Summaries,
-    mean,
-    mean_std,
-    metric_values,
-    percent,
     runs,
-    seeds_note,
 )
+from mixit.study.measures import mean, mean_std, metric_values, percent, seeds_note
 from mixit.study.text import markdown_table, points_from_paper, ran
 
 # Each series: the variant and its own settings. C8 is judged on `mixit`, MixiT as the paper

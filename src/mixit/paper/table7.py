@@ -18,19 +18,13 @@ from mixit.analysis.covariance import covariance_at_initialisation
 from mixit.common.plots import line_plot
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import judged, margin, paired, per_seed
-from mixit.study.experiment import (
-    Claim,
-    Experiment,
-    Overrides,
-    Report,
-    Run,
-    Summaries,
+from mixit.study.experiment import Claim, Experiment, Overrides, Report, Run, Summaries, runs
+from mixit.study.measures import (
     cached_measurement,
     mean,
     mean_std,
     measured_overrides,
     measurement_key,
-    runs,
     seeds_note,
 )
 from mixit.study.text import PAPER_FACTOR, against_paper, markdown_table, ran

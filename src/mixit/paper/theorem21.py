@@ -30,14 +30,8 @@ from mixit.analysis.theory import compare, simulate_recursion, solve_sde, upper_
 from mixit.common.plots import PAGE, line_plot, save, styled
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import claim, margin
-from mixit.study.experiment import (
-    OVERRIDES,
-    Claim,
-    Experiment,
-    Overrides,
-    Report,
-    Run,
-    Summaries,
+from mixit.study.experiment import OVERRIDES, Claim, Experiment, Overrides, Report, Run, Summaries
+from mixit.study.measures import (
     cached_measurement,
     mean,
     mean_std,

@@ -33,11 +33,8 @@ from mixit.study.experiment import (
     Report,
     Run,
     Summaries,
-    cached_measurement,
-    mean_std,
-    measured_overrides,
-    measurement_key,
 )
+from mixit.study.measures import cached_measurement, mean_std, measured_overrides, measurement_key
 from mixit.study.text import markdown_table, ran
 from mixit.training.devices import auto_device
 from mixit.training.resolve import resolve_config

@@ -18,9 +18,8 @@ from mixit.study.experiment import (
     SEEDS,
     TUNED_ON_SEEDS,
     Claim,
-    seeds_label,
-    seeds_text,
 )
+from mixit.study.measures import seeds_label, seeds_text
 from mixit.study.setting import Setting
 from mixit.study.words import Verdict
 

@@ -41,15 +41,17 @@ from mixit.study.experiment import (
     Report,
     Run,
     Summaries,
+    measures_nothing,
+    runs,
+)
+from mixit.study.measures import (
     by_model,
     cached_measurement,
     mean,
     mean_std,
     measured_overrides,
     measurement_key,
-    measures_nothing,
     metric_values,
-    runs,
     seeds_note,
 )
 from mixit.study.text import markdown_table, ran

@@ -9,8 +9,8 @@ from typing import Any
 
 from mixit.paper import table4
 from mixit.paper.claims import margin
-from mixit.study.experiment import mean, mean_std, spread
 from mixit.study.litmus import DEFAULT_TOLERANCE, short_of_chance
+from mixit.study.measures import mean, mean_std, spread
 from mixit.study.text import markdown_table
 
 CONSTRUCTIONS = ("equations", "authors")

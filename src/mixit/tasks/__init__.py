@@ -25,7 +25,6 @@ from mixit.tasks.base import (
     Split,
     TaskData,
     TaskSpec,
-    answer_split,
     get_task,
     register,
 )
@@ -34,6 +33,7 @@ from mixit.tasks.khop import KHopConfig
 from mixit.tasks.memorization import MemorizationConfig
 from mixit.tasks.modular_addition import ModularAdditionConfig
 from mixit.tasks.retrieval import RetrievalConfig
+from mixit.tasks.rows import answer_split
 
 __all__ = [
     "IGNORE_INDEX",

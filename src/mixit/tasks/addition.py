@@ -29,14 +29,13 @@ from mixit.tasks.base import (
     PAD,
     TaskData,
     TaskSpec,
-    answer_split,
     check_choice,
     check_positive,
     model_size,
     register,
-    sample_disjoint,
     schedule,
 )
+from mixit.tasks.rows import answer_split, sample_disjoint
 
 DIGIT0 = 1  # digit d is token DIGIT0 + d (0 is PAD)
 PLUS = 11

@@ -29,9 +29,9 @@ from mixit.tasks.base import (
     check_positive,
     model_size,
     register,
-    sample_disjoint,
     schedule,
 )
+from mixit.tasks.rows import sample_disjoint
 
 
 @dataclass

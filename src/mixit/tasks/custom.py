@@ -37,13 +37,13 @@ from mixit.data.vocabulary import Vocabulary, fast_tokenizer
 from mixit.tasks.base import (
     TaskData,
     TaskSpec,
-    answer_split,
     check_choice,
     check_positive,
     model_size,
     register,
     schedule,
 )
+from mixit.tasks.rows import answer_split
 
 PAD, SEP, UNK = 0, 1, 2
 GENERATOR_OPTION = "task.generator= on the command line"

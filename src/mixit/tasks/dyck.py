@@ -13,16 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mixit.common.errors import UsageError
-from mixit.tasks.base import (
-    TaskData,
-    TaskSpec,
-    check_positive,
-    model_size,
-    register,
-    sample_disjoint,
-    schedule,
-    suffix_split,
-)
+from mixit.tasks.base import TaskData, TaskSpec, check_positive, model_size, register, schedule
+from mixit.tasks.rows import sample_disjoint, suffix_split
 
 OPEN = 1  # '('
 CLOSE = 2  # ')'

@@ -34,10 +34,9 @@ from mixit.tasks.base import (
     model_size,
     most_frequent_shown_guess,
     register,
-    sample_disjoint,
     schedule,
-    side_by_side_split,
 )
+from mixit.tasks.rows import sample_disjoint, side_by_side_split
 
 
 @dataclass

@@ -22,16 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from mixit.tasks.base import (
-    TaskData,
-    TaskSpec,
-    check_positive,
-    model_size,
-    register,
-    sample_disjoint,
-    schedule,
-    suffix_split,
-)
+from mixit.tasks.base import TaskData, TaskSpec, check_positive, model_size, register, schedule
+from mixit.tasks.rows import sample_disjoint, suffix_split
 
 SYMBOL0 = 1  # symbol s in [0, alphabet_size) is token SYMBOL0 + s (0 is PAD)
 NO_ANSWER = -1  # hop_k_batch's answer where the chain runs off the start of the sequence

@@ -27,8 +27,8 @@ from mixit.tasks.base import (
     model_size,
     register,
     schedule,
-    suffix_split,
 )
+from mixit.tasks.rows import suffix_split
 
 SYMBOL0 = 1  # layout equals: symbol s is token SYMBOL0 + s (0 is PAD); '=' is num_values + 1
 LAYOUTS = ("equals", "positional")

@@ -11,15 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mixit.common.errors import UsageError
-from mixit.tasks.base import (
-    TaskData,
-    TaskSpec,
-    check_positive,
-    model_size,
-    register,
-    schedule,
-    suffix_split,
-)
+from mixit.tasks.base import TaskData, TaskSpec, check_positive, model_size, register, schedule
+from mixit.tasks.rows import suffix_split
 
 NUMBER0 = 1  # the number x in [0, p) is token NUMBER0 + x (0 is PAD); '=' is token p + 1
 

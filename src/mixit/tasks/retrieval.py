@@ -33,14 +33,11 @@ from mixit.tasks.base import (
     check_choice,
     check_positive,
     constant_answer_accuracy,
-    last_token_split,
     model_size,
-    move_padding_right,
     register,
-    sample_disjoint,
     schedule,
-    suffix_split,
 )
+from mixit.tasks.rows import last_token_split, move_padding_right, sample_disjoint, suffix_split
 
 PAD = 0
 KEY_POOLS = ("upper-half", "max-pairs")

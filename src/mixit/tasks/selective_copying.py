@@ -30,10 +30,9 @@ from mixit.tasks.base import (
     check_positive,
     model_size,
     register,
-    sample_disjoint,
     schedule,
-    side_by_side_split,
 )
+from mixit.tasks.rows import sample_disjoint, side_by_side_split
 
 
 @dataclass

@@ -48,11 +48,11 @@ from mixit.tasks.base import (
     TaskSpec,
     check_choice,
     check_positive,
-    last_token_split,
     model_size,
     register,
     schedule,
 )
+from mixit.tasks.rows import last_token_split
 
 READOUTS = ("vocabulary", "labels")
 
