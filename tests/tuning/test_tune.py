@@ -26,7 +26,15 @@ from mixit.training.train import run as train_run
 from mixit.tuning import halving as tuning
 from mixit.tuning import rules as tuning_rules
 from mixit.tuning.halving import Tuner
-from mixit.tuning.rules import GRID, GRID_STEP, Candidate, Trial, validation_points
+from mixit.tuning.records import TuningRecord
+from mixit.tuning.rules import (
+    GRID,
+    GRID_STEP,
+    Candidate,
+    Trial,
+    ValidationPoint,
+    validation_points,
+)
 
 QUICK = {
     "task.vocab_size": 16,
@@ -103,7 +111,7 @@ def quick_base(steps=16):
 
 def halve(tmp_path, grid=None):
     halved = Tuner(1000, tmp_path).halve({"standard": (quick_base(), grid or tuning_rules.grid())})
-    return {key: halving.record for key, halving in halved.items()}
+    return {key: halving.record.to_json() for key, halving in halved.items()}
 
 
 def test_halving_keeps_the_best_rate_and_trains_the_others_part_of_the_budget(
@@ -319,10 +327,10 @@ def test_a_reference_that_learns_at_no_rate_gives_no_verdict_and_says_what_was_t
 
 def test_a_model_that_learns_only_with_a_doubled_budget_learned():
     base = resolve_config("addition", "mixit", "tiny", 0, {})
-    grid_only = {"validation": [[0.002, None, 0.01, 900]], "budgets": [{"score": 0.01}]}
-    doubled = grid_only | {"budgets": [{"score": 0.01}, {"score": 0.6}, {"score": 1.0}]}
-    assert not tuning_rules.learned(grid_only, base, 1000)
-    assert tuning_rules.learned(doubled, base, 1000)
+    grid_only = [ValidationPoint(0.002, None, 0.01, 900)]
+    doubled = [{"score": 0.01}, {"score": 0.6}, {"score": 1.0}]
+    assert not tuning_rules.learned(grid_only, [{"score": 0.01}], base, 1000)
+    assert tuning_rules.learned(grid_only, doubled, base, 1000)
 
 
 def test_a_lead_within_the_tolerance_does_not_grow_the_grid(tmp_path, monkeypatch):
@@ -373,6 +381,10 @@ def test_every_model_of_a_task_trains_the_same_budget(tmp_path, monkeypatch):
     assert [row["steps_run"] for row in result["rows"]] == [[32], [32]]
 
 
+# A record that chose nothing, for a tuning planted in place of the protocol.
+HALVED_NOWHERE = TuningRecord(0.001, None, "interior", [], [], [], "runs/x", steps=1, seed=1000)
+
+
 def test_reproduce_gives_one_budget_to_the_groups_of_a_task_and_setting(monkeypatch):
     from mixit.paper import runner
     from mixit.study.experiment import Reproduction
@@ -381,7 +393,7 @@ def test_reproduce_gives_one_budget_to_the_groups_of_a_task_and_setting(monkeypa
 
     def planted_tune(bases, seeds, runs_dir, *, inits, families, launch, progress):
         seen["families"] = families
-        return {key: {"overrides": {}} for key in bases}
+        return {key: HALVED_NOWHERE for key in bases}
 
     monkeypatch.setattr(tuning, "tune", planted_tune)
     monkeypatch.setattr(runner, "write_json", lambda *args: None)

@@ -162,7 +162,7 @@ def tune_plan(
     tuned = {}
     for key, runs in groups.items():
         for run in runs:
-            config = with_settings(configs[run], records[key]["overrides"])
+            config = with_settings(configs[run], records[key].overrides)
             validate(config)
             tuned[run] = config
     write_json(
@@ -173,7 +173,7 @@ def tune_plan(
                 "model": runs[0].model,
                 "run_overrides": dict(runs[0].overrides),
                 "experiments": sorted({name for run in runs for name in experiments_of[run]}),
-                **records[key],
+                **records[key].to_json(),
             }
             for key, runs in groups.items()
         ],

@@ -34,6 +34,7 @@ from mixit.study.results import read_results_csv, write_results_csv
 from mixit.tasks import get_task
 from mixit.training.resolve import resolve_config, stored_config
 from mixit.tuning import halving, rules
+from mixit.tuning.records import TuningRecord
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def tunes_by_default(overrides: Mapping[str, Any]) -> bool:
 
 def tune_comparison(
     plan: Comparison, launch: Launch, progress: bool | None
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, TuningRecord]:
     """Each model of ``plan`` tuned under the protocol (``mixit.tuning.halving``), from its first
     seed's config: its rate and, unless the overrides set it, its own initialisation
     (``rules.initialisations``); every model's verdict runs then train one budget."""
@@ -92,19 +93,19 @@ def tune_comparison(
     return halving.tune(bases, plan.seeds, runs_dir, inits=inits, launch=launch, progress=progress)
 
 
-def not_learned_at_any_rate(litmus: dict[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+def not_learned_at_any_rate(litmus: dict[str, Any], record: TuningRecord) -> dict[str, Any]:
     """The litmus reading when the tuned reference learned nothing on validation at any rate
     of its grid: no verdict, with the rates and budgets tried as the cause."""
-    rates = ", ".join(f"{point.lr:.3g}" for point in rules.validation_points(record))
-    steps = ", ".join(str(b["steps"]) for b in record["budgets"])
-    uniformity = mean_uniformity(record["run_dir"])
+    rates = ", ".join(f"{point.lr:.3g}" for point in record.validation)
+    steps = ", ".join(str(b["steps"]) for b in record.budgets)
+    uniformity = mean_uniformity(record.run_dir)
     attention = (
         f"; its attention's uniformity {uniformity:.2f} (1: plain averaging)"
         if uniformity is not None
         else ""
     )
     cause = (
-        f"standard did not learn at any rate of the grid (validation on seed {record['seed']}; "
+        f"standard did not learn at any rate of the grid (validation on seed {record.seed}; "
         f"rates {rates}; budgets {steps} steps{attention})"
     )
     return {
@@ -180,10 +181,10 @@ def run_study(study: Study) -> dict[str, Any]:
     plan.configs()  # bad input fails before tuning
     tuned = tune_comparison(plan, study.launch, study.progress) if tune else {}
     if tuned:
-        write_json(out / "tuning.json", tuned)
+        write_json(out / "tuning.json", {model: t.to_json() for model, t in tuned.items()})
     while True:
         trial = dataclasses.replace(plan, seeds=range(seed, seed + count))
-        configs = trial.configs({model: t["overrides"] for model, t in tuned.items()})
+        configs = trial.configs({model: t.overrides for model, t in tuned.items()})
         trained = train_all(configs, out, study.progress, study.launch)
         result = comparison_result(trial, configs, trained, tuned, study.tolerance)
         undecided = undecided_by_interval(result["litmus"])
@@ -210,7 +211,7 @@ def comparison_result(
     plan: Comparison,
     configs: Mapping[tuple[str, int], RunConfig],
     trained: Mapping[tuple[str, int], dict[str, Any]],
-    tuned: Mapping[str, dict[str, Any]],
+    tuned: Mapping[str, TuningRecord],
     tolerance: float | None,
 ) -> dict[str, Any]:
     """compare.json: each model's row over the seeds, the chance level, what tuning chose,
@@ -242,12 +243,12 @@ def comparison_result(
     if any(s.get("evaluated_on") == "validation" for ss in by_model.values() for s in ss):
         result["evaluated_on"] = "validation"
     if tuned:
-        result["tuned"] = dict(tuned)
+        result["tuned"] = {model: t.to_json() for model, t in tuned.items()}
     if tolerance is None:
         tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
     steps = configs.get(("standard", first), configs[plan.models[0], first]).train.steps
     result["litmus"] = reading(result, tolerance, steps)
-    if tuned.get("standard", {}).get("learned") is False:
+    if "standard" in tuned and tuned["standard"].learned is False:
         result["litmus"] = not_learned_at_any_rate(result["litmus"], tuned["standard"])
     return result
 
@@ -384,5 +385,6 @@ def judged_again(result: Mapping[str, Any], folder: Path) -> dict[str, Any]:
         record["capped"] = rules.capped_record(record)
     again["litmus"] = reading(again, result["litmus"]["tolerance"], steps=0)
     if again.get("tuned", {}).get("standard", {}).get("learned") is False:
-        again["litmus"] = not_learned_at_any_rate(again["litmus"], again["tuned"]["standard"])
+        standard = TuningRecord.from_json(again["tuned"]["standard"])
+        again["litmus"] = not_learned_at_any_rate(again["litmus"], standard)
     return again

@@ -14,13 +14,14 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import Launch
 from mixit.running.runs import train_missing
+from mixit.tuning.records import TuningRecord
 from mixit.tuning.rules import (
     BUDGET_CAP,
     EDGE_BOUND,
@@ -38,30 +39,6 @@ from mixit.tuning.rules import (
     survivors,
     tolerance,
     tuning_seed,
-)
-
-# One key's entry of tuning.json (the keys are the file's own, some dotted); the halving
-# writes the first ones, ``tune`` the rest.
-TuningRecord = TypedDict(
-    "TuningRecord",
-    {
-        "train.lr": float,
-        "init": Any,
-        "edge": str,
-        "extended_with": list[float],
-        "validation": list[dict[str, Any]],  # ValidationPoint's fields
-        "rungs": list[Mapping[str, Any]],
-        "run_dir": str,
-        "steps": int,
-        "budgets": list[dict[str, Any]],
-        "seed": int,
-        "overrides": dict[str, Any],
-        "raised_from": int,
-        "capped": bool,
-        "init_tuned": bool,
-        "learned": bool,
-    },
-    total=False,
 )
 
 
@@ -227,18 +204,18 @@ class Tuner:
             edge = "bound" if abs(k) == EDGE_BOUND else "edge"
         else:
             edge = "extended" if extended else "interior"
-        return {
-            "train.lr": winner.rate,
-            "init": init,
-            "edge": edge,
-            "extended_with": list(extended),
-            "validation": [
-                ValidationPoint(t.rate, t.candidate.init, t.score, t.steps_run)._asdict()
+        return TuningRecord(
+            lr=winner.rate,
+            init=init,
+            edge=edge,
+            extended_with=list(extended),
+            validation=[
+                ValidationPoint(t.rate, t.candidate.init, t.score, t.steps_run)
                 for t in sorted(trials, key=lambda t: (str(t.candidate.init), t.rate))
             ],
-            "rungs": list(history),
-            "run_dir": winner.run_dir,
-        }
+            rungs=[dict(rung) for rung in history],
+            run_dir=winner.run_dir,
+        )
 
 
 def budget(tuner: Tuner, base: RunConfig, winner: Trial) -> tuple[int, list[dict[str, Any]]]:
@@ -331,8 +308,7 @@ def tune(
     progress: bool | None = None,
 ) -> dict[Hashable, TuningRecord]:
     """Each key's tuned settings under the protocol, from its base config (a verdict run's),
-    with what chose them: ``{key: {"overrides": {...}, "train.lr", "steps", "init", "edge",
-    "validation", "rungs", "budgets", "capped", "learned", "seed"}}``.
+    with what chose them: ``{key: TuningRecord}``, whose ``overrides`` the verdict runs take.
 
     ``inits[key]``: the initialisations that key chooses among as well, on its own
     (``tuning_rules.initialisations``; none: its base's). ``families[key]``: the keys whose
@@ -362,11 +338,16 @@ def tune(
         if winner.candidate.init is not None:
             init_key = "model.init" if base.model.arch == "mixit" else "model.arch_init"
             chosen[init_key] = winner.candidate.init
-        record |= {"steps": steps, "budgets": tried, "seed": tuner.seed, "overrides": chosen}
+        record.steps, record.budgets, record.seed, record.overrides = (
+            steps,
+            tried,
+            tuner.seed,
+            chosen,
+        )
         raised = [i for i, b in enumerate(tried) if b.get("raised")]
         if raised:
-            record["raised_from"] = tried[raised[0] - 1]["steps"]
-        record["capped"] = bool(tried[-1].get("capped"))
-        record["init_tuned"] = bool(choosing[key])
-        record["learned"] = learned(record, base, tuner.seed)
+            record.raised_from = tried[raised[0] - 1]["steps"]
+        record.capped = bool(tried[-1].get("capped"))
+        record.init_tuned = bool(choosing[key])
+        record.learned = learned(record.validation, record.budgets, base, tuner.seed)
     return {key: records[key] for key in bases}

@@ -210,16 +210,22 @@ def rising_at_end(run_dir: Path, config: RunConfig, stopped: str) -> bool:
     return gain > tolerance(config)
 
 
-def learned(record: Mapping[str, Any], base: RunConfig, seed: int) -> bool:
+def learned(
+    validation: Sequence[ValidationPoint],
+    budgets: Sequence[Mapping[str, Any]],
+    base: RunConfig,
+    seed: int,
+) -> bool:
     """Whether any rate tried took the model clearly beyond chance (``LEARNED_MARGIN``): at a
-    rung of the halving, or at the chosen rate with a budget the budget rule doubled."""
+    rung of the halving (``validation``), or at the chosen rate with a budget the budget rule
+    doubled (``budgets``)."""
     spec = get_task(base.task_name)
     chance = spec.chance(spec.make_data(base.task, seed), base.task)
     if chance is None:
         return True
     better = direction(base)
-    scores = [point.score for point in validation_points(record)]
-    scores += [budget["score"] for budget in record.get("budgets", [])]
+    scores = [point.score for point in validation]
+    scores += [budget["score"] for budget in budgets]
     best = max(scores, key=lambda s: better * s)
     return not short_of_chance({seed: best}, chance, tolerance(base), better > 0)
 
