@@ -49,15 +49,17 @@ def test_litmus_reads_each_variant_against_standard_in_the_metrics_direction(met
     means["random"] = 3.0 - 0.2 * worse  # better than standard
     rows = [{"model": m, "mean": v} for m, v in means.items()]
     result = {"metric": metric, "higher_is_better": metric == "test_accuracy", "rows": rows}
-    readings = {r["model"]: r for r in litmus(result, 0.02)}
+    readings = {r.model: r for r in litmus(result, 0.02)}
     assert sorted(readings) == ["frozen-qk", "mixit", "random"]
-    assert readings["frozen-qk"]["matches"] and readings["random"]["matches"]
-    assert not readings["mixit"]["matches"]
-    assert readings["mixit"]["difference"] == pytest.approx(0.5 * worse)
-    assert readings["frozen-qk"]["reading"] == "learned queries and keys are not needed"
+    assert readings["frozen-qk"].matches and readings["random"].matches
+    assert not readings["mixit"].matches
+    assert readings["mixit"].difference == pytest.approx(0.5 * worse)
+    assert readings["frozen-qk"].reading == "learned queries and keys are not needed"
     assert litmus({**result, "rows": rows[1:]}, 0.02) == []  # no standard, no reading
     table = {"task": "t", "preset": "tiny", "metric": metric, "rows": []}
-    shown = format_table({**table, "litmus": {"tolerance": 0.02, "rows": list(readings.values())}})
+    shown = format_table(
+        {**table, "litmus": {"tolerance": 0.02, "rows": [r.to_json() for r in readings.values()]}}
+    )
     assert "mixit" in shown and "falls short" in shown and "at most 0.02 worse" in shown
 
 
@@ -76,13 +78,13 @@ def test_verdicts_use_every_seed_and_give_the_interval():
         **{"mixit": [0.50, 0.92, 0.50], "random": [0.3] * 3},
     )
     assert reference_problems(result, 0.02) == []
-    readings = {r["model"]: r for r in litmus(result, 0.02)}
-    assert readings["frozen-mlp"]["matches"] is True
-    assert readings["random"]["matches"] is False
-    assert readings["mixit"]["matches"] is None and readings["mixit"]["why"] == STRADDLES
+    readings = {r.model: r for r in litmus(result, 0.02)}
+    assert readings["frozen-mlp"].matches is True
+    assert readings["random"].matches is False
+    assert readings["mixit"].matches is None and readings["mixit"].why == STRADDLES
     # Every seed within the tolerance, but the interval crosses it: inconclusive, not matches.
-    assert readings["frozen-qk"]["matches"] is None and readings["frozen-qk"]["why"] == CROSSES
-    low, high = readings["frozen-qk"]["interval"]  # paired differences 0, -0.01, -0.01
+    assert readings["frozen-qk"].matches is None and readings["frozen-qk"].why == CROSSES
+    low, high = readings["frozen-qk"].interval  # paired differences 0, -0.01, -0.01
     half = 4.303 * statistics.stdev([0.0, -0.01, -0.01]) / math.sqrt(3)
     assert (low, high) == pytest.approx((-0.02 / 3 - half, -0.02 / 3 + half))
     assert low < -0.02 < high
@@ -94,24 +96,24 @@ def test_verdicts_use_every_seed_and_give_the_interval():
 
 def test_a_variant_capped_while_rising_is_inconclusive_never_short():
     result = _result(standard=[0.95, 0.96], mixit=[0.50, 0.52])
-    assert litmus(result, 0.02)[0]["matches"] is False
+    assert litmus(result, 0.02)[0].matches is False
     capped = {"capped": True, "steps": 4000, "edge": "interior", "train.lr": 1e-3}
     result["tuned"] = {"mixit": capped, "standard": {"capped": False}}
     (mixit,) = litmus(result, 0.02)
-    assert mixit["matches"] is None and "budget cap (4,000 steps) still rising" in mixit["why"]
+    assert mixit.matches is None and "budget cap (4,000 steps) still rising" in mixit.why
     # A verdict seed still rising at its budget's end: the same.
     result["tuned"]["mixit"] = capped | {"capped": False}
     result["rows"][1]["rising"] = [False, True]
-    assert "still rising at its budget's end (seed 1)" in litmus(result, 0.02)[0]["why"]
+    assert "still rising at its budget's end (seed 1)" in litmus(result, 0.02)[0].why
     # Trained to the end, it falls short, and the reading says how it was trained.
     result["rows"][1]["rising"] = [False, False]
     (mixit,) = litmus(result, 0.02)
-    assert mixit["matches"] is False and "4,000 steps, converged" in mixit["trained"]
+    assert mixit.matches is False and "4,000 steps, converged" in mixit.trained
     # A reference cut off while rising leaves a shortfall, and even a match, inconclusive.
     result["tuned"]["standard"] = capped
-    assert litmus(result, 0.02)[0]["matches"] is None
+    assert litmus(result, 0.02)[0].matches is None
     result["rows"][1]["values"] = [0.95, 0.96]
-    assert litmus(result, 0.02)[0]["matches"] is None
+    assert litmus(result, 0.02)[0].matches is None
 
 
 def test_a_task_the_random_transformer_solves_does_not_discriminate():
@@ -135,10 +137,10 @@ def test_log_perplexity_is_inconclusive_only_when_the_order_changed_over_the_las
         for m, b in budgets.items()
     }
     (mixit,) = litmus(result, 0.05)  # capped means nothing here: no ceiling
-    assert mixit["matches"] is None and "order against the reference changed" in mixit["why"]
+    assert mixit.matches is None and "order against the reference changed" in mixit.why
     result["tuned"]["mixit"]["budgets"][0]["score"] = 5.1  # behind at both budgets
     (mixit,) = litmus(result, 0.05)
-    assert mixit["matches"] is False and "200 steps, every model's budget" in mixit["trained"]
+    assert mixit.matches is False and "200 steps, every model's budget" in mixit.trained
 
 
 def test_one_seed_prints_no_spread():
@@ -169,7 +171,7 @@ def test_a_reference_whose_seeds_disagree_is_still_read_seed_by_seed():
     seed)."""
     result = _result(standard=[0.70, 0.76, 0.70, 0.76], mixit=[0.3] * 4)
     assert reference_problems(result, 0.02) == []
-    assert litmus(result, 0.02)[0]["matches"] is False
+    assert litmus(result, 0.02)[0].matches is False
 
 
 def test_log_perplexity_must_fall_clearly_below_its_unigram_chance():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mixit.models.variants import VARIANTS
@@ -85,7 +86,44 @@ def reference_problems(result: Mapping[str, Any], tolerance: float) -> list[str]
     return problems
 
 
-def litmus(result: Mapping[str, Any], tolerance: float) -> list[dict[str, Any]]:
+@dataclass
+class LitmusReading:
+    """One variant read against the reference, seed by seed: the mean ``difference``, its
+    ``spread`` and 95 % ``interval`` (None for one seed), ``matches`` (True, False, or None:
+    inconclusive, ``why`` says which way) and the ``reading`` in words; for a shortfall, how
+    the variant was ``trained``; for frozen attention, its logit spread at initialisation."""
+
+    model: str
+    difference: float
+    spread: float | None
+    interval: tuple[float, float] | None
+    matches: bool | None
+    reading: str
+    why: str = ""
+    trained: str = ""
+    logit_spread_at_init: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """As compare.json's ``litmus.rows`` hold it: ``why``, ``trained`` and the logit
+        spread only where they say something."""
+        written: dict[str, Any] = {
+            "model": self.model,
+            "difference": self.difference,
+            "spread": self.spread,
+            "interval": self.interval,
+            "matches": self.matches,
+            "reading": self.reading,
+        }
+        if self.matches is None:
+            written["why"] = self.why
+        if self.trained:
+            written["trained"] = self.trained
+        if self.logit_spread_at_init is not None:
+            written["logit_spread_at_init"] = self.logit_spread_at_init
+        return written
+
+
+def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
     """Each variant against the standard model, seed by seed on the same data: the mean
     difference, its spread and 95 % interval, and the verdict: ``matches`` True, False, or
     None (inconclusive, ``why`` says which way), with the reading in words. [] without a
@@ -106,21 +144,19 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[dict[str, Any]]:
             matches, why = None, unfinished
         if matches is not None and (reference_left := _unfinished(result, "standard")):
             matches, why = None, reference_left  # against a moving reference, nothing holds
-        reading = {
-            "model": model,
-            "difference": row["mean"] - rows["standard"]["mean"],
-            "spread": statistics.stdev(paired) if len(paired) > 1 else None,
-            "interval": interval,
-            "matches": matches,
-            "reading": why if matches is None else _reading(model, matches),
-        }
-        if matches is None:
-            reading["why"] = why
-        if matches is False and (trained := _training(result, model)):
-            reading["trained"] = trained
-        if row.get("logit_spread_at_init") is not None:
-            reading["logit_spread_at_init"] = row["logit_spread_at_init"]
-        readings.append(reading)
+        readings.append(
+            LitmusReading(
+                model,
+                difference=row["mean"] - rows["standard"]["mean"],
+                spread=statistics.stdev(paired) if len(paired) > 1 else None,
+                interval=interval,
+                matches=matches,
+                reading=why if matches is None else _reading(model, matches),
+                why=why if matches is None else "",
+                trained=_training(result, model) if matches is False else "",
+                logit_spread_at_init=row.get("logit_spread_at_init"),
+            )
+        )
     return readings
 
 
@@ -218,9 +254,10 @@ def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> dict[str
             "no_reference": problems,
             "next": f"train.steps={2 * steps} (or more seeds, or a larger --tolerance)",
         }
-    rows = litmus(result, tolerance)
-    random = next((row for row in rows if row["model"] == "random"), None)
-    if random is None or random["matches"] is not True:
+    readings = litmus(result, tolerance)
+    rows = [row.to_json() for row in readings]
+    random = next((row for row in readings if row.model == "random"), None)
+    if random is None or random.matches is not True:
         return {"tolerance": tolerance, "rows": rows}
     # Even the weakest model matches: no sentence about what the task needs holds.
     for row in rows:
