@@ -12,8 +12,9 @@ from mixit.config.schema import RunConfig
 from mixit.cost.predict import GIB, fewest_pieces, get_target
 from mixit.paper.ablation import plan_ablation, selection
 from mixit.paper.runner import plan_reproduction, tuning_groups
-from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
-from mixit.running.workers import parallel_jobs, worker_threads
+from mixit.running.runs import run_dir_name
+from mixit.running.workers import worker_threads
+from mixit.study.estimate import plan_timings, wall_seconds
 from mixit.study.experiment import Experiment, Reproduction, Run
 from mixit.study.text import duration
 from mixit.training.resolve import resolve_device
@@ -93,10 +94,7 @@ def _estimate(
     ``grouped_by``) costed on its own, and the whole once; a run named in ``budgets`` costs
     that many of its runs (a tuning grid's halving)."""
     runs_dir = Path(how.out) / "runs"
-    if target is None:
-        timings = pending_timings(configs, runs_dir, how.jobs, how.progress)
-    else:
-        timings = predicted_timings(configs, runs_dir, target)
+    timings = plan_timings(configs, runs_dir, target, how.jobs, how.progress)
     budgets = budgets or {}
     seconds = {
         name: timing["run_seconds"] * budgets.get(name, 1.0) for name, timing in timings.items()
@@ -118,9 +116,7 @@ def _estimate(
         "runs_to_train": len(seconds),
         "configs_timed": len({id(timing) for timing in timings.values()}),
         "train_seconds": sum(seconds.values()),
-        "wall_seconds": list_schedule(
-            list(seconds.values()), how.jobs if target else parallel_jobs(how.jobs)
-        ),
+        "wall_seconds": wall_seconds(list(seconds.values()), how.jobs, target),
     }
     if target is not None:
         result |= memory_summary(timings, target)

@@ -15,7 +15,7 @@ from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
 from mixit.common.io import read_json
 from mixit.config.overrides import with_settings
-from mixit.config.schema import TrainConfig
+from mixit.config.schema import RunConfig, TrainConfig
 from mixit.cost.predict import fewest_pieces, get_target
 from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
 from mixit.running.workers import (
@@ -76,6 +76,28 @@ def finished_tuning(plan: Comparison) -> dict[str, dict[str, Any]]:
     return tuned
 
 
+def plan_timings(
+    configs: Mapping[Any, RunConfig],
+    runs_dir: Path | None,
+    target: str | None,
+    jobs: int,
+    progress: bool | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The one estimator every command prices its plan with: each pending run (by run
+    directory name) timed for a few steps here at the threads one of ``jobs`` workers gets
+    (``pending_timings``), or, with ``target``, predicted for that device with its memory
+    (``predicted_timings``); a run finished in ``runs_dir`` costs nothing."""
+    if target is None:
+        return pending_timings(configs, runs_dir, jobs, progress)
+    return predicted_timings(configs, runs_dir, target)
+
+
+def wall_seconds(run_seconds: Sequence[float], jobs: int, target: str | None) -> float:
+    """The plan's wall time on ``jobs`` workers: here as many as the cores run side by side
+    (``parallel_jobs``), on a target one per device."""
+    return list_schedule(list(run_seconds), jobs if target else parallel_jobs(jobs))
+
+
 def estimate_comparison(
     plan: Comparison,
     target: str | None = None,
@@ -93,10 +115,7 @@ def estimate_comparison(
     tuned = finished_tuning(plan) if tunes else {}
     configs = plan.configs(tuned)
     runs_dir = None if plan.out is None else plan.out / "runs"
-    if target is None:
-        timings = pending_timings(configs, runs_dir, jobs)
-    else:
-        timings = predicted_timings(configs, runs_dir, target)
+    timings = plan_timings(configs, runs_dir, target, jobs)
     rows = []
     for model in models:
         names = dict.fromkeys(run_dir_name(c) for (m, _), c in configs.items() if m == model)
@@ -130,9 +149,8 @@ def estimate_comparison(
         "total_seconds": sum(row["runs"] * row["run_seconds"] for row in rows),
         "least_seconds": sum(row["runs"] * row["least_run_seconds"] for row in rows),
         "jobs": jobs,
-        "wall_seconds": list_schedule(
-            [row["run_seconds"] for row in rows for _ in range(row["runs"])],
-            jobs if target else parallel_jobs(jobs),
+        "wall_seconds": wall_seconds(
+            [row["run_seconds"] for row in rows for _ in range(row["runs"])], jobs, target
         ),
     }
 
