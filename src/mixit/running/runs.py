@@ -41,7 +41,7 @@ from mixit.tasks import get_task
 from mixit.training.distributed import Ranks
 from mixit.training.members import member_key, train_group
 from mixit.training.resolve import check_runnable_here
-from mixit.training.rundir import RunDir
+from mixit.training.rundir import RunDir, RunSummary
 from mixit.training.timing import time_training
 from mixit.training.train import run as train_run
 
@@ -80,7 +80,7 @@ def train_missing(
     each: bool = False,
     launch: Launch = LOCAL,
     diverged: list[Key] | None = None,
-) -> tuple[dict[Key, dict[str, Any]], int]:
+) -> tuple[dict[Key, RunSummary], int]:
     """Summaries of every run (with its ``run_dir``), training those not finished yet (with
     ``train=False``, of the finished runs only; a run halted at its ``train.halt_at`` counts as
     finished there), and how many distinct runs it trained (or submitted). Keys whose configs
@@ -90,7 +90,7 @@ def train_missing(
     those of the finished runs). A run that diverges stops the whole plan, unless a ``diverged``
     list is given: its keys then go there (runs trained here; a submitted one that diverged
     ends without a summary, which stops the plan)."""
-    summaries: dict[Key, dict[str, Any]] = {}
+    summaries: dict[Key, RunSummary] = {}
     todo: dict[str, tuple[RunConfig, list[Key]]] = {}
     for run, config in configs.items():
         name = run_dir_name(config)
@@ -143,7 +143,7 @@ def member_groups(todo: Mapping[str, tuple[RunConfig, list[Key]]]) -> list[list[
 def _train_locally(
     todo: Mapping[str, tuple[RunConfig, list[Key]]],
     units: Sequence[Sequence[str]],
-    summaries: dict[Key, dict[str, Any]],
+    summaries: dict[Key, RunSummary],
     runs_dir: Path,
     workers: tuple[int, int],
     shown: tuple[bool | None, bool],
@@ -164,7 +164,7 @@ def _train_locally(
     # they are what shows that a long run goes on.
     each_run = "lines" if mode == "lines" else ("bars" if each and mode == "bars" else "off")
 
-    def finished(name: str, summary: Callable[[], dict[str, Any]]) -> None:
+    def finished(name: str, summary: Callable[[], RunSummary]) -> None:
         try:
             trained = summary()
         except TrainingDiverged:
@@ -193,7 +193,7 @@ def _train_locally(
     bar.close()
 
 
-def _returned(result: dict[str, Any] | str) -> dict[str, Any]:
+def _returned(result: RunSummary | str) -> RunSummary:
     """A member's summary, or its divergence (``train_group``'s message) raised again."""
     if isinstance(result, str):
         raise TrainingDiverged(result)
@@ -206,7 +206,7 @@ def _train_in_pool(
     runs_dir: Path,
     workers: tuple[int, int],
     progress: Progress,
-    finished: Callable[[str, Callable[[], dict[str, Any]]], None],
+    finished: Callable[[str, Callable[[], RunSummary]], None],
 ) -> None:
     """Train the ``todo`` runs' ``units`` in a pool of ``jobs`` workers of ``ranks`` processes
     each (``workers``), calling ``finished`` with each run's name and result as it ends."""

@@ -24,6 +24,7 @@ from mixit.config.schema import RunConfig
 from mixit.training import devices
 from mixit.training.members import train_group
 from mixit.training.resolve import stored_config
+from mixit.training.rundir import RunSummary
 from mixit.training.train import run
 
 # The GPUs this worker process trains on (``worker_gpus``); none: each run's own device.
@@ -45,7 +46,7 @@ def pinned_device() -> str | None:
 
 def train_group_in_worker(
     config_dicts: list[dict[str, Any]], run_dirs: list[str], threads: int | None
-) -> list[dict[str, Any] | str]:
+) -> list[RunSummary | str]:
     """Train runs as members of one batched model from this process (``train_group``)."""
     if threads is not None:
         torch.set_num_threads(threads)
@@ -61,7 +62,7 @@ def train_in_worker(
     threads: int | None,
     ranks: int = 1,
     progress: Progress = "off",
-) -> dict[str, Any]:
+) -> RunSummary:
     """Train one run from this process (a pool worker, or a submitted job: ``threads`` None
     keeps the threads the job was given); with ``ranks`` > 1 through torchrun, one process
     per rank on this worker's GPUs (on the CPU without GPUs). ``progress``: "lines" writes
@@ -78,7 +79,7 @@ def train_in_worker(
 
 def _train_with_torchrun(
     config_dict: dict[str, Any], run_dir: Path, ranks: int, threads: int | None
-) -> dict[str, Any]:
+) -> RunSummary:
     """``torchrun --standalone --nproc_per_node=RANKS -m mixit.running.rank`` on this worker's GPUs;
     its output goes to ``RUN_DIR/torchrun.log``, named in the error if the run fails."""
     import subprocess

@@ -33,6 +33,7 @@ from mixit.study.plan import Study
 from mixit.study.results import read_results_csv, write_results_csv
 from mixit.tasks import get_task
 from mixit.training.resolve import resolve_config, stored_config
+from mixit.training.rundir import RunSummary
 from mixit.tuning import halving, rules
 from mixit.tuning.records import TuningRecord
 
@@ -210,7 +211,7 @@ def settings_to_tune(tune: Sequence[str] | None, overrides: Mapping[str, Any]) -
 def comparison_result(
     plan: Comparison,
     configs: Mapping[tuple[str, int], RunConfig],
-    trained: Mapping[tuple[str, int], dict[str, Any]],
+    trained: Mapping[tuple[str, int], RunSummary],
     tuned: Mapping[str, TuningRecord],
     tolerance: float | None,
 ) -> dict[str, Any]:
@@ -258,7 +259,7 @@ def train_all(
     out: Path,
     progress: bool | None,
     launch: Launch,
-) -> dict[tuple[str, int], dict[str, Any]]:
+) -> dict[tuple[str, int], RunSummary]:
     """Every run's summary, training the missing ones into ``out/runs`` (and writing
     ``out/results.csv``). ``launch`` submits them as a job array (``mixit.running.launchers``);
     without waiting, ``RunsPending`` says how many are still in flight."""
@@ -273,7 +274,7 @@ def train_all(
     return trained
 
 
-def table_row(model: str, summaries: Sequence[Mapping[str, Any]], metric: str) -> dict[str, Any]:
+def table_row(model: str, summaries: Sequence[RunSummary], metric: str) -> dict[str, Any]:
     """One model's row of compare.json from its seeds' summaries."""
     values = [summary["metrics"][metric] for summary in summaries]
     return {

@@ -19,6 +19,7 @@ from mixit.running.launchers import LOCAL, Launch
 from mixit.study.words import UNJUDGED, Verdict
 from mixit.tasks import Split, get_task
 from mixit.training.resolve import resolve_config
+from mixit.training.rundir import RunSummary
 
 SCALES = ("tiny", "small", "paper")
 # The task preset each scale trains. `small` is the 2-core, two-hour reproduction: the tiny
@@ -229,7 +230,7 @@ class Report:
     claims: list[Claim] = field(default_factory=list)
 
 
-Summaries = Mapping[Run, Mapping[str, Any]]
+Summaries = Mapping[Run, RunSummary]
 Overrides = Mapping[str, Any]
 # The settings of a reproduction that an experiment may declare its verdict independent of.
 SEEDS, OVERRIDES = "seeds", "overrides"

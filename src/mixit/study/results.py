@@ -7,10 +7,11 @@ import csv
 import io
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from mixit.common.io import write_text
 from mixit.tasks import get_task
+from mixit.training.rundir import RunSummary
 
 COLUMNS = (
     "task",
@@ -37,7 +38,28 @@ COLUMNS = (
 PEER_METRIC = "test_macro_accuracy"
 
 
-def result_row(summary: Mapping[str, Any]) -> dict[str, Any]:
+class ResultRow(TypedDict):
+    """One run's row of ``results.csv`` as written (``COLUMNS``; blank: "")."""
+
+    task: str
+    model: str
+    seed: int
+    metric: str
+    value: float
+    chance: float | str | None
+    steps: int
+    steps_run: int
+    stopped: str
+    train_seconds: float
+    params_trainable: int
+    run_dir: str
+    lr: float | str
+    peer_metric: str
+    peer_value: float | str
+    evaluated_on: str
+
+
+def result_row(summary: RunSummary) -> ResultRow:
     """A run's row from its summary (with ``run_dir``, as the runs layer returns it): the
     task's headline metric, its peers' metric where theirs differs, and the run's cost."""
     spec = get_task(summary["task"])
@@ -64,7 +86,7 @@ def result_row(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_results_csv(
-    path: Path, summaries: Iterable[Mapping[str, Any]], keep_earlier: bool = False
+    path: Path, summaries: Iterable[RunSummary], keep_earlier: bool = False
 ) -> None:
     """One row per distinct run (a run shared by two keys once), sorted by task, model and
     seed; written whole, under a temporary name first. ``keep_earlier`` keeps the rows an

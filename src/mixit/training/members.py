@@ -33,6 +33,7 @@ from mixit.config.schema import RunConfig
 from mixit.models.attention import SoftmaxAttention
 from mixit.models.build import RunModel
 from mixit.tasks import IGNORE_INDEX
+from mixit.training.rundir import RunSummary
 from mixit.training.step import apply_gradients, mixed_precision
 from mixit.training.train import RunLoop, close_run, open_run, resumed, run
 
@@ -112,7 +113,7 @@ class Stack:
 
 def train_members(
     configs: Sequence[RunConfig], outs: Sequence[Path | None], resume: bool = False
-) -> list[dict[str, Any]]:
+) -> list[RunSummary]:
     """Train ``configs`` (resolved, one ``member_key``) as members, each writing its run
     directory in ``outs``; their summaries, in order. With ``resume``, a finished run is
     returned as it is and the others go on from their checkpoints."""
@@ -122,7 +123,7 @@ def train_members(
     if None in keys or len(keys) != 1:
         raise UsageError("members must share a variant, task, model and batch (member_key)")
     configs = [copy.deepcopy(config) for config in configs]
-    summaries: dict[int, dict[str, Any]] = {}
+    summaries: dict[int, RunSummary] = {}
     opened = {}
     for index, (config, out) in enumerate(zip(configs, outs, strict=True)):
         finished = resumed(out, config) if resume else None
@@ -174,7 +175,7 @@ def _train_together(opened: dict[int, tuple[RunLoop, range, bool]]) -> None:
     bar.close()
 
 
-def train_group(configs: Sequence[RunConfig], outs: Sequence[Path]) -> list[dict[str, Any] | str]:
+def train_group(configs: Sequence[RunConfig], outs: Sequence[Path]) -> list[RunSummary | str]:
     """``train_members`` with resume, for a plan's runs: each one's summary, or for a run
     that diverged the message saying so. When a member diverges the group trains again one run
     at a time (each from its checkpoint), so that one run's divergence is its own."""
@@ -182,7 +183,7 @@ def train_group(configs: Sequence[RunConfig], outs: Sequence[Path]) -> list[dict
         return list(train_members(configs, outs, resume=True))
     except TrainingDiverged:
         pass
-    results: list[dict[str, Any] | str] = []
+    results: list[RunSummary | str] = []
     for config, out in zip(configs, outs, strict=True):
         try:
             results.append(run(config, out, resume=True))

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig, without_execution_settings
@@ -21,6 +21,32 @@ from mixit.models.readout import AnswerReadout
 from mixit.tasks import get_task
 from mixit.training.checkpoint import CHECKPOINT, PREVIOUS, latest_checkpoint, load_weights
 from mixit.training.resolve import mixer_of, stored_config, validate
+
+
+class RunSummary(TypedDict, total=False):
+    """``summary.json``, as ``mixit.train`` returns it (docs: the public contract): what ran,
+    how far and why it stopped (``halted``: at ``train.halt_at``, no file written), its size,
+    time and speed, its evaluation (``metrics``: test_loss and the task's own) beside the
+    task's ``chance``, and the split it was scored on; ``run_dir`` where a plan trained it."""
+
+    task: str
+    model: str
+    seed: int
+    preset: str
+    steps: int
+    steps_run: int
+    stopped: str
+    lr: float
+    params_total: int
+    params_trainable: int
+    train_seconds: float
+    device: str
+    tokens_per_second: float
+    metrics: dict[str, float]
+    chance: float | None
+    evaluated_on: str
+    run_dir: str
+
 
 # The files a run writes, none of which may be a link to another run's.
 RUN_FILES = ("config.json", "summary.json", "model.safetensors", "metrics.jsonl", CHECKPOINT)
@@ -66,7 +92,7 @@ class RunDir:
                 requested["model"][key] = stored.get("model", {}).get(key, 0)
         return stored == requested
 
-    def finished(self) -> dict[str, Any] | None:
+    def finished(self) -> RunSummary | None:
         """The summary of a finished run of exactly ``config``, else None."""
         self.check_own_files()
         summary = self.path / "summary.json"
@@ -79,7 +105,7 @@ class RunDir:
                 return stored
         return None
 
-    def halted(self) -> dict[str, Any] | None:
+    def halted(self) -> RunSummary | None:
         """What the run returned when it halted at its ``train.halt_at``, read back from its
         evaluation at that step in ``metrics.jsonl`` (a submitted job returns nothing here),
         else None. The evaluation alone suffices: a run kept without its checkpoint
@@ -103,7 +129,7 @@ class RunDir:
         halted at its rung (where its evaluation stands for it)."""
         return not (self.path / "summary.json").is_file() and self.halted() is None
 
-    def resumable(self) -> dict[str, Any] | None:
+    def resumable(self) -> RunSummary | None:
         """The summary if it already finished ``config``, None if it can be resumed (or
         started); a one-line error if it holds a run of another config."""
         self.check_own_files()
@@ -122,7 +148,7 @@ class RunDir:
         return read_records(self.path / "metrics.jsonl")
 
 
-def halted_summary(config: RunConfig, progress: Mapping[str, Any]) -> dict[str, Any]:
+def halted_summary(config: RunConfig, progress: Mapping[str, Any]) -> RunSummary:
     """What a run halted at ``train.halt_at`` returns (no summary.json is written): how far
     it trained and its last evaluation."""
     return {

@@ -34,7 +34,7 @@ from mixit.training.resolve import (
     resolve_config,
     resolve_device,
 )
-from mixit.training.rundir import RunDir, halted_summary, new_model
+from mixit.training.rundir import RunDir, RunSummary, halted_summary, new_model
 from mixit.training.scoring import evaluate_run
 from mixit.training.step import (
     compiled,
@@ -131,7 +131,7 @@ def run(
     out: Path | None = None,
     progress: bool | Progress | None = None,
     resume: bool = False,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Train a resolved config, write the run directory ``out`` if given, return the summary.
 
     With ``resume``, continue from the last checkpoint in ``out`` (a finished run is returned
@@ -189,7 +189,7 @@ def open_run(
     )
 
 
-def close_run(loop: RunLoop, held_out: bool) -> dict[str, Any]:
+def close_run(loop: RunLoop, held_out: bool) -> RunSummary:
     """The run's summary, written last to its directory; a run halted at ``train.halt_at``
     is left to be resumed from its checkpoint, without one."""
     config, state = loop.training.config, loop.progress
@@ -314,7 +314,7 @@ def run_summary(
     stopped: str,
     train_seconds: float,
     metrics: Mapping[str, float],
-) -> dict[str, Any]:
+) -> RunSummary:
     """``summary.json``: the contract's keys, how far the run trained and why it stopped, and
     the task's chance level beside its metrics."""
     config, model, data = training.config, training.model, training.data
@@ -348,7 +348,7 @@ def train(
     progress: bool | None = None,
     resume: bool = False,
     overwrite: bool = False,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Train one model on one task; returns the summary (also written to ``out/summary.json``).
 
     ``resume=True`` continues ``out`` from its last checkpoint (``train.checkpoint_every``) and
@@ -375,7 +375,7 @@ def check_not_a_run(folder: Path, config: RunConfig) -> None:
         )
 
 
-def resumed(out: Path | None, config: RunConfig) -> dict[str, Any] | None:
+def resumed(out: Path | None, config: RunConfig) -> RunSummary | None:
     """The summary if ``out`` already finished ``config``, None if it can be resumed (or
     started); a one-line error without a folder, or for a folder of another config."""
     if out is None:

@@ -18,7 +18,7 @@ from mixit.common.io import DirLock, append_line, write_json, write_text
 from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel
 from mixit.training.checkpoint import save_weights
-from mixit.training.rundir import read_records
+from mixit.training.rundir import RunSummary, read_records
 
 _told_no_tensorboard = False
 
@@ -90,7 +90,7 @@ class RunWriter:
         self._close_loggers()
         self.lock.release()
 
-    def finish(self, model: RunModel, summary: dict[str, Any]) -> None:
+    def finish(self, model: RunModel, summary: RunSummary) -> None:
         """Weights first, summary last: a summary.json means the run is complete."""
         if self.out is None:
             return
