@@ -26,13 +26,14 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json, write_text
 from mixit.common.plots import COLUMN, fitted, save, styled
 from mixit.config.overrides import parse_overrides
 from mixit.study.compare import table_row
+from mixit.study.comparison import AxisPoint, AxisResult, AxisScore, BreakPoint, ComparisonResult
 from mixit.study.litmus import DEFAULT_TOLERANCE, reading
 from mixit.study.words import Verdict
 from mixit.tasks import get_task
@@ -66,24 +67,6 @@ class Axis:
         if any(mark in str(value) for mark in ("/", ",", "\\")):
             return f"{self.key}={self.values.index(value) + 1}"
         return f"{self.key}={value}"
-
-
-class BreakPoint(TypedDict):
-    """Where a model stops matching: ``outcome`` holds, breaks or inconclusive, ``at`` the
-    value (None when it holds), ``why`` the reading there."""
-
-    model: str
-    outcome: str
-    at: Any
-    why: str
-
-
-class AxisScore(TypedDict):
-    """A model's mean score relative to the reference over the axis, and its seed spread."""
-
-    model: str
-    relative: float
-    spread: float | None
 
 
 def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) -> Axis:
@@ -159,13 +142,13 @@ def along_axis(
     axis: Axis,
     out: Path,
     overrides: Mapping[str, Any],
-    compare_point: Callable[[Path, dict[str, Any]], dict[str, Any]],
-) -> dict[str, Any]:
+    compare_point: Callable[[Path, dict[str, Any]], ComparisonResult],
+) -> AxisResult:
     """One comparison per value (``compare_point(folder, overrides)`` returns its
     compare.json), in order, until the reference does not learn (or, for ``--axis auto``, the
     models separate); then the reading, written to ``out/axis.json``, ``out/axis.csv`` and
     ``out/axis.png``."""
-    points: list[dict[str, Any]] = []
+    points: list[AxisPoint] = []
     for value in axis.values:
         point = compare_point(out / axis.folder(value), {**overrides, axis.key: value})
         points.append({"value": value, "compare": point})
@@ -187,7 +170,7 @@ def point_from_runs(
     seeds: Sequence[int],
     summaries: Mapping[str, Sequence[Mapping[str, Any]]],
     tolerance: float | None = None,
-) -> dict[str, Any]:
+) -> ComparisonResult:
     """One value's comparison as compare.json holds it, from finished runs' summaries by
     model (the standard model's first; each model's in the order of ``seeds``): how an
     experiment of ``reproduce`` reads an axis (figure 2). A run whose summary names its
@@ -199,7 +182,7 @@ def point_from_runs(
         row["rising"] = [_rising(summary) for summary in runs]
         rows.append(row)
     chances = [s["chance"] for runs in summaries.values() for s in runs if "chance" in s]
-    result: dict[str, Any] = {
+    result: ComparisonResult = {
         "task": task,
         "metric": spec.metric,
         "higher_is_better": spec.higher_is_better,
@@ -222,7 +205,7 @@ def _rising(summary: Mapping[str, Any]) -> bool:
     return rising_at_end(folder, config, summary.get("stopped", "budget"))
 
 
-def separated(points: Sequence[Mapping[str, Any]]) -> bool:
+def separated(points: Sequence[AxisPoint]) -> bool:
     """Whether a model that matched the reference at every earlier value falls short at the
     last one: where ``--axis auto`` stops."""
     verdicts = [{r["model"]: r["matches"] for r in p["compare"]["litmus"]["rows"]} for p in points]
@@ -232,7 +215,7 @@ def separated(points: Sequence[Mapping[str, Any]]) -> bool:
     )
 
 
-def axis_reading(axis: Axis, points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def axis_reading(axis: Axis, points: Sequence[AxisPoint]) -> AxisResult:
     """axis.json: the points' comparisons, where the axis stopped, the break points and the
     scores."""
     counted = [p for p in points if not p["compare"]["litmus"].get("no_reference")]
@@ -248,7 +231,7 @@ def axis_reading(axis: Axis, points: Sequence[Mapping[str, Any]]) -> dict[str, A
     } | ({"left_out": list(axis.left_out)} if axis.left_out else {})
 
 
-def break_point(model: str, counted: Sequence[Mapping[str, Any]]) -> BreakPoint:
+def break_point(model: str, counted: Sequence[AxisPoint]) -> BreakPoint:
     """The first value at which ``model`` does not match the reference, and how; ``unread``
     when the reference learned at no value."""
     if not counted:
@@ -261,7 +244,7 @@ def break_point(model: str, counted: Sequence[Mapping[str, Any]]) -> BreakPoint:
     return BreakPoint(model=model, outcome=HOLDS, at=None, why="")
 
 
-def axis_score(model: str, counted: Sequence[Mapping[str, Any]]) -> AxisScore:
+def axis_score(model: str, counted: Sequence[AxisPoint]) -> AxisScore:
     """Per seed, the mean over the counted values of (model - chance) / (reference - chance);
     then their mean and spread (None for one seed)."""
     relative_by_point = []

@@ -19,6 +19,7 @@ from mixit.config.schema import RunConfig
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import LOCAL, Launch
 from mixit.running.runs import train_missing
+from mixit.study.comparison import ComparisonResult, LitmusResult, TableRow
 from mixit.study.earlier import with_earlier_models
 from mixit.study.litmus import (
     AUTO,
@@ -94,7 +95,7 @@ def tune_comparison(
     return halving.tune(bases, plan.seeds, runs_dir, inits=inits, launch=launch, progress=progress)
 
 
-def not_learned_at_any_rate(litmus: dict[str, Any], record: TuningRecord) -> dict[str, Any]:
+def not_learned_at_any_rate(litmus: LitmusResult, record: TuningRecord) -> LitmusResult:
     """The litmus reading when the tuned reference learned nothing on validation at any rate
     of its grid: no verdict, with the rates and budgets tried as the cause."""
     rates = ", ".join(f"{point.lr:.3g}" for point in record.validation)
@@ -131,7 +132,7 @@ def compare(
     tolerance: float | None = None,
     tune: Sequence[str] | None = None,
     launch: Launch = LOCAL,
-) -> dict[str, Any]:
+) -> ComparisonResult:
     """Train each model with seeds ``seed .. seed+seeds-1`` on the same data.
 
     ``tune=["lr"]`` first tunes each model under the protocol of docs/tuning.md
@@ -165,7 +166,7 @@ def compare(
     return run_study(study)
 
 
-def run_study(study: Study) -> dict[str, Any]:
+def run_study(study: Study) -> ComparisonResult:
     """The loop every comparison runs, for the one task of ``study``: plan its runs, tune
     each model, train what is missing, judge it against the standard model and write
     ``compare.json``, which it returns (``compare`` says what each setting does)."""
@@ -214,7 +215,7 @@ def comparison_result(
     trained: Mapping[tuple[str, int], RunSummary],
     tuned: Mapping[str, TuningRecord],
     tolerance: float | None,
-) -> dict[str, Any]:
+) -> ComparisonResult:
     """compare.json: each model's row over the seeds, the chance level, what tuning chose,
     and the litmus reading against the standard model."""
     spec, first = get_task(plan.task), plan.seeds[0]
@@ -229,7 +230,7 @@ def comparison_result(
         if VARIANTS[model].frozen_attention:
             row["logit_spread_at_init"] = initial_logit_spread(configs[model, first])
     chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]
-    result: dict[str, Any] = {
+    result: ComparisonResult = {
         "task": plan.task,
         "metric": spec.metric,
         "higher_is_better": spec.higher_is_better,
@@ -274,7 +275,7 @@ def train_all(
     return trained
 
 
-def table_row(model: str, summaries: Sequence[RunSummary], metric: str) -> dict[str, Any]:
+def table_row(model: str, summaries: Sequence[RunSummary], metric: str) -> TableRow:
     """One model's row of compare.json from its seeds' summaries."""
     values = [summary["metrics"][metric] for summary in summaries]
     return {
@@ -364,7 +365,7 @@ def seeds_auto_text(result: Mapping[str, Any]) -> str:
     )
 
 
-def judged_again(result: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+def judged_again(result: ComparisonResult, folder: Path) -> ComparisonResult:
     """A committed ``compare.json``'s litmus reading under the current rules (docs/reproduce.md,
     "Reading rules"), nothing retrained: its rows, with each verdict run's "still rising at
     its budget's end" read from the run records kept beside it (``folder/results.csv`` and

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mixit.models.variants import VARIANTS
+from mixit.study.comparison import LitmusResult
 from mixit.study.words import READINGS
 from mixit.tasks import get_task
 from mixit.tasks.base import harder
@@ -241,7 +242,7 @@ def _name(model: str) -> str:
     return "the reference" if model == "standard" else model
 
 
-def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> dict[str, Any]:
+def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> LitmusResult:
     """compare.json's ``litmus``: the verdicts, or, when the standard model cannot be the
     reference, why not and the budget to try next instead of any verdict."""
     if not any(row["model"] == "standard" for row in result["rows"]):

@@ -23,6 +23,7 @@ from mixit.models.variants import VARIANTS
 from mixit.running.launchers import Launch
 from mixit.study.beside import beside_rows, beside_section
 from mixit.study.compare import comparison_of, raised_budget, run_study, seeds_auto_text
+from mixit.study.comparison import ComparisonResult
 from mixit.study.litmus import AUTO, AUTO_SEEDS, row_details, verdict_words
 from mixit.study.plan import Study
 from mixit.study.results import KEYS, csv_problem, read_results_csv, write_rows
@@ -66,7 +67,7 @@ def suite(
     tune: Sequence[str] | None = None,
     report_only: bool = False,
     beside: str | Path | None = None,
-) -> dict[str, Any]:
+) -> dict[str, ComparisonResult]:
     """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
     returns ``{task: compare.json}``. ``tune`` and ``seeds`` (a count, or ``"auto"``, decided
     task by task): as ``compare``'s (None: tune ``model.arch`` models only). ``report_only``:
@@ -135,7 +136,7 @@ def write_suite_files(
 
 def finished_tasks(
     out: Path, tasks: Sequence[str], remedy: str = "run the suite without --report first"
-) -> dict[str, Any]:
+) -> dict[str, ComparisonResult]:
     """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished; a
     UsageError ending in ``remedy`` when none did."""
     finished = {
@@ -150,7 +151,7 @@ def finished_tasks(
     return finished
 
 
-def checked_comparison(folder: Path) -> dict[str, Any]:
+def checked_comparison(folder: Path) -> ComparisonResult:
     """A finished task's compare.json, and its results.csv, checked for what the suite's files
     read, so that one from another version is refused (UsageError) before anything is written."""
     path = folder / "compare.json"

@@ -30,6 +30,7 @@ from mixit.study.axis import (
     parse_axis,
 )
 from mixit.study.compare import run_study
+from mixit.study.comparison import AxisResult, ComparisonResult
 from mixit.study.plan import Study
 from mixit.study.suite import heatmap, suite_tasks
 from mixit.tasks import get_task
@@ -56,7 +57,7 @@ def suite_along(
     launch: Launch | None = None,
     tune: Sequence[str] | None = None,
     report_only: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, AxisResult]:
     """``mixit.suite``'s comparisons, each task along its axis from one ``axis``
     (``default``, ``auto`` or ``KEY=v1,...``; every task's checked before anything trains);
     returns ``{task: axis.json}``."""
@@ -76,7 +77,7 @@ def suite_along(
         progress=progress,
     )
 
-    def compare_task(task: str, folder: Path, point: dict[str, Any]) -> dict[str, Any]:
+    def compare_task(task: str, folder: Path, point: dict[str, Any]) -> ComparisonResult:
         return run_study(study.on(task, folder, point))
 
     return suite_along_axes(axes, study.out, overrides, compare_task, report_only, without_knob)
@@ -97,10 +98,10 @@ def suite_along_axes(
     axes: Mapping[str, Axis],
     out: Path,
     overrides: Mapping[str, Any],
-    compare_task: Callable[[str, Path, dict[str, Any]], dict[str, Any]],
+    compare_task: Callable[[str, Path, dict[str, Any]], ComparisonResult],
     report_only: bool = False,
     without_knob: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> dict[str, AxisResult]:
     """``{task: axis.json}``: each task along its axis (``compare_task(task, folder,
     overrides)`` returns one value's compare.json), or with ``report_only`` the tasks whose
     axis.json exists; then the suite's files, which name the tasks left out for having no
@@ -149,7 +150,7 @@ def tasks_csv(results: Mapping[str, Mapping[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def _as_comparisons(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def _as_comparisons(results: Mapping[str, AxisResult]) -> dict[str, ComparisonResult]:
     """What the heatmap reads of a comparison (its first value's setting and seeds), with
     each model's mark from its break point instead of one litmus verdict."""
     shaped = {}
