@@ -25,6 +25,7 @@ from mixit.analysis.throughput import (
     time_interleaved,
 )
 from mixit.common.errors import UsageError
+from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.cost.memory import check_fits
 from mixit.cost.predict import flops_per_token
@@ -273,7 +274,7 @@ def check_bench_fits(config: RunConfig, seq_len: int, batch: int, device: torch.
 
 
 def bench_configs(
-    models: Sequence[str], overrides: Mapping[str, Any], preset: str = "tiny"
+    models: Sequence[str], overrides: Settings, preset: str = "tiny"
 ) -> dict[str, RunConfig]:
     """Each variant's config at the lm task's shape with the overrides applied."""
     return {m: resolve_config("lm", m, preset, 0, overrides) for m in models}

@@ -21,6 +21,7 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
+from mixit.config.overrides import Setting
 from mixit.models.variants import VARIANTS
 from mixit.study.axis import along_axis, format_axis, parse_axis
 from mixit.study.compare import Comparison, format_table, run_study, settings_to_tune
@@ -71,7 +72,7 @@ def add(commands: Any) -> None:
 
 
 def estimate(
-    args: argparse.Namespace, models: list[str], overrides: dict[str, Any], out: str
+    args: argparse.Namespace, models: list[str], overrides: dict[str, Setting], out: str
 ) -> str:
     """``--estimate``: the comparison priced without training; along ``--axis``, each value's
     comparison in the folder the axis gives it."""
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
     )
 
-    def compare_at(folder: Path | str, point: dict[str, Any]) -> dict[str, Any]:
+    def compare_at(folder: Path | str, point: dict[str, Setting]) -> dict[str, Any]:
         return run_study(study.on(args.task, Path(folder), point))
 
     if args.axis is not None:

@@ -14,6 +14,12 @@ from typing import Any, Literal
 from mixit.common.errors import UsageError
 from mixit.config.schema import ADDED_LATER, RunConfig, check_choice
 
+# A setting's value as the command line gives it (text) or a program does (a number, a flag,
+# or None), before ``convert`` makes it its field's type; every config field is a scalar.
+Setting = str | int | float | bool | None
+# Dotted settings, ``{"model.n_layer": 4, "train.lr": "3e-3"}``: overrides, presets, choices.
+Settings = Mapping[str, Setting]
+
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
     """``["model.n_layer=4", ...]`` -> ``{"model.n_layer": "4"}``."""
@@ -29,7 +35,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
-def apply_overrides(config: RunConfig, overrides: Mapping[str, Any]) -> None:
+def apply_overrides(config: RunConfig, overrides: Settings) -> None:
     """Set dotted keys on the config's sections, converting strings to each field's type."""
     sections = {"model": config.model, "task": config.task, "train": config.train}
     for key, raw in overrides.items():
@@ -44,7 +50,7 @@ def apply_overrides(config: RunConfig, overrides: Mapping[str, Any]) -> None:
         setattr(section, name, convert(key, raw, types_by_name[name]))
 
 
-def with_settings(config: RunConfig, settings: Mapping[str, Any]) -> RunConfig:
+def with_settings(config: RunConfig, settings: Settings) -> RunConfig:
     """A copy of ``config`` with the dotted ``settings`` applied (``apply_overrides``);
     ``config`` itself is left as it is, as every resolved config is."""
     changed = copy.deepcopy(config)

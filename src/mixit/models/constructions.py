@@ -14,10 +14,10 @@ an option the user sets still wins over the construction.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from mixit.common.errors import UsageError
+from mixit.config.overrides import Settings
 from mixit.models.variants import AttentionKind, Variant
 
 # What every model of the authors' code has: biases on every projection (trainer.py:253-254
@@ -62,9 +62,7 @@ _MIXING_ONLY = frozenset(
 )
 
 
-def construction_overrides(
-    name: str, variant: Variant, task_settings: Mapping[str, Any]
-) -> dict[str, Any]:
+def construction_overrides(name: str, variant: Variant, task_settings: Settings) -> dict[str, Any]:
     """The dotted option values that construction ``name`` sets for ``variant``.
 
     ``task_settings`` are the task's own authors' settings (``TaskSpec.authors_settings``):

@@ -30,6 +30,7 @@ import torch
 from mixit.analysis.speed import matmul_peaks
 from mixit.analysis.throughput import synchronize
 from mixit.common.progress import progress_bar, progress_mode
+from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import (
     GIB,
@@ -150,7 +151,7 @@ def _measure_in_child(config: RunConfig, shape: Shape) -> dict[str, float]:
 def cost_check(
     scale: str = "tiny",
     progress: bool | None = False,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Settings | None = None,
     device: str = "auto",
 ) -> dict[str, Any]:
     """Every distinct config of ``reproduce all`` at ``scale`` (seed 0, ``overrides`` on each)

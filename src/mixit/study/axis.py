@@ -31,7 +31,7 @@ from typing import Any
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json, write_text
 from mixit.common.plots import COLUMN, fitted, save, styled
-from mixit.config.overrides import parse_overrides
+from mixit.config.overrides import Settings, parse_overrides
 from mixit.study.compare import table_row
 from mixit.study.comparison import AxisPoint, AxisResult, AxisScore, BreakPoint, ComparisonResult
 from mixit.study.litmus import DEFAULT_TOLERANCE, reading
@@ -69,7 +69,7 @@ class Axis:
         return f"{self.key}={value}"
 
 
-def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) -> Axis:
+def parse_axis(text: str, task: str, preset: str, overrides: Settings) -> Axis:
     """``KEY=v1,v2,...``, ``default`` (the task's own knob around its preset's value) or
     ``auto`` (that knob doubled from the preset's value until the models separate)."""
     if text in ("default", "auto"):
@@ -111,7 +111,7 @@ def parse_axis(text: str, task: str, preset: str, overrides: Mapping[str, Any]) 
 
 
 def checked(
-    axis: Axis, task: str, preset: str, overrides: Mapping[str, Any], leave_out: bool = False
+    axis: Axis, task: str, preset: str, overrides: Settings, leave_out: bool = False
 ) -> Axis:
     """``axis`` once every value of it makes a run the task accepts, its examples drawn
     (``check_examples``; a UsageError naming the first value that does not), so that a bad
@@ -141,7 +141,7 @@ def checked(
 def along_axis(
     axis: Axis,
     out: Path,
-    overrides: Mapping[str, Any],
+    overrides: Settings,
     compare_point: Callable[[Path, dict[str, Any]], ComparisonResult],
 ) -> AxisResult:
     """One comparison per value (``compare_point(folder, overrides)`` returns its

@@ -15,6 +15,7 @@ from mixit.analysis.attention import initial_logit_spread
 from mixit.analysis.report import mean_uniformity
 from mixit.common.errors import RunsPending, UsageError
 from mixit.common.io import write_json
+from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import LOCAL, Launch
@@ -49,7 +50,7 @@ class Comparison:
     preset: str
     seeds: range
     out: Path | None
-    overrides: Mapping[str, Any]
+    overrides: Settings
 
     def configs(
         self, per_model: Mapping[str, Mapping[str, Any]] | None = None
@@ -75,7 +76,7 @@ def comparison_of(study: Study, models: tuple[str, ...], seeds: range) -> Compar
 TUNABLE = ("lr",)
 
 
-def tunes_by_default(overrides: Mapping[str, Any]) -> bool:
+def tunes_by_default(overrides: Settings) -> bool:
     """Whether a comparison tunes unless told not to: a ``model.arch`` model does, since the
     presets were fitted to mixit's decoder and not to it (docs/tuning.md)."""
     return str(overrides.get("model.arch", "mixit")) != "mixit"
@@ -126,7 +127,7 @@ def compare(
     seed: int = 0,
     seeds: int | str = 1,
     out: str | Path = "runs/compare",
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Settings | None = None,
     *,
     progress: bool | None = None,
     tolerance: float | None = None,
@@ -199,7 +200,7 @@ def run_study(study: Study) -> ComparisonResult:
     return result
 
 
-def settings_to_tune(tune: Sequence[str] | None, overrides: Mapping[str, Any]) -> list[str]:
+def settings_to_tune(tune: Sequence[str] | None, overrides: Settings) -> list[str]:
     """``compare``'s ``tune``, checked: None tunes a ``model.arch`` model only."""
     if tune is None:
         return list(TUNABLE) if tunes_by_default(overrides) else []

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from mixit.config.overrides import Setting
+
 
 class TableRow(TypedDict, total=False):
     """One model's row: its headline metric per seed (``values``), their mean and std, its
@@ -53,7 +55,7 @@ class ComparisonResult(TypedDict, total=False):
     higher_is_better: bool
     preset: str
     seeds: list[int]
-    overrides: dict[str, Any]
+    overrides: dict[str, Setting]
     chance: float | None
     rows: list[TableRow]
     evaluated_on: str

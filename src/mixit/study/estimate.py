@@ -14,7 +14,7 @@ from typing import Any
 from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
 from mixit.common.io import read_json
-from mixit.config.overrides import with_settings
+from mixit.config.overrides import Settings, with_settings
 from mixit.config.schema import RunConfig, TrainConfig
 from mixit.cost.predict import fewest_pieces, get_target
 from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
@@ -218,7 +218,7 @@ class TuningCost:
     done: tuple[str, ...] = ()
 
 
-def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Mapping[str, Any]) -> TuningCost:
+def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Settings) -> TuningCost:
     """What tuning adds to a comparison's estimate (``rows``: its per-model rows): each model's
     halving in budgets of one run, every model of an ``--arch`` comparison choosing its
     initialisation as well (docs/tuning.md, rule 6); a row marked ``tuned`` adds nothing."""

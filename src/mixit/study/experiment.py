@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import LOCAL, Launch
 from mixit.study.words import UNJUDGED, Verdict
@@ -53,7 +54,7 @@ class Reproduction:
     seeds: int = 3
     first_seed: int = 0
     out: Path = Path("runs/reproduce")
-    overrides: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Settings = field(default_factory=dict)
     tuned: str | Path | None = None
     progress: bool | None = False  # None: bars on a terminal, lines in a log (common.progress)
     launch: Launch = LOCAL
@@ -125,7 +126,7 @@ def runs(
     models: Sequence[str],
     seeds: range,
     scale: str,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Settings | None = None,
 ) -> list[Run]:
     """Every (model, seed) of one task under the same overrides (after the scale's settings)."""
     settings = SCALE_SETTINGS[scale].get(task, {})
@@ -231,7 +232,7 @@ class Report:
 
 
 Summaries = Mapping[Run, RunSummary]
-Overrides = Mapping[str, Any]
+Overrides = Settings
 # The settings of a reproduction that an experiment may declare its verdict independent of.
 SEEDS, OVERRIDES = "seeds", "overrides"
 

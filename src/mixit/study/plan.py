@@ -6,11 +6,12 @@ report), instead of threading the same list of options through every call."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mixit.config.overrides import Settings
 from mixit.running.launchers import LOCAL, Launch
 
 
@@ -28,7 +29,7 @@ class Study:
     seed: int = 0
     seeds: int | str = 1
     out: Path = Path("runs/compare")
-    overrides: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Settings = field(default_factory=dict)
     tune: tuple[str, ...] | None = None
     tolerance: float | None = None
     launch: Launch = LOCAL
@@ -41,7 +42,7 @@ class Study:
         models: Sequence[str] | None = None,
         *,
         out: str | Path,
-        overrides: Mapping[str, Any] | None = None,
+        overrides: Settings | None = None,
         tune: Sequence[str] | None = None,
         launch: Launch | None = None,
         **settings: Any,
@@ -64,7 +65,7 @@ class Study:
         (task,) = self.tasks
         return task
 
-    def on(self, task: str, out: Path, overrides: Mapping[str, Any] | None = None) -> Study:
+    def on(self, task: str, out: Path, overrides: Settings | None = None) -> Study:
         """The same study of ``task`` alone into ``out``, with ``overrides`` in place of its
         own (a value of an axis)."""
         point = self.overrides if overrides is None else dict(overrides)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mixit.config.overrides import Settings
 from mixit.study.experiment import TUNED_ON_SEEDS
 
 
@@ -20,7 +21,7 @@ class Setting:
     scale: str
     seeds: int
     first_seed: int = 0
-    overrides: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Settings = field(default_factory=dict)
     tuned: str | None = None
     tune: str | None = None
     presets: str | None = None

@@ -19,6 +19,7 @@ from typing import Any, TypedDict
 from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, read_json, write_json, write_text
 from mixit.common.plots import PAGE, SEQUENTIAL, fitted, save, styled
+from mixit.config.overrides import Settings
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import Launch
 from mixit.study.beside import beside_rows, beside_section
@@ -61,7 +62,7 @@ def suite(
     seed: int = 0,
     seeds: int | str = 1,
     out: str | Path = "runs/suite",
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Settings | None = None,
     progress: bool | None = None,
     launch: Launch | None = None,
     tune: Sequence[str] | None = None,

@@ -18,6 +18,7 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, read_json, write_json, write_text
+from mixit.config.overrides import Setting, Settings
 from mixit.running.launchers import Launch
 from mixit.study.axis import (
     BREAKS,
@@ -52,7 +53,7 @@ def suite_along(
     seed: int = 0,
     seeds: int | str = 1,
     out: str | Path = "runs/suite",
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Settings | None = None,
     progress: bool | None = None,
     launch: Launch | None = None,
     tune: Sequence[str] | None = None,
@@ -77,7 +78,7 @@ def suite_along(
         progress=progress,
     )
 
-    def compare_task(task: str, folder: Path, point: dict[str, Any]) -> ComparisonResult:
+    def compare_task(task: str, folder: Path, point: dict[str, Setting]) -> ComparisonResult:
         return run_study(study.on(task, folder, point))
 
     return suite_along_axes(axes, study.out, overrides, compare_task, report_only, without_knob)
@@ -97,7 +98,7 @@ def axis_tasks(axis: str, tasks: Sequence[str] | None) -> tuple[list[str], list[
 def suite_along_axes(
     axes: Mapping[str, Axis],
     out: Path,
-    overrides: Mapping[str, Any],
+    overrides: Settings,
     compare_task: Callable[[str, Path, dict[str, Any]], ComparisonResult],
     report_only: bool = False,
     without_knob: Sequence[str] = (),

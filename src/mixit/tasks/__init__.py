@@ -1,5 +1,5 @@
 """Layer 3: the tasks, one module each, and their registry: importing this package registers
-every task in ``TASKS``. It imports ``common`` and ``data``."""
+every task in ``TASKS``. It imports ``common``, ``config`` (``Settings``) and ``data``."""
 
 from mixit.tasks import (
     addition,

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from mixit.common.errors import UsageError
+from mixit.config.overrides import Settings
 from mixit.data.vocabulary import Vocabulary
 
 IGNORE_INDEX = -100
@@ -154,7 +155,7 @@ class TaskSpec:
     # The dotted settings ``model.construction=authors`` adds for this task: its data layout
     # and set-up where the authors' scripts differ from the paper's text
     # (mixit.models.constructions).
-    authors_settings: Mapping[str, Any] = field(default_factory=dict)
+    authors_settings: Settings = field(default_factory=dict)
     # For a task whose data may be out of reach (a hub corpus): its sequence length,
     # vocabulary and share of scored tokens from the config alone, where the config says them,
     # so that a cost estimate (mixit.cost.predict) need not build the data; else (None) it builds

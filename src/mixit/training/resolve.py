@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from mixit.common.errors import UsageError
-from mixit.config.overrides import apply_overrides, from_dict
+from mixit.config.overrides import Settings, apply_overrides, from_dict
 from mixit.config.schema import MAX_SEED, RunConfig
 from mixit.cost.memory import available_bytes, check_fits
 from mixit.models.adapters import MODELS as SPECTRUM_MODELS
@@ -28,7 +28,7 @@ def resolve_config(
     model: str,
     preset: str = "tiny",
     seed: int = 0,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Settings | None = None,
 ) -> RunConfig:
     """defaults < the variant's model defaults < the task preset < the construction
     (``model.construction``, see mixit.models.constructions) < ``overrides``."""

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from mixit.common.errors import TrainingDiverged, UsageError
 from mixit.common.progress import Progress, progress_bar, progress_mode
+from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.data.vocabulary import save_vocabulary
 from mixit.models.build import RunModel
@@ -343,7 +344,7 @@ def train(
     preset: str = "tiny",
     seed: int = 0,
     out: str | Path | None = None,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Settings | None = None,
     *,
     progress: bool | None = None,
     resume: bool = False,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
+from mixit.config.overrides import Settings
 
 TUNED = Path(__file__).with_name("tuned")
 
@@ -26,7 +27,7 @@ def preset_path(scale: str) -> Path:
     return TUNED / f"{scale}.json"
 
 
-def group_key(task: str, model: str, run_overrides: Mapping[str, Any]) -> GroupKey:
+def group_key(task: str, model: str, run_overrides: Settings) -> GroupKey:
     return task, model, json.dumps(dict(run_overrides), sort_keys=True)
 
 

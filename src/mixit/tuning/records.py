@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mixit.config.overrides import Setting
 from mixit.tuning.rules import ValidationPoint, validation_points
 
 # The file's keys, in the order it writes them; ``train.lr`` is dotted in the file.
@@ -52,7 +53,7 @@ class TuningRecord:
     steps: int | None = None
     budgets: list[dict[str, Any]] = field(default_factory=list)
     seed: int | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: dict[str, Setting] = field(default_factory=dict)
     raised_from: int | None = None
     capped: bool | None = None
     init_tuned: bool | None = None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mixit.common.errors import RunsFailed
-from mixit.config.overrides import with_settings
+from mixit.config.overrides import Setting, with_settings
 from mixit.config.schema import ARCH_INITS, RunConfig
 from mixit.tasks import get_task
 from mixit.training.resolve import validate
@@ -99,7 +99,7 @@ def candidate_config(base: RunConfig, candidate: Candidate, seed: int, steps: in
     the validation split, at the candidate's rate and initialisation (``model.init`` for
     mixit's decoder, ``model.arch_init`` for a ``model.arch`` model), and over ``steps`` when
     given."""
-    settings: dict[str, Any] = {
+    settings: dict[str, Setting] = {
         "train.lr": base.train.lr * GRID_STEP**candidate.exponent,
         "train.validation_fraction": VALIDATION_FRACTION,
     }

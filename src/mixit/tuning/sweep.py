@@ -18,6 +18,7 @@ from typing import Any
 
 from mixit.common.errors import RunsFailed, RunsPending, UsageError
 from mixit.common.io import make_dir, read_json
+from mixit.config.overrides import Settings
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import LOCAL, Launch
 from mixit.running.runs import train_missing
@@ -124,7 +125,7 @@ def sweep(
     *,
     storage: str | None = None,
     seed: int = 0,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Settings | None = None,
     launch: Launch = LOCAL,
     progress: bool | None = False,
 ) -> list[dict[str, Any]]:
