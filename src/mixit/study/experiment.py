@@ -102,7 +102,7 @@ class Run:
 # a laptop's half hour, only where the claims these tasks judge (C2, C4, C5) keep their
 # verdicts. Addition, modular addition and memorization need their presets' whole budgets;
 # docs/reproduce.md has the measurements behind each cut.
-TINY_BUDGET: dict[str, dict[str, Any]] = {
+TINY_BUDGET: dict[str, Settings] = {
     # Half the preset's 2,400-step ceiling, which C1 and C3 keep their verdicts at; the
     # preset's stop at 0.99 applies.
     "retrieval": {"train.steps": 1200},
@@ -114,7 +114,7 @@ TINY_BUDGET: dict[str, dict[str, Any]] = {
 # `small` keeps the presets' budgets and gives k-hop the paper's fixed depth of five layers
 # (appendix C.1: hop_k needs O(log k) layers) and its 5,000 training steps (appendix C.2):
 # shallower or shorter, no model separates from MixiT (docs/reproduce.md).
-SCALE_SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
+SCALE_SETTINGS: dict[str, dict[str, Settings]] = {
     "tiny": TINY_BUDGET,
     "small": {"khop": {"model.n_layer": 5, "train.steps": 5000}},
     "paper": {},

@@ -231,7 +231,7 @@ def schedule(
 
 # The tiny preset the recall and copying tasks of architecture research share (mqar,
 # selective-copying, noisy-recall): retrieval's model and ceiling, so their readings compare.
-RECALL_TINY: dict[str, Any] = {
+RECALL_TINY: Settings = {
     **model_size(n_layer=2, n_embd=64, n_head=2),
     "model.mixing_scale": "sequence",
     **schedule(batch_size=128, lr=2e-3, steps=2400, eval_every=400),

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 from safetensors import SafetensorError
@@ -25,6 +25,20 @@ from mixit.common.io import follow_umask, write_atomic
 from mixit.models.build import RunModel
 
 CHECKPOINT, PREVIOUS = "checkpoint", "checkpoint.old"
+
+
+class RunProgress(TypedDict, total=False):
+    """How far a run is, as its checkpoint keeps it: the steps done, the running training
+    loss, the training seconds so far, its last evaluation, why it stopped (None: it goes on)
+    and its stop rule's state (``best`` score, evaluations since it improved: ``stale``)."""
+
+    step: int
+    running_loss: float | None
+    train_seconds: float
+    metrics: dict[str, float]
+    stopped: str | None
+    best: float | None
+    stale: int
 
 
 def weights_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -96,7 +110,7 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     schedule: torch.optim.lr_scheduler.LRScheduler,
     batches: torch.Generator,
-    progress: dict[str, Any],
+    progress: RunProgress,
 ) -> None:
     """Write a complete checkpoint beside the current one, then swap it in; a write that fails
     (a full disk) removes its partial copy, keeps the last complete one and is one line."""
@@ -136,8 +150,8 @@ def load_checkpoint(
     schedule: torch.optim.lr_scheduler.LRScheduler,
     batches: torch.Generator,
     steps: int | None = None,
-) -> dict[str, Any]:
-    """Restore everything ``save_checkpoint`` saved; returns the progress dict. A checkpoint
+) -> RunProgress:
+    """Restore everything ``save_checkpoint`` saved; returns the run's progress. A checkpoint
     past ``steps`` (the run's ``train.steps``) is not one of this run's."""
     folder = latest_checkpoint(out)
     if folder is None:

@@ -22,6 +22,10 @@ from mixit.tasks import get_task
 from mixit.training.checkpoint import CHECKPOINT, PREVIOUS, latest_checkpoint, load_weights
 from mixit.training.resolve import mixer_of, stored_config, validate
 
+# One evaluation as ``metrics.jsonl`` logs it: its step and progress (``LOGGED_PROGRESS``)
+# and the task's metrics, every value a number.
+Evaluation = dict[str, float]
+
 
 class RunSummary(TypedDict, total=False):
     """``summary.json``, as ``mixit.train`` returns it (docs: the public contract): what ran,
@@ -143,7 +147,7 @@ class RunDir:
         """Its last complete checkpoint folder, if any."""
         return latest_checkpoint(self.path)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[Evaluation]:
         """Its evaluations, as ``read_records`` reads ``metrics.jsonl``."""
         return read_records(self.path / "metrics.jsonl")
 
@@ -168,7 +172,7 @@ def new_model(config: RunConfig) -> RunModel:
     return build_model(config, get_task(config.task_name))
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[Evaluation]:
     """The evaluations in ``metrics.jsonl``, skipping a line a crash or a full disk left torn
     (it is appended line by line) and any line that is not an object with a step."""
     records = []
@@ -187,7 +191,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 LOGGED_PROGRESS = ("step", "lr", "train_loss", "train_seconds", "grad_norm", "tokens_per_second")
 
 
-def evaluation_in(record: Mapping[str, Any]) -> dict[str, Any]:
+def evaluation_in(record: Evaluation) -> dict[str, float]:
     """The evaluation a metrics.jsonl ``record`` logged, without the progress beside it."""
     return {key: value for key, value in record.items() if key not in LOGGED_PROGRESS}
 

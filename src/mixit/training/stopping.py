@@ -64,5 +64,5 @@ class StopRule:
             return "plateau"
         return None
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, float | int | None]:
         return {"best": self.best, "stale": self.stale}

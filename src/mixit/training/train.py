@@ -27,7 +27,7 @@ from mixit.models.build import RunModel
 from mixit.models.readout import BottleneckReadout
 from mixit.tasks import TaskData, get_task
 from mixit.tasks.base import TaskSpec, hold_out_validation, next_token_targets
-from mixit.training.checkpoint import load_checkpoint, save_checkpoint
+from mixit.training.checkpoint import RunProgress, load_checkpoint, save_checkpoint
 from mixit.training.distributed import ALONE, Ranks
 from mixit.training.resolve import (
     check_runnable_here,
@@ -91,7 +91,7 @@ class Training:
                 metrics[STOP_METRIC] = stop[headline]
         return metrics
 
-    def save(self, out: Path, schedule: Any, progress: dict[str, Any]) -> None:
+    def save(self, out: Path, schedule: Any, progress: RunProgress) -> None:
         save_checkpoint(out, self.model, self.optimizer, schedule, self.batches, progress)
 
     def tokens(self, steps: int) -> int:
@@ -220,13 +220,13 @@ class RunLoop:
     training: Training
     schedule: Any
     writer: RunWriter
-    progress: dict[str, Any]
+    progress: RunProgress
     rule: StopRule
     start: float = 0.0  # when the current stretch of training began (perf_counter)
 
     @classmethod
     def begin(
-        cls, training: Training, schedule: Any, progress: Mapping[str, Any], writer: RunWriter
+        cls, training: Training, schedule: Any, progress: RunProgress, writer: RunWriter
     ) -> RunLoop:
         spec = get_task(training.config.task_name)
         kept = ("step", "running_loss", "metrics", "train_seconds")
@@ -297,7 +297,7 @@ def smoothed(running: float, value: float) -> float:
     return 0.95 * running + 0.05 * value
 
 
-def _restore(training: Training, out: Path | None) -> tuple[Any, dict[str, Any]]:
+def _restore(training: Training, out: Path | None) -> tuple[Any, RunProgress]:
     """The learning-rate schedule and the progress so far: from the last checkpoint in ``out``
     where there is one, from step 0 otherwise."""
     optimizer, config = training.optimizer, training.config

@@ -18,7 +18,7 @@ from mixit.common.io import DirLock, append_line, write_json, write_text
 from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel
 from mixit.training.checkpoint import save_weights
-from mixit.training.rundir import RunSummary, read_records
+from mixit.training.rundir import Evaluation, RunSummary, read_records
 
 _told_no_tensorboard = False
 
@@ -71,7 +71,7 @@ class RunWriter:
         if config.train.wandb:
             self.wandb = _wandb(config.train.wandb, config, out)
 
-    def log(self, record: dict[str, Any]) -> None:
+    def log(self, record: Evaluation) -> None:
         if self.out is None:
             return
         append_line(self.out / "metrics.jsonl", json.dumps(record))

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.config.overrides import with_settings
+from mixit.config.overrides import Setting, with_settings
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import Launch
 from mixit.running.runs import train_missing
-from mixit.tuning.records import TuningRecord
+from mixit.tuning.records import Budget, Rung, TuningRecord
 from mixit.tuning.rules import (
     BUDGET_CAP,
     EDGE_BOUND,
@@ -117,7 +117,7 @@ class Tuner:
         }
         live = {key: list(ts) for key, ts in trials.items()}
         extended: dict[Hashable, list[float]] = {key: [] for key in grids}
-        history: dict[Hashable, list[dict[str, Any]]] = {key: [] for key in grids}
+        history: dict[Hashable, list[Rung]] = {key: [] for key in grids}
         for depth in range(max(len(r) for r in rungs.values())):
             at = {key: r[min(depth, len(r) - 1)] for key, r in rungs.items()}
             self.train_all(live, at)
@@ -218,7 +218,7 @@ class Tuner:
         )
 
 
-def budget(tuner: Tuner, base: RunConfig, winner: Trial) -> tuple[int, list[dict[str, Any]]]:
+def budget(tuner: Tuner, base: RunConfig, winner: Trial) -> tuple[int, list[Budget]]:
     """``budgets`` for one key."""
     return budgets(tuner, {None: (base, winner)})[None]
 
@@ -226,7 +226,7 @@ def budget(tuner: Tuner, base: RunConfig, winner: Trial) -> tuple[int, list[dict
 def doubled(
     tuner: Tuner,
     winners: Mapping[Hashable, tuple[RunConfig, Trial]],
-    tried: dict[Hashable, list[dict[str, Any]]],
+    tried: dict[Hashable, list[Budget]],
 ) -> dict[Hashable, Trial]:
     """Rule 5 from each key's current run: while it is still rising, its run at twice the
     budget, up to ``BUDGET_CAP`` times the base's; each key's last run, its budgets tried
@@ -264,7 +264,7 @@ def budgets(
     tuner: Tuner,
     winners: Mapping[Hashable, tuple[RunConfig, Trial]],
     families: Mapping[Hashable, Hashable] | None = None,
-) -> dict[Hashable, tuple[int, list[dict[str, Any]]]]:
+) -> dict[Hashable, tuple[int, list[Budget]]]:
     """Per key, from its base config and its winner: the steps the verdict runs train
     (docs/tuning.md, rule 5) and each budget tried. While the run at the current budget is
     still rising, twice the budget, up to ``BUDGET_CAP`` times the base's. Then one budget per
@@ -272,7 +272,7 @@ def budgets(
     budget ended below the largest its family reached trains again at that one, on the tuning
     seed, and rule 5 goes on from there; repeated until the family agrees."""
     family_of = families or dict.fromkeys(winners)
-    tried: dict[Hashable, list[dict[str, Any]]] = {key: [] for key in winners}
+    tried: dict[Hashable, list[Budget]] = {key: [] for key in winners}
     final = doubled(tuner, winners, tried)
     while True:
         largest: dict[Hashable, int] = {}
@@ -334,7 +334,7 @@ def tune(
     for key, base in bases.items():
         record, winner = records[key], winners[key]
         steps, tried = reached[key]
-        chosen: dict[str, Any] = {"train.lr": winner.rate, "train.steps": steps}
+        chosen: dict[str, Setting] = {"train.lr": winner.rate, "train.steps": steps}
         if winner.candidate.init is not None:
             init_key = "model.init" if base.model.arch == "mixit" else "model.arch_init"
             chosen[init_key] = winner.candidate.init

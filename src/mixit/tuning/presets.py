@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.config.overrides import Settings
+from mixit.config.overrides import Setting, Settings
 
 TUNED = Path(__file__).with_name("tuned")
 
@@ -42,7 +42,7 @@ def presets_label(scale: str) -> str:
     return f"tuned ({path.name}, rules of {rules})" if rules else f"tuned ({path.name})"
 
 
-def choices(rows: Iterable[Mapping[str, Any]]) -> dict[GroupKey, dict[str, Any]]:
+def choices(rows: Iterable[Mapping[str, Any]]) -> dict[GroupKey, dict[str, Setting]]:
     """``{group: overrides}`` from tuning records (``OUT/tuning.json``'s rows)."""
     return {
         group_key(row["task"], row["model"], row["run_overrides"]): dict(row["overrides"])
@@ -50,7 +50,7 @@ def choices(rows: Iterable[Mapping[str, Any]]) -> dict[GroupKey, dict[str, Any]]
     }
 
 
-def tuned_presets(scale: str) -> dict[GroupKey, dict[str, Any]]:
+def tuned_presets(scale: str) -> dict[GroupKey, dict[str, Setting]]:
     """The scale's tuned choices; {} for a scale that has none (``paper``: the paper's own
     presets already carry its Table 9 rates where it gives them)."""
     path = preset_path(scale)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from mixit.config.overrides import Setting
 from mixit.tuning.rules import ValidationPoint, validation_points
@@ -33,6 +33,26 @@ KEYS = (
 )
 
 
+class Rung(TypedDict):
+    """One rung of the halving: its step and each trial's ``[rate, score]`` there."""
+
+    step: int
+    scores: list[list[float]]
+
+
+class Budget(TypedDict, total=False):
+    """One budget the budget rule trained the chosen rate at: its steps, the score, how the
+    run stopped, whether it was still rising, and whether it hit the cap (``capped``) or is
+    the family's one budget rather than its own rule's (``raised``)."""
+
+    steps: int
+    score: float
+    stopped: str
+    rising: bool
+    capped: bool
+    raised: bool
+
+
 # What the budget rule adds to the halving's record (``halving.tune``).
 BUDGET_RULE = ("steps", "budgets", "seed", "overrides", "capped", "init_tuned", "learned")
 
@@ -48,10 +68,10 @@ class TuningRecord:
     edge: str
     extended_with: list[float]
     validation: list[ValidationPoint]
-    rungs: list[dict[str, Any]]
+    rungs: list[Rung]
     run_dir: str
     steps: int | None = None
-    budgets: list[dict[str, Any]] = field(default_factory=list)
+    budgets: list[Budget] = field(default_factory=list)
     seed: int | None = None
     overrides: dict[str, Setting] = field(default_factory=dict)
     raised_from: int | None = None
