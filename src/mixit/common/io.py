@@ -127,6 +127,11 @@ class DirLock:
         self._handle.close()
 
 
+# A value as JSON holds it, and an object of them: what the files mixit writes are made of.
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+JSONObject = dict[str, JSONValue]
+
+
 def read_json(path: str | Path, what: str) -> Any:
     """The JSON in ``path``: a file that cannot be read, or is not UTF-8 JSON, is a UsageError
     that names it as ``what`` (e.g. "--tuned best.json") and says which."""

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import torch
 
 from mixit.common.errors import UsageError
+from mixit.common.io import JSONObject
 
 # The options that take one of a few names: each field's type lists them, and validation and
 # the command line read them from there (``choices``).
@@ -328,7 +329,7 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def without_execution_settings(config: dict[str, Any]) -> dict[str, Any]:
+def without_execution_settings(config: JSONObject) -> JSONObject:
     """A copy of a config dict (``RunConfig.to_dict``) without ``EXECUTION_SETTINGS`` (and
     without ``ADDED_LATER`` settings at their original value): what identifies a run."""
     stripped = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
@@ -354,10 +355,10 @@ class RunConfig:
     task: Any = None  # the task's own typed config dataclass
     train: TrainConfig = field(default_factory=TrainConfig)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
-    def result_dict(self) -> dict[str, Any]:
+    def result_dict(self) -> JSONObject:
         """``to_dict`` without the settings that change how a run executes but not what it
         computes: two configs with the same result_dict train the same model."""
         return without_execution_settings(self.to_dict())

@@ -29,6 +29,7 @@ import torch
 
 from mixit.analysis.speed import matmul_peaks
 from mixit.analysis.throughput import synchronize
+from mixit.common.io import JSONObject
 from mixit.common.progress import progress_bar, progress_mode
 from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
@@ -76,7 +77,7 @@ def synthetic_data(config: RunConfig, shape: Shape) -> TaskData:
     return TaskData(split, split, m.vocab_size)
 
 
-def measure(config_dict: dict[str, Any], shape: Shape) -> dict[str, float]:
+def measure(config_dict: JSONObject, shape: Shape) -> dict[str, float]:
     """Seconds per training step and the training's peak memory of a filled-in config, on the
     device its ``train.device`` names (on the CPU, call it in a fresh process)."""
     filled = stored_config(config_dict)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mixit.common.io import JSONObject
 from mixit.common.plots import line_plot
 from mixit.paper.claims import judged, paired, per_seed
 from mixit.study.axis import point_from_runs
@@ -38,7 +39,7 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
     return [judged("C3", readings, {"drop": results["drop"]})]
 
 
-def _point(summaries: Summaries, selected: list[Run], seeds: range) -> dict[str, Any]:
+def _point(summaries: Summaries, selected: list[Run], seeds: range) -> JSONObject:
     """One value of the axis as `compare --axis` reads it (``axis.point_from_runs``)."""
     by_model: dict[str, list[Any]] = {}
     for run in selected:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.common.io import make_dir, write_json, write_text
+from mixit.common.io import JSONObject, make_dir, write_json, write_text
 from mixit.config.overrides import with_settings
 from mixit.config.schema import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.paper.ablation_report import dependence
@@ -232,7 +232,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     earlier = earlier_timing(out)
     # The other experiments' seconds stay as the calls that reported them wrote them.
     kept = {name: seconds for name, seconds in earlier.items() if isinstance(seconds, dict)}
-    timing: dict[str, Any] = {**kept, **this_call, "calls": [*earlier_calls(earlier), this_call]}
+    timing: JSONObject = {**kept, **this_call, "calls": [*earlier_calls(earlier), this_call]}
     judged: list[Claim] = []
     # The summaries, and results.csv's rows of runs that are gone: the references' check.
     recorded = recorded_summaries(out, configs, summaries)
@@ -255,7 +255,7 @@ def _judge(
     recorded: tuple[Mapping[Run, dict[str, Any]], Mapping[Run, dict[str, Any]]],
     setting: Setting,
     train: bool,
-    timing: dict[str, Any],
+    timing: JSONObject,
     earlier: Mapping[str, Any],
 ) -> list[Claim]:
     """One experiment's report and claims, written into OUT/EXPERIMENT: from its runs when

@@ -27,6 +27,7 @@ import torch
 
 from mixit.analysis.covariance import covariance_at_initialisation
 from mixit.analysis.theory import compare, simulate_recursion, solve_sde, upper_indices
+from mixit.common.io import JSONObject
 from mixit.common.plots import PAGE, line_plot, save, styled
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import claim, margin
@@ -65,7 +66,7 @@ def start() -> torch.Tensor:
     return phi + (1 - START_CORRELATION) * torch.eye(TOKENS, dtype=torch.float64)
 
 
-def _theory(scale: str, seed: int) -> dict[str, Any]:
+def _theory(scale: str, seed: int) -> JSONObject:
     widths, paths = WIDTHS[scale], PATHS[scale]
     generator = torch.Generator().manual_seed(seed)
     sde = solve_sde(start(), TAU, paths, SDE_STEPS, generator)
@@ -245,8 +246,8 @@ def _plots(
     widths: list[int],
     by_seed: list[list[float]],
     noise_floor: float,
-    sample_paths: dict[str, Any],
-    models: dict[str, Any],
+    sample_paths: JSONObject,
+    models: JSONObject,
 ) -> None:
     """The discrepancy against width, sample paths, and token correlation against depth."""
     line_plot(
@@ -274,7 +275,7 @@ def _plots(
     )
 
 
-def _largest_width_rows(largest: dict[str, Any]) -> list[list[str]]:
+def _largest_width_rows(largest: JSONObject) -> list[list[str]]:
     """Each entry of Phi at the largest width: recursion / SDE mean and std, and W1."""
     rows, cols = upper_indices(TOKENS)
     entries = [f"Phi{r + 1}{c + 1}" for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]

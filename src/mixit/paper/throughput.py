@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.analysis.throughput import training_throughput
+from mixit.common.io import JSONObject
 from mixit.common.plots import bar_plot
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import claim, margin
@@ -59,7 +60,7 @@ def measures(scale: str, seeds: range, overrides: Overrides) -> list[RunConfig]:
     return list(_configs(scale, overrides).values())
 
 
-def _measure(scale: str, seeds: range, overrides: Overrides) -> dict[str, Any]:
+def _measure(scale: str, seeds: range, overrides: Overrides) -> JSONObject:
     device = auto_device().type
     configs = _configs(scale, overrides)
     seq_len, batch = configs["standard"].task.seq_len, configs["standard"].train.batch_size

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mixit.common.io import write_json, write_text
+from mixit.common.io import JSONObject, write_json, write_text
 from mixit.paper.claims import CLAIMS
 from mixit.study.experiment import (
     INCONCLUSIVE,
@@ -43,7 +43,7 @@ def record_claims(
     return claims
 
 
-def earlier_claims(out: Path, setting: Setting) -> dict[str, dict[str, Any]]:
+def earlier_claims(out: Path, setting: Setting) -> dict[str, JSONObject]:
     """The claims an earlier ``reproduce`` under the same ``setting`` wrote to
     ``OUT/claims.json``, by id. Verdicts judged at another scale, with other seeds, other
     overrides or learning rates chosen otherwise are not carried over (claims.md names one
@@ -61,7 +61,7 @@ def verdicts_by_seeds(out: Path, setting: Setting) -> dict[str, dict[str, str]]:
     return {c["id"]: dict(c.get("by_seeds", {})) for c in stored["claims"]}
 
 
-def _stored_claims(out: Path) -> dict[str, Any]:
+def _stored_claims(out: Path) -> JSONObject:
     """OUT/claims.json, or a record no setting matches when it is missing or unreadable."""
     try:
         stored = json.loads((out / "claims.json").read_text())

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from mixit.analysis.attention import attention_patterns, logit_spread, uniformity
+from mixit.common.io import JSONObject
 from mixit.common.plots import line_plot
 from mixit.config.schema import RunConfig
 from mixit.paper import table4, table6
@@ -142,7 +143,7 @@ def frozen_attention(model: torch.nn.Module, inputs: torch.Tensor) -> dict[str, 
     }
 
 
-def _attention_at_init(scale: str, seeds: range, overrides: Overrides) -> dict[str, Any]:
+def _attention_at_init(scale: str, seeds: range, overrides: Overrides) -> JSONObject:
     """{construction: [[{uniformity, logit_spread} per seed] per width]} of Frozen-QK as
     initialised, on retrieval's test sequences."""
     table: dict[str, Any] = {}
@@ -160,7 +161,7 @@ def _attention_at_init(scale: str, seeds: range, overrides: Overrides) -> dict[s
     return table
 
 
-def _attention_trained(scale: str, seeds: range, summaries: Summaries) -> dict[str, Any]:
+def _attention_trained(scale: str, seeds: range, summaries: Summaries) -> JSONObject:
     """As ``_attention_at_init``, of each trained Frozen-QK retrieval run."""
     table: dict[str, Any] = {}
     for construction in CONSTRUCTIONS:
@@ -193,7 +194,7 @@ def _width_table(
 
 
 # A question's part of the report: its markdown paragraphs and its entries of results.json.
-Section = tuple[list[str], dict[str, Any]]
+Section = tuple[list[str], JSONObject]
 
 
 def _retrieval_section(
@@ -322,7 +323,7 @@ def reporter(
             "Each question's runs at every width, nothing else changed (the budget rule of "
             "docs/width.md). " + seeds_note(seeds)
         ]
-        results: dict[str, Any] = {"widths": list(WIDTHS[scale])}
+        results: JSONObject = {"widths": list(WIDTHS[scale])}
         for question in questions:
             markdown, entries = SECTIONS[question](scale, seeds, summaries, out, overrides)
             paragraphs += markdown

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.common.io import make_dir, write_json
+from mixit.common.io import JSONObject, make_dir, write_json
 
 LAUNCHERS = ("local", "slurm", "submitit-local")
 SUBMITIT_CLUSTER = {"slurm": "slurm", "submitit-local": "local"}
@@ -161,7 +161,7 @@ class JobArray:
     def __init__(self, folder: Path, launcher: str, options: Mapping[str, Any]) -> None:
         self.folder, self.launcher, self.options = folder, launcher, dict(options)
         try:
-            self.jobs: dict[str, dict[str, Any]] = json.loads((folder / JOBS_FILE).read_text())
+            self.jobs: dict[str, JSONObject] = json.loads((folder / JOBS_FILE).read_text())
         except (OSError, ValueError):
             self.jobs = {}
 

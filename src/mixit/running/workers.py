@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from mixit.common.cores import SHARED_FROM, usable_cores
+from mixit.common.io import JSONObject
 from mixit.common.progress import Progress
 from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig
@@ -45,7 +46,7 @@ def pinned_device() -> str | None:
 
 
 def train_group_in_worker(
-    config_dicts: list[dict[str, Any]], run_dirs: list[str], threads: int | None
+    config_dicts: list[JSONObject], run_dirs: list[str], threads: int | None
 ) -> list[RunSummary | str]:
     """Train runs as members of one batched model from this process (``train_group``)."""
     if threads is not None:
@@ -57,7 +58,7 @@ def train_group_in_worker(
 
 
 def train_in_worker(
-    config_dict: dict[str, Any],
+    config_dict: JSONObject,
     run_dir: str,
     threads: int | None,
     ranks: int = 1,
@@ -78,7 +79,7 @@ def train_in_worker(
 
 
 def _train_with_torchrun(
-    config_dict: dict[str, Any], run_dir: Path, ranks: int, threads: int | None
+    config_dict: JSONObject, run_dir: Path, ranks: int, threads: int | None
 ) -> RunSummary:
     """``torchrun --standalone --nproc_per_node=RANKS -m mixit.running.rank`` on this worker's GPUs;
     its output goes to ``RUN_DIR/torchrun.log``, named in the error if the run fails."""

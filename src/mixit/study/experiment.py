@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mixit.common.io import JSONObject
 from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import LOCAL, Launch
@@ -148,7 +149,7 @@ class Claim:
     id: str
     statement: str
     rule: str
-    measured: dict[str, Any] = field(default_factory=dict)
+    measured: JSONObject = field(default_factory=dict)
     verdict: str = NOT_RUN
     # The model construction(s) of the runs behind the verdict (mixit.models.constructions).
     construction: str = ""
@@ -227,7 +228,7 @@ class Claim:
 @dataclass
 class Report:
     markdown: str
-    results: dict[str, Any]
+    results: JSONObject  # results.json
     claims: list[Claim] = field(default_factory=list)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mixit.common.io import JSONObject
 from mixit.models.variants import VARIANTS
 from mixit.study.comparison import LitmusResult
 from mixit.study.words import READINGS
@@ -104,10 +105,10 @@ class LitmusReading:
     trained: str = ""
     logit_spread_at_init: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """As compare.json's ``litmus.rows`` hold it: ``why``, ``trained`` and the logit
         spread only where they say something."""
-        written: dict[str, Any] = {
+        written: JSONObject = {
             "model": self.model,
             "difference": self.difference,
             "spread": self.spread,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mixit.common.io import JSONObject
 from mixit.config.overrides import Settings
 from mixit.study.experiment import TUNED_ON_SEEDS
 
@@ -30,7 +31,7 @@ class Setting:
     def seed_range(self) -> range:
         return range(self.first_seed, self.first_seed + self.seeds)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JSONObject:
         """The stored form, keys in the order files have always had them."""
         return {
             "scale": self.scale,

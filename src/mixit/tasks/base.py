@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from mixit.common.errors import UsageError
+from mixit.common.io import JSONObject
 from mixit.config.overrides import Settings
 from mixit.data.vocabulary import Vocabulary
 
@@ -148,7 +149,7 @@ class TaskSpec:
     # window); without it only the loss and per-token accuracy are reported.
     exact_match: bool = True
     extra_metrics: Callable[[dict[str, float], int, Any], dict[str, float]] | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
     # The metric a model that ignores its input reaches, from the run's data and task config:
     # the litmus test needs the reference clearly beyond it.
     chance: Callable[[TaskData, Any], float] = constant_answer_accuracy

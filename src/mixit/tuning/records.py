@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from mixit.common.io import JSONObject
 from mixit.config.overrides import Setting
 from mixit.tuning.rules import ValidationPoint, validation_points
 
@@ -79,7 +80,7 @@ class TuningRecord:
     init_tuned: bool | None = None
     learned: bool | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The record as the files hold it: dotted ``train.lr``, each validation point
         labelled, and only the keys set (a halving's record before the budget rule has none of
         the rule's; ``raised_from`` only where raised)."""
