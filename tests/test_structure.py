@@ -316,3 +316,25 @@ def test_every_name_of_mixit_in_the_source_exists():
 def test_a_name_that_does_not_exist_is_found_missing():
     assert resolves("mixit.models.variants.VARIANTS") and resolves("mixit.train")
     assert not resolves("mixit.spectrum.Parts") and not resolves("mixit.nowhere")
+
+
+# Records that cross modules or go to disk are typed (docs/architecture.md, "Typed records"):
+# loose dicts stay few, and entry points take keyword options past the first few.
+MAX_LOOSE_DICTS = 40
+MAX_POSITIONAL = 7
+
+
+def test_loose_dicts_stay_few():
+    loose = sum(path.read_text().count("dict[str, Any]") for path in modules().values())
+    assert loose <= MAX_LOOSE_DICTS, f"{loose} dict[str, Any] in src (at most {MAX_LOOSE_DICTS})"
+
+
+def test_no_public_function_takes_more_than_seven_positional_parameters():
+    crowded = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name[0] != "_":
+                named = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+                if len([a for a in named if a not in ("self", "cls")]) > MAX_POSITIONAL:
+                    crowded.append(f"{name}.{node.name}")
+    assert not crowded, f"public functions with more than {MAX_POSITIONAL} positional: {crowded}"

@@ -23,6 +23,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from mixit.analysis.speed import matmul_peaks
 from mixit.analysis.throughput import mixit_model, synchronize
+from mixit.common.io import JSONObject
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import flops_per_token
 from mixit.tasks import get_task
@@ -110,7 +111,7 @@ def _matmul_share(step: Any) -> float:
     return matmul / total if total else 0.0
 
 
-def preset_rows(tasks: Sequence[str] = TINY_TASKS, rounds: int = 10) -> dict[str, Any]:
+def preset_rows(tasks: Sequence[str] = TINY_TASKS, rounds: int = 10) -> JSONObject:
     """The JSON of ``mixit bench --presets``: the CPU's matmul peaks and one row per task."""
     peaks = matmul_peaks(torch.device("cpu"))
     rows: list[PresetRow] = []
@@ -136,7 +137,7 @@ def preset_rows(tasks: Sequence[str] = TINY_TASKS, rounds: int = 10) -> dict[str
     return {"device": "cpu", "peak_gflops": peaks, "rounds": rounds, "rows": rows}
 
 
-def format_presets(result: dict[str, Any]) -> str:
+def format_presets(result: JSONObject) -> str:
     """The table ``mixit bench --presets`` prints."""
     lines = [
         f"{'preset':<13} {'shape':<24} {'tokens/s':>9} {'MFU':>6} {'fwd ms':>7} {'bwd ms':>7} "

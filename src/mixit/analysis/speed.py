@@ -25,6 +25,7 @@ from mixit.analysis.throughput import (
     time_interleaved,
 )
 from mixit.common.errors import UsageError
+from mixit.common.io import JSONObject
 from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.cost.memory import check_fits
@@ -111,7 +112,7 @@ def _peak_memory_mb(step, device: torch.device) -> float | None:
 
 def _decode_rows(
     configs: Mapping[str, RunConfig], seq_len: int, batch: int, device: torch.device
-) -> list[dict[str, Any]]:
+) -> list[JSONObject]:
     rows = []
     for name, config in configs.items():
         model = mixit_model(config, seq_len, device).eval()
@@ -155,7 +156,7 @@ def synthetic_data_seconds(examples: int = 100_000) -> dict[str, float]:
 
 def _row(
     impl: str, config: RunConfig, seq_len: int, batch: int, seconds: float, peak: float
-) -> dict[str, Any]:
+) -> JSONObject:
     m = config.model
     tokens_per_s = batch * seq_len / seconds
     flops = flops_per_token(config, seq_len)
@@ -186,7 +187,7 @@ def bench(
     device: str = "auto",
     compile: bool = False,
     data: bool = False,
-) -> dict[str, Any]:
+) -> JSONObject:
     """The JSON ``mixit bench --json`` writes.
 
     Rows: ``impl`` "mixit" (the default eager path), "mixit+compile" (``train.compile``, with
@@ -196,7 +197,7 @@ def bench(
     for config in configs.values():
         check_bench_fits(config, seq_len, batch, target)
     peaks = matmul_peaks(target)
-    result: dict[str, Any] = {"device": str(target), "peak_gflops": peaks}
+    result: JSONObject = {"device": str(target), "peak_gflops": peaks}
     steps, compile_seconds = {}, {}
     for name, config in configs.items():
         steps[("mixit", name)] = mixit_step(config, seq_len, batch, target)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig
@@ -159,7 +159,21 @@ def memory_parts(
     return step_memory(config, counted(config), seq_len, scored_share, target.activation_factor)
 
 
-def predict(config: RunConfig, shape: Shape, target: Target) -> dict[str, Any]:
+class Timing(TypedDict, total=False):
+    """A run's cost: its seconds a step and whole (timed here, ``time_training``, or predicted
+    for a target), and where predicted its FLOPs and memory: in all, by part, whether it fits
+    the target and the fewest ``train.micro_batches`` with which it would (None: none)."""
+
+    step_seconds: float
+    run_seconds: float
+    flops: float
+    memory_bytes: int
+    memory_parts: dict[str, int]
+    fits: bool
+    micro_batches_to_fit: int | None
+
+
+def predict(config: RunConfig, shape: Shape, target: Target) -> Timing:
     """Seconds and memory of one run of ``config`` (filled in from its data: ``shape``) on
     ``target``."""
     precision = config.train.precision

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -154,7 +154,7 @@ def cost_check(
     progress: bool | None = False,
     overrides: Settings | None = None,
     device: str = "auto",
-) -> dict[str, Any]:
+) -> JSONObject:
     """Every distinct config of ``reproduce all`` at ``scale`` (seed 0, ``overrides`` on each)
     on ``device``: its measured step seconds and training memory against those the device's
     target (``target_of``) predicts, and the share of the device's measured matmul peak the
@@ -201,7 +201,7 @@ def _row(
     measured: Mapping[str, float],
     peaks: Mapping[str, float],
     target: Target,
-) -> dict[str, Any]:
+) -> JSONObject:
     """One config's measured step and memory beside the ``target``'s predictions."""
     step_flops = (
         filled.train.batch_size
@@ -243,7 +243,7 @@ def _device_name(device: torch.device) -> str:
     return "cpu"
 
 
-def format_cost_check(result: dict[str, Any]) -> str:
+def format_cost_check(result: JSONObject) -> str:
     """The check as a markdown table, with the spread of the ratios."""
     peaks = ", ".join(f"{name} {value:,.0f}" for name, value in result["peak_gflops"].items())
     lines = [

@@ -5,9 +5,9 @@ experiment that judges each claim the ablation covers."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from mixit.common.errors import UsageError
+from mixit.config.overrides import Setting
 from mixit.models.adapters import get_variant
 from mixit.models.constructions import construction_overrides
 from mixit.tasks import get_task
@@ -57,7 +57,7 @@ EQUATIONS = "equations"
 
 
 # The experiment that judges each claim the ablation covers.
-def flips(difference: str, task: str, model: str) -> dict[str, Any]:
+def flips(difference: str, task: str, model: str) -> dict[str, Setting]:
     """The option values ``difference`` sets for ``task`` and ``model``: the authors' values of
     its keys where the authors' construction sets them for this pair, else nothing."""
     authors = construction_overrides("authors", get_variant(model), get_task(task).authors_settings)

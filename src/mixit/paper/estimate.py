@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.config.schema import RunConfig
-from mixit.cost.predict import GIB, fewest_pieces, get_target
+from mixit.cost.predict import GIB, Timing, fewest_pieces, get_target
 from mixit.paper.ablation import plan_ablation, selection
 from mixit.paper.runner import plan_reproduction, tuning_groups
 from mixit.running.runs import run_dir_name
@@ -123,7 +123,7 @@ def _estimate(
     return result
 
 
-def memory_summary(timings: Mapping[str, Mapping[str, Any]], target: str) -> dict[str, Any]:
+def memory_summary(timings: Mapping[str, Timing], target: str) -> dict[str, Any]:
     """The target device and the largest run's memory, and the runs that do not fit."""
     device = get_target(target)
     largest = max((t["memory_bytes"] for t in timings.values()), default=0)

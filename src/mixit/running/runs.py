@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import as_completed
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
 
@@ -27,7 +27,7 @@ from mixit.common.digest import files_digest
 from mixit.common.errors import RunsFailed, TrainingDiverged
 from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
-from mixit.cost.predict import get_target, predict, shapes
+from mixit.cost.predict import Timing, get_target, predict, shapes
 from mixit.models.build import arch_files
 from mixit.running.launchers import LOCAL, JobArray, Launch
 from mixit.running.workers import (
@@ -298,12 +298,12 @@ def list_schedule(seconds: Sequence[float], jobs: int) -> float:
 
 def pending_timings(
     configs: Mapping[Key, RunConfig], runs_dir: Path | None, jobs: int = 1, progress: bool = False
-) -> dict[str, dict[str, float]]:
+) -> dict[str, Timing]:
     """``time_training``'s figures for each run not finished in ``runs_dir`` (all of them when
     None), by run directory name, timed at the threads a worker of ``jobs`` gets. Seeds share
     a config's timing: their steps cost the same."""
     pending = unfinished(configs, runs_dir)
-    by_shape: dict[str, dict[str, float]] = {}
+    by_shape: dict[str, Timing] = {}
     timings = {}
     threads = torch.get_num_threads()
     torch.set_num_threads(worker_threads(jobs))
@@ -321,7 +321,7 @@ def pending_timings(
 
 def predicted_timings(
     configs: Mapping[Key, RunConfig], runs_dir: Path | None, target: str
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Timing]:
     """``mixit.cost.predict.predict``'s seconds and memory on ``target`` for each run not finished
     in ``runs_dir`` (all of them when None), by run directory name: nothing is timed here."""
     device = get_target(target)

@@ -14,9 +14,9 @@ from typing import Any
 from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
 from mixit.common.io import read_json
-from mixit.config.overrides import Settings, with_settings
+from mixit.config.overrides import Setting, Settings, with_settings
 from mixit.config.schema import RunConfig, TrainConfig
-from mixit.cost.predict import fewest_pieces, get_target
+from mixit.cost.predict import Timing, fewest_pieces, get_target
 from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
 from mixit.running.workers import (
     parallel_jobs,
@@ -48,7 +48,7 @@ def earliest_stop(train: TrainConfig) -> int:
     return min(first, train.steps)
 
 
-def finished_tuning(plan: Comparison) -> dict[str, dict[str, Any]]:
+def finished_tuning(plan: Comparison) -> dict[str, dict[str, Setting]]:
     """Each model's tuned overrides from ``plan.out/tuning.json``, for the models whose record
     there is this plan's: the halving's winning run it names is the run that the plan's
     config, at the record's choice and its own budget, would be (``candidate_config``'s
@@ -82,7 +82,7 @@ def plan_timings(
     target: str | None,
     jobs: int,
     progress: bool | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Timing]:
     """The one estimator every command prices its plan with: each pending run (by run
     directory name) timed for a few steps here at the threads one of ``jobs`` workers gets
     (``pending_timings``), or, with ``target``, predicted for that device with its memory

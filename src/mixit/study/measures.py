@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.io import write_json
+from mixit.config.overrides import Setting
 from mixit.study.experiment import Overrides, Run, Summaries
 
 
@@ -72,7 +73,7 @@ def seeds_note(seeds: range) -> str:
     return f"Mean ± standard deviation over {seeds_text(seeds)}."
 
 
-def measured_overrides(overrides: Overrides) -> dict[str, Any]:
+def measured_overrides(overrides: Overrides) -> dict[str, Setting]:
     """The overrides a measurement of models takes: the ``model.*`` keys (the construction
     among them) and the ``train.*`` keys (precision, compilation). The ``task.*`` keys name
     settings of the tasks the runs train, and a measurement's data is its own."""

@@ -14,7 +14,6 @@ import csv
 import statistics
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
 
 from mixit.config.schema import RunConfig
 from mixit.running.runs import run_dir_name
@@ -22,6 +21,7 @@ from mixit.study.experiment import Experiment, Headline, Run, Summaries
 from mixit.study.litmus import DEFAULT_TOLERANCE, NO_CEILING, short_of_chance
 from mixit.study.results import read_results_csv
 from mixit.tasks import get_task
+from mixit.training.rundir import RunSummary
 from mixit.tuning.rules import rising_at_end
 
 
@@ -73,7 +73,7 @@ def unlearned_references(
 
 def recorded_summaries(
     out: Path, configs: Mapping[Run, RunConfig], summaries: Summaries
-) -> dict[Run, dict[str, Any]]:
+) -> dict[Run, RunSummary]:
     """``summaries``, and for each planned run without one the row ``OUT/results.csv`` keeps
     of it (its headline metric and chance), found by its run directory's name, which hashes
     its resolved config."""
@@ -81,7 +81,7 @@ def recorded_summaries(
         rows = {Path(row["run_dir"]).name: row for row in read_results_csv(out / "results.csv")}
     except (OSError, KeyError, csv.Error):
         rows = {}
-    recorded: dict[Run, dict[str, Any]] = {}
+    recorded: dict[Run, RunSummary] = {}
     for run, config in configs.items():
         row = rows.get(run_dir_name(config))
         if run in summaries:

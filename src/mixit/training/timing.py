@@ -6,6 +6,7 @@ import math
 import time
 
 from mixit.config.schema import RunConfig
+from mixit.cost.predict import Timing
 from mixit.tasks import get_task
 from mixit.training.resolve import stored_config
 from mixit.training.train import setup
@@ -13,7 +14,7 @@ from mixit.training.train import setup
 
 def time_training(
     config: RunConfig, steps: int = 5, warmup: int = 1, budget_seconds: float = 10.0
-) -> dict[str, float]:
+) -> Timing:
     """What a run would cost on this machine, measured without training it.
 
     Seconds to build the run's data, per training step (the mean over up to ``steps`` steps

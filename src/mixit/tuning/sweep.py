@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import RunsFailed, RunsPending, UsageError
-from mixit.common.io import make_dir, read_json
-from mixit.config.overrides import Settings
+from mixit.common.io import JSONObject, make_dir, read_json
+from mixit.config.overrides import Setting, Settings
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import LOCAL, Launch
 from mixit.running.runs import train_missing
@@ -107,7 +107,7 @@ def open_study(spec: Mapping[str, Any]) -> Any:
     )
 
 
-def grid_points(values: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
+def grid_points(values: Mapping[str, list[Setting]]) -> list[dict[str, Setting]]:
     """Every point of the grid, in the grid's order: ``{dotted.key: value}``."""
     return [dict(zip(values, point, strict=True)) for point in itertools.product(*values.values())]
 
@@ -177,7 +177,7 @@ def _settled(study: Any) -> set[str]:
 def _record(
     study: Any,
     values: Mapping[str, list[Any]],
-    points: list[dict[str, Any]],
+    points: list[dict[str, Setting]],
     summaries: Mapping[int, Mapping[str, Any]],
     diverged: list[int],
     metric: str,
@@ -222,7 +222,7 @@ def trial_rows(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["value"] if lower else -r["value"])
 
 
-def best_configs(storage: str) -> list[dict[str, Any]]:
+def best_configs(storage: str) -> list[JSONObject]:
     """The best trial of every study in ``storage``: task, model, preset, value, overrides."""
     import optuna
 
@@ -255,7 +255,7 @@ def _split_name(name: str) -> tuple[str, str, str]:
     raise UsageError(f"study '{name}' is not a mixit sweep study (TASK-MODEL-PRESET)")
 
 
-def read_best(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
+def read_best(path: str | Path) -> dict[tuple[str, str], JSONObject]:
     """``{(task, model): overrides}`` from a ``best.json`` written by ``mixit sweep --best``."""
     expected = f"--tuned {path}: expected the best.json that `mixit sweep --best` writes"
     rows = read_json(path, f"--tuned {path}")
