@@ -7,6 +7,7 @@ evaluation), ``model.safetensors`` (weights and MixiT's fixed matrices) and, las
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -70,6 +71,11 @@ class Training:
     # the rule, if any, reads the run's own evaluation (a validation run's).
     stop_split: TaskData | None = None
 
+    @functools.cached_property
+    def spec(self) -> TaskSpec:
+        """The task the run trains on, looked up once for the whole run."""
+        return get_task(self.config.task_name)
+
     def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The next sampled training batch, this rank's slice of it: (B / world, T) each."""
         return sample_batch(self.inputs, self.targets, self.batches, self.config, self.ranks)
@@ -86,7 +92,7 @@ class Training:
         with mixed_precision(self.device, self.config):
             metrics = evaluate_run(self.model, self.data, self.config)
             if self.stop_split is not None:
-                headline = get_task(self.config.task_name).metric
+                headline = self.spec.metric
                 stop = evaluate_run(self.model, self.stop_split, self.config)
                 metrics[STOP_METRIC] = stop[headline]
         return metrics
@@ -228,7 +234,7 @@ class RunLoop:
     def begin(
         cls, training: Training, schedule: Any, progress: RunProgress, writer: RunWriter
     ) -> RunLoop:
-        spec = get_task(training.config.task_name)
+        spec = training.spec
         kept = ("step", "running_loss", "metrics", "train_seconds")
         state = {key: progress[key] for key in kept} | {"stopped": progress.get("stopped")}
         rule = StopRule.of(training.config, spec, progress)
@@ -263,7 +269,7 @@ class RunLoop:
 
     def _evaluate(self, grad_norm: float | torch.Tensor, bar: tqdm) -> None:
         """Evaluate, log the record and read the stop rule; the clock stops meanwhile."""
-        state, metric = self.progress, get_task(self.training.config.task_name).metric
+        state, metric = self.progress, self.training.spec.metric
         state["train_seconds"] += time.perf_counter() - self.start
         state["metrics"] = metrics = self.training.evaluate()
         record = {"step": state["step"], "lr": self.schedule.get_last_lr()[0]}
@@ -334,7 +340,7 @@ def run_summary(
         "device": str(training.device),
         "tokens_per_second": training.tokens(steps_run) / train_seconds,
         "metrics": dict(metrics),
-        "chance": get_task(config.task_name).chance(data, config.task),
+        "chance": training.spec.chance(data, config.task),
     }
 
 
