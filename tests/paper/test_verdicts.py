@@ -382,3 +382,12 @@ def test_no_train_writes_what_it_found_or_nothing(
     error = capsys.readouterr().err
     assert damage is None or (fragment in error and "results.json" in error)
     assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+
+
+def test_a_claim_is_written_and_read_back_whole():
+    from mixit.study.experiment import Claim
+
+    claim = Claim("C1", "statement", "rule", {"gap": 0.5}, "reproduced", by_seeds={"0-2": "x"})
+    assert Claim.from_json(json.loads(json.dumps(claim.to_json()))) == claim
+    with pytest.raises(TypeError):
+        Claim.from_json({**claim.to_json(), "not_a_field": 1})

@@ -1,6 +1,7 @@
 """A tuning record as the files hold it: written in one key order, and read back whole, from
 this version's files and from the lists of validation points written before."""
 
+import dataclasses
 import json
 
 from mixit.tuning.records import KEYS, TuningRecord
@@ -23,13 +24,8 @@ def test_a_halving_record_holds_no_budget_rule_keys_until_the_rule_fills_them():
 
 
 def test_a_tuned_record_is_written_in_the_files_order_and_read_back_whole():
-    tuned = TuningRecord(**{**vars(HALVED), "steps": 16, "budgets": [{"steps": 16}], "seed": 1000})
-    tuned.overrides, tuned.capped, tuned.init_tuned, tuned.learned = (
-        {"train.lr": 0.003},
-        False,
-        False,
-        True,
-    )
+    rule = {"steps": 16, "budgets": [{"steps": 16}], "seed": 1000, "overrides": {"train.lr": 0.003}}
+    tuned = dataclasses.replace(HALVED, **rule, capped=False, init_tuned=False, learned=True)
     written = tuned.to_json()
     assert list(written) == [key for key in KEYS if key != "raised_from"]
     assert written["validation"][0] == {"lr": 0.001, "init": None, "score": 0.5, "steps": 8}

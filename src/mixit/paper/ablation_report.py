@@ -138,7 +138,7 @@ def annotate_claims(out: Path) -> None:
     the ablation now says each verdict turns on."""
     try:
         stored = json.loads((out / "claims.json").read_text())
-        claims = [Claim(**claim) for claim in stored.pop("claims")]
+        claims = [Claim.from_json(claim) for claim in stored.pop("claims")]
         setting = Setting.from_record(stored)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return

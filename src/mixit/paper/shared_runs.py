@@ -49,7 +49,7 @@ def mark_same_runs(results: Path) -> dict[str, dict[str, str]]:
     marked: dict[str, dict[str, str]] = {}
     for output in outputs:
         stored = json.loads((output / CLAIMS_FILE).read_text())
-        claims = [Claim(**claim) for claim in stored["claims"]]
+        claims = [Claim.from_json(claim) for claim in stored["claims"]]
         before = [claim.same_runs_as for claim in claims]
         for claim in claims:
             claim.same_runs_as = first_with_same_runs(output, claim, outputs)

@@ -86,7 +86,7 @@ def merge_claims(out: Path, judged: Sequence[Claim], setting: Setting) -> list[C
                 new[claim.id].same_runs_as = kept.get("same_runs_as", "")
             merged.append(new[claim.id])
         elif claim.id in earlier:
-            merged.append(Claim(**earlier[claim.id]))
+            merged.append(Claim.from_json(earlier[claim.id]))
         else:
             merged.append(Claim(claim.id, claim.statement, claim.rule, {}, NOT_RUN))
     return merged
@@ -290,5 +290,5 @@ def write_claims(
     ``ablation_report.dependence``)."""
     for claim in claims:
         claim.ablation = ablation_notes.get(claim.id, "")
-    write_json(out / "claims.json", {**setting.record(), "claims": [vars(c) for c in claims]})
+    write_json(out / "claims.json", {**setting.record(), "claims": [c.to_json() for c in claims]})
     write_text(out / "claims.md", claims_markdown(claims, setting))

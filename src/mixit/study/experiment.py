@@ -181,6 +181,15 @@ class Claim:
     # Another committed output whose claim read the same runs ("results/X"; runs.same_runs).
     same_runs_as: str = ""
 
+    def to_json(self) -> JSONObject:
+        """The claim as claims.json holds it: every field, by its name."""
+        return dict(vars(self))
+
+    @classmethod
+    def from_json(cls, stored: Mapping[str, Any]) -> Claim:
+        """A claim as claims.json holds it; a key it does not have is a TypeError."""
+        return cls(**stored)
+
     def judge(self, holds: bool | None, measured: Mapping[str, Any]) -> Claim:
         self.measured = dict(measured)
         self.verdict = {True: REPRODUCED, False: NOT_REPRODUCED, None: INCONCLUSIVE}[holds]
