@@ -34,6 +34,7 @@ def house_rules() -> ModuleType:
     return module
 
 
+@cache
 def layer_floors() -> tuple[dict[str, set[str]], dict[str, int]]:
     """Each layer's imports of other layers, and its floor (1 + the highest floor it imports)."""
     rules = house_rules()

@@ -24,7 +24,7 @@ from mixit.paper.shared_runs import mark_same_runs
 from mixit.running.archive import ARCHIVE, pack, restore
 from mixit.running.records import RUNS, Kept, record_folders, save, save_suite
 from mixit.running.renames import renames
-from mixit.study.publish import PublishError, publish
+from mixit.study.publish import publish
 
 
 def add(commands: Any) -> None:
@@ -131,10 +131,7 @@ def run_publish(args: argparse.Namespace) -> int:
         return 0
     if args.destination is None:
         raise UsageError("name the destination folder under results/")
-    try:
-        costs = publish(args.source, args.destination, tuple(args.exclude))
-    except PublishError as error:
-        raise UsageError(str(error)) from None
+    costs = publish(args.source, args.destination, tuple(args.exclude))
     print(f"copied {args.source} to {args.destination} (without {RUNS}/)")
     print(json.dumps(costs, indent=2))
     marked = mark_same_runs(args.destination.parent)

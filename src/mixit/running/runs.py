@@ -96,7 +96,7 @@ def train_missing(
         name = run_dir_name(config)
         run_dir = runs_dir / name
         # A run halted at its train.halt_at (the tuning's rungs) is as good as finished there.
-        summary = RunDir(run_dir, config).finished() or RunDir(run_dir, config).halted()
+        summary = RunDir(run_dir, config).ended()
         if summary is not None:
             summaries[run] = {**summary, "run_dir": str(run_dir)}
         else:
@@ -272,8 +272,7 @@ def _submit_missing(
     unfinished = [
         name
         for name, (config, _) in todo.items()
-        if RunDir(runs_dir / name, config).finished() is None
-        and RunDir(runs_dir / name, config).halted() is None
+        if RunDir(runs_dir / name, config).ended() is None
     ]
     if unfinished:
         raise RunsFailed("\n".join(array.failure_lines(unfinished)))

@@ -174,7 +174,7 @@ def run_study(study: Study) -> ComparisonResult:
     tune = settings_to_tune(study.tune, study.overrides)
     auto, seed, out = study.seeds == AUTO, study.seed, study.out
     count, most = AUTO_SEEDS if auto else (int(study.seeds), int(study.seeds))
-    models = study.models or tuple(VARIANTS)
+    models = study.spectrum
     setting = {"task": study.task, "preset": study.preset, "overrides": dict(study.overrides)}
     if not auto:
         setting["seeds"] = list(range(seed, seed + int(study.seeds)))

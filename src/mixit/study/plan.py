@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.config.overrides import Settings
+from mixit.models.variants import VARIANTS
 from mixit.running.launchers import LOCAL, Launch
 
 
@@ -64,6 +65,11 @@ class Study:
         """The one task of a study of one task (a comparison)."""
         (task,) = self.tasks
         return task
+
+    @property
+    def spectrum(self) -> tuple[str, ...]:
+        """The models it trains: those named, or every variant."""
+        return self.models or tuple(VARIANTS)
 
     def on(self, task: str, out: Path, overrides: Settings | None = None) -> Study:
         """The same study of ``task`` alone into ``out``, with ``overrides`` in place of its

@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypedDict
 
+from mixit.common.errors import UsageError
 from mixit.common.io import write_folder_atomic
+from mixit.running.records import RUNS
 
-RUNS = "runs"
 MARKERS = ("results.csv", "claims.json", "timing.json", "axis.json")
 
 
@@ -31,10 +32,6 @@ class RunCosts(TypedDict):
     train_seconds: float
     first_written: str | None
     last_written: str | None
-
-
-class PublishError(Exception):
-    """The source or destination the user named cannot be used."""
 
 
 def run_costs(source: Path) -> RunCosts:
@@ -64,12 +61,12 @@ def publish(source: Path, destination: Path, exclude: tuple[str, ...] = ()) -> R
     top-level names in ``exclude``; return ``run_costs(source)``."""
     if not source.is_dir() or not any((source / marker).exists() for marker in MARKERS):
         markers = ", ".join(MARKERS)
-        raise PublishError(f"{source} is not an output folder (it has none of {markers})")
+        raise UsageError(f"{source} is not an output folder (it has none of {markers})")
     if destination.exists():
-        raise PublishError(f"{destination} exists; remove it or name a new folder")
+        raise UsageError(f"{destination} exists; remove it or name a new folder")
     for path in source.rglob("*"):
         if path.is_symlink() and RUNS not in path.relative_to(source).parts[:1]:
-            raise PublishError(f"{path} is a link; an output is published from plain files only")
+            raise UsageError(f"{path} is a link; an output is published from plain files only")
     destination.parent.mkdir(parents=True, exist_ok=True)
     skipped = {RUNS, *exclude}
 

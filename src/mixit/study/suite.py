@@ -20,7 +20,6 @@ from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, read_json, write_json, write_text
 from mixit.common.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.config.overrides import Settings
-from mixit.models.variants import VARIANTS
 from mixit.running.launchers import Launch
 from mixit.study.beside import beside_rows, beside_section
 from mixit.study.compare import comparison_of, raised_budget, run_study, seeds_auto_text
@@ -95,7 +94,7 @@ def suite(
         remedy = "give --beside a folder an earlier `mixit suite` wrote"
         earlier = (Path(beside), finished_tasks(Path(beside), tasks, remedy))
     if not report_only:  # every task's configs, so that bad input leaves no folder behind
-        models_of, first = study.models or tuple(VARIANTS), range(seed, seed + 1)
+        models_of, first = study.spectrum, range(seed, seed + 1)
         for task in tasks:
             comparison_of(study.on(task, study.out / task), models_of, first).configs()
     out = make_dir(study.out)

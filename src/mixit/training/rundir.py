@@ -128,6 +128,11 @@ class RunDir:
         progress = {"step": halt_at, "train_seconds": record.get("train_seconds", 0.0)}
         return halted_summary(self.config, progress | {"metrics": evaluation_in(record)})
 
+    def ended(self) -> RunSummary | None:
+        """What a plan reuses instead of training the run again: its summary when finished,
+        what it returned when halted at its rung; None when it is still to train."""
+        return self.finished() or self.halted()
+
     def cut_off(self) -> bool:
         """Whether it stopped before its end with nothing to show for it: no summary, and not
         halted at its rung (where its evaluation stands for it)."""
