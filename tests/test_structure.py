@@ -338,3 +338,17 @@ def test_no_public_function_takes_more_than_seven_positional_parameters():
                 if len([a for a in named if a not in ("self", "cls")]) > MAX_POSITIONAL:
                     crowded.append(f"{name}.{node.name}")
     assert not crowded, f"public functions with more than {MAX_POSITIONAL} positional: {crowded}"
+
+
+# What a reader meets first stays short, and results/ keeps what the docs quote (the rest is
+# packed: ``mixit records pack --figures``, docs/outputs.md).
+ROOT = SOURCE.parent
+MAX_README_LINES = 200
+MAX_RESULT_FILES = 800
+
+
+def test_the_readme_and_results_keep_to_their_size():
+    readme = len((ROOT / "README.md").read_text().splitlines())
+    assert readme <= MAX_README_LINES, f"README.md has {readme} lines"
+    kept = sum(path.is_file() for path in (ROOT / "results").rglob("*"))
+    assert kept <= MAX_RESULT_FILES, f"results/ holds {kept} files (at most {MAX_RESULT_FILES})"

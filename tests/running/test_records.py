@@ -282,6 +282,32 @@ def test_packing_again_keeps_the_archived_files_the_folders_do_not_hold(tmp_path
     assert sum(name.startswith("retrieval/runs/") for name in names) == 3
 
 
+def test_pack_figures_keeps_the_figures_a_report_shows_and_restore_gives_the_rest_back(
+    tmp_path, trained_suite
+):
+    kept = _kept_suite(tmp_path, trained_suite)
+    table = kept / "table1"
+    table.mkdir()
+    (table / "report.md").write_text("![k-hop](khop.png)\n")
+    (kept / "ablation" / "sink").mkdir(parents=True)
+    for name in ("table1/khop.png", "table1/khop.pdf", "ablation/sink/khop.png", "draft.pdf"):
+        (kept / name).write_bytes(name.encode())
+    before = _files(kept)
+    assert main(["records", "pack", "--figures", str(kept)]) == 0
+    assert sorted(_files(kept)) == [
+        "draft.pdf",  # no PNG beside it: not a copy of a figure shown
+        "records.tar.gz",
+        "retrieval/compare.json",
+        "table1/khop.png",
+        "table1/report.md",
+    ]
+    again = tmp_path / "again"
+    assert main(["records", "restore", str(kept), str(again)]) == 0
+    assert _files(again) == before
+    # nothing left to pack: the figure beside its report stays
+    assert main(["records", "pack", "--figures", str(kept)]) == 2
+
+
 @pytest.mark.parametrize("bad", ["../outside.json", "/etc/passwd"])
 def test_an_archive_naming_a_path_outside_its_folder_is_refused(tmp_path, capsys, bad):
     kept = tmp_path / "kept"

@@ -17,18 +17,28 @@ from mixit.study.results import read_results_csv
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "results"
-# Where a reproduction's verdicts under the rules it was first judged by are kept, beside the
-# claims.json that `reproduce --no-train` wrote under the current rules.
-OLD_RULES = "claims-old-rules.json"
-# The verdicts before the rule that a claim whose reference did not learn gets none.
-BEFORE_NO_REFERENCE = "claims-before-no-reference.json"
-# Where an output judged again under the reading rules of 2026-12-01 keeps its verdicts before them.
-BEFORE_READING_RULES = "claims-before-reading-rules.json"
+# Where a reproduction keeps its earlier verdicts, beside the claims.json that
+# `reproduce --no-train` wrote under the current rules: one claims.json each, by the rule
+# change that judged the output again.
+EARLIER = "claims-earlier.json"
+# Under the rules the output was first judged by.
+OLD_RULES = "old-rules"
+# Before the rule that a claim whose reference did not learn gets no verdict.
+BEFORE_NO_REFERENCE = "before-no-reference"
+# Before the reading rules of 2026-12-01.
+BEFORE_READING_RULES = "before-reading-rules"
 CLAIM_IDS = [f"C{i}" for i in range(1, 13)]
 
 
 def _json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
+
+
+def earlier(output: Path, rules: str) -> dict[str, Any] | None:
+    """``output``'s claims.json as it was before ``rules`` (a key of ``EARLIER``); None where
+    it was never judged again under them."""
+    path = output / EARLIER
+    return _json(path).get(rules) if path.is_file() else None
 
 
 @functools.cache

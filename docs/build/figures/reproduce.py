@@ -25,6 +25,7 @@ from figures.common import (
     _training,
     _verdicts,
     _whole_reproductions,
+    earlier,
 )
 from mixit.paper.verdicts import format_measurements
 from mixit.study.compare import format_table
@@ -89,9 +90,9 @@ def rejudged() -> str:
     short = {"reproduced": "yes", "not reproduced": "no", NO_REFERENCE: "no ref", NOT_RUN: ""}
     short[INCONCLUSIVE] = "inconcl."
     for out in _outputs():
-        if not (out / OLD_RULES).is_file():
+        if (first := earlier(out, OLD_RULES)) is None:
             continue
-        old, new = _verdicts(_json(out / OLD_RULES)), _verdicts(_json(out / "claims.json"))
+        old, new = _verdicts(first), _verdicts(_json(out / "claims.json"))
         cells = []
         for claim in CLAIM_IDS:
             before, after = short[old.get(claim, NOT_RUN)], short[new.get(claim, NOT_RUN)]
@@ -105,9 +106,9 @@ def rejudged_changes() -> str:
     measured before and now."""
     lines = []
     for out in _outputs():
-        if not (out / OLD_RULES).is_file():
+        if (first := earlier(out, OLD_RULES)) is None:
             continue
-        old = {c["id"]: c for c in _json(out / OLD_RULES)["claims"]}
+        old = {c["id"]: c for c in first["claims"]}
         for claim in _json(out / "claims.json")["claims"]:
             before = old.get(claim["id"], {"verdict": NOT_RUN, "measured": {}})
             if before["verdict"] == claim["verdict"]:
@@ -128,13 +129,13 @@ def no_reference_changes() -> str:
     again under it (their verdicts before it kept in ``BEFORE_NO_REFERENCE``), with why."""
     rows = ["| output | claim | before | now | why |", "|---|---|---|---|---|"]
     for out in _outputs():
-        if not (out / BEFORE_NO_REFERENCE).is_file():
+        if (first := earlier(out, BEFORE_NO_REFERENCE)) is None:
             continue
-        before = _verdicts(_json(out / BEFORE_NO_REFERENCE))
+        before = _verdicts(first)
         # The judgement under the no-reference rule: claims.json, unless a later rule judged
-        # the output again (its verdicts before that kept in BEFORE_READING_RULES).
-        later = out / BEFORE_READING_RULES
-        for claim in _json(later if later.is_file() else out / "claims.json")["claims"]:
+        # the output again (its verdicts before that kept under BEFORE_READING_RULES).
+        later = earlier(out, BEFORE_READING_RULES) or _json(out / "claims.json")
+        for claim in later["claims"]:
             if before.get(claim["id"], NOT_RUN) == claim["verdict"]:
                 continue
             why = "; ".join(claim.get("no_reference", [])) or "-"
@@ -142,7 +143,7 @@ def no_reference_changes() -> str:
                 f"| `{out.name}` | {claim['id']} | {before.get(claim['id'], NOT_RUN)} | "
                 f"{claim['verdict']} | {why} |"
             )
-    checked = sum((out / BEFORE_NO_REFERENCE).is_file() for out in _outputs())
+    checked = sum(earlier(out, BEFORE_NO_REFERENCE) is not None for out in _outputs())
     changed = len(rows) - 2
     return "\n".join(rows) + f"\n\n{checked} outputs judged again, {changed} verdicts changed."
 
@@ -151,9 +152,9 @@ def reading_rules_changes() -> str:
     """docs/reproduce.md: each verdict the reading rules of 2026-12-01 changed, in the outputs
     judged again under them (their verdicts before kept in ``BEFORE_READING_RULES``), with why."""
     rows = ["| output | claim | before | now | why |", "|---|---|---|---|---|"]
-    judged = [out for out in _outputs() if (out / BEFORE_READING_RULES).is_file()]
+    judged = [out for out in _outputs() if earlier(out, BEFORE_READING_RULES) is not None]
     for out in judged:
-        before = _verdicts(_json(out / BEFORE_READING_RULES))
+        before = _verdicts(earlier(out, BEFORE_READING_RULES))
         claims = _json(out / "claims.json")
         for claim in claims["claims"]:
             if before.get(claim["id"], NOT_RUN) == claim["verdict"]:

@@ -4,6 +4,7 @@ publish an output into results/ without its runs, and give old runs today's name
     mixit records keep runs/width-depth-tuned results/width-depth-tuned
     mixit records keep --suite --resumable runs/suite-llama-rules results/suite-llama-rules
     mixit records pack results/suite-llama-rules
+    mixit records pack --figures results/tiny-rules-seed0
     mixit records restore results/suite-llama-rules runs/suite-llama-rules
     mixit records publish runs/presets-tiny-200 results/tiny-tuned-seed200
     mixit records rename runs/axis-lookup --apply
@@ -21,7 +22,7 @@ from typing import Any
 from mixit.cli.options import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.paper.shared_runs import mark_same_runs
-from mixit.running.archive import ARCHIVE, pack, restore
+from mixit.running.archive import ARCHIVE, pack, restore, unshown_figures
 from mixit.running.records import RUNS, Kept, record_folders, save, save_suite
 from mixit.running.renames import renames
 from mixit.study.publish import publish
@@ -51,6 +52,12 @@ def add(commands: Any) -> None:
     keep.set_defaults(run=run_keep)
     packing = actions.add_parser("pack", help=f"OUTPUT's runs/ folders into one {ARCHIVE}")
     packing.add_argument("output", type=Path, help="a folder of kept records")
+    packing.add_argument(
+        "--figures",
+        action="store_true",
+        help="pack as well the figures no report stands beside (each PDF beside its PNG, and "
+        "each PNG in a folder without a Markdown file); restore brings them back",
+    )
     packing.set_defaults(run=run_pack)
     back = actions.add_parser("restore", help="copy kept records (DEST) back into OUT")
     back.add_argument("kept", type=Path, help="the folder the records were kept in")
@@ -108,9 +115,12 @@ def run_keep(args: argparse.Namespace) -> int:
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    if not record_folders(args.output):
-        raise UsageError(f"{args.output} has no {RUNS}/ folder to pack")
-    count = pack(args.output)
+    if not args.output.is_dir():
+        raise UsageError(f"{args.output} is not a folder")
+    if not record_folders(args.output) and not (args.figures and unshown_figures(args.output)):
+        lacking = " and no figure to pack" if args.figures else ""
+        raise UsageError(f"{args.output} has no {RUNS}/ folder to pack{lacking}")
+    count = pack(args.output, figures=args.figures)
     print(f"packed {count} files into {args.output / ARCHIVE}")
     return 0
 

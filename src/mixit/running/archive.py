@@ -2,6 +2,11 @@
 keeps them (thousands of small files become one; the same files always give the same bytes),
 and the way back: ``restore`` copies every kept file, and every file of the archive, to the
 same place under an output where it lacks it (a file the output has is at least as far along).
+
+With ``figures``, the archive also takes the figures no report stands beside: each PDF that
+has its PNG beside it (the vector copy, for a paper) and each PNG in a folder that holds no
+report (no Markdown file). A reader of the committed output sees every figure beside its
+reports; ``restore`` brings the rest back, as ``--no-train`` would write them.
 """
 
 from __future__ import annotations
@@ -100,19 +105,38 @@ def _superseded(name: str, contents: dict[str, bytes], output: Path) -> bool:
     return (output / run / "config.json").is_file() and not cut_off(output / run)
 
 
-def pack(output: Path) -> int:
+def unshown_figures(output: Path) -> list[Path]:
+    """The figures of OUTPUT (outside its runs/ folders) that no report stands beside: each
+    PDF with its PNG beside it, and each PNG in a folder without a Markdown file."""
+    folders = record_folders(output)
+    return [
+        path
+        for path in sorted(output.rglob("*"))
+        if path.is_file()
+        and not any(path.is_relative_to(folder) for folder in folders)
+        and (
+            (path.suffix == ".pdf" and path.with_suffix(".png").is_file())
+            or (path.suffix == ".png" and not any(path.parent.glob("*.md")))
+        )
+    ]
+
+
+def pack(output: Path, *, figures: bool = False) -> int:
     """OUTPUT's runs/ folders as one archive, ``OUTPUT/records.tar.gz``, with the files of an
-    archive already there that the folders do not hold; the folders go once it is in place
-    (written under a temporary name, then renamed). Sorted, with no times or owners, so the
-    same files give the same bytes. The files it holds."""
+    archive already there that the folders do not hold, and with ``figures`` its
+    ``unshown_figures``; the folders and figures go once it is in place (written under a
+    temporary name, then renamed). Sorted, with no times or owners, so the same files give the
+    same bytes. The files it holds."""
     folders = record_folders(output)
     for folder in folders:
         refuse_links(folder)
+    if figures:
+        refuse_links(output)
+    moved = unshown_figures(output) if figures else []
     contents = dict(archived_files(output))
-    for folder in folders:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                contents[str(path.relative_to(output))] = path.read_bytes()
+    for path in [p for folder in folders for p in sorted(folder.rglob("*"))] + moved:
+        if path.is_file():
+            contents[str(path.relative_to(output))] = path.read_bytes()
     contents = {n: d for n, d in contents.items() if not _superseded(n, contents, output)}
 
     def write(tmp: Path) -> None:
@@ -129,4 +153,6 @@ def pack(output: Path) -> int:
     write_atomic(output / ARCHIVE, write)
     for folder in folders:
         shutil.rmtree(folder)
+    for path in moved:
+        path.unlink()
     return len(contents)
