@@ -12,6 +12,7 @@ from mixit.study.litmus import (
     DOES_NOT_DISCRIMINATE,
     STRADDLES,
     litmus,
+    litmus_lines,
     reading,
     reference_problems,
 )
@@ -109,11 +110,30 @@ def test_a_variant_capped_while_rising_is_inconclusive_never_short():
     result["rows"][1]["rising"] = [False, False]
     (mixit,) = litmus(result, 0.02)
     assert mixit.matches is False and "4,000 steps, converged" in mixit.trained
-    # A reference cut off while rising leaves a shortfall, and even a match, inconclusive.
+    # A reference cut off while rising leaves a match inconclusive (it may pull away)...
     result["tuned"]["standard"] = capped
-    assert litmus(result, 0.02)[0].matches is None
     result["rows"][1]["values"] = [0.95, 0.96]
-    assert litmus(result, 0.02)[0].matches is None
+    (mixit,) = litmus(result, 0.02)
+    assert mixit.matches is None and "the reference reached the budget cap" in mixit.why
+    assert "may pull away" in mixit.why
+
+
+def test_a_converged_variant_short_of_a_rising_reference_falls_short_and_says_so():
+    """A flat variant at chance against a reference still rising: the gap can only widen."""
+    result = _result(standard=[0.90, 0.91, 0.93], mixit=[0.25, 0.24, 0.26])
+    result["rows"][0]["rising"] = [True, True, False]
+    result["rows"][1]["rising"] = [False, False, False]
+    (mixit,) = litmus(result, 0.02)
+    assert mixit.matches is False
+    rising = "the reference was still rising at its budget's end (seed 0, 1)"
+    assert mixit.reference_rising == rising
+    assert mixit.to_json()["reference_rising"] == mixit.reference_rising
+    shown = litmus_lines({**result, "litmus": {"tolerance": 0.02, "rows": [mixit.to_json()]}})
+    assert any("so the gap can only widen" in line for line in shown)
+    # The variant still rising on one seed: it may catch up, so no verdict.
+    result["rows"][1]["rising"] = [False, True, False]
+    (mixit,) = litmus(result, 0.02)
+    assert mixit.matches is None and "mixit was still rising" in mixit.why
 
 
 def test_a_task_the_random_transformer_solves_does_not_discriminate():

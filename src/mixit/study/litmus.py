@@ -4,11 +4,16 @@ model on a task, from every seed, or why the standard model cannot be the refere
 Three readings (docs/reproduce.md, "Reading rules"): ``matches``, ``falls short`` and
 ``inconclusive``. A variant falls short only when every seed, and the 95 % interval of the
 paired differences, is beyond the tolerance, and it was trained to the end: not cut off still
-rising (``capped`` in its tuning record, or a verdict seed still rising at its budget's end),
-against a reference that was not cut off either. A metric with no ceiling (log perplexity) is
-read at the one budget every model trained instead, and is inconclusive only when the order of
-the variant and the reference changed over the last doubling. When even the random
-transformer matches, the task does not tell the models apart at this size."""
+rising (``capped`` in its tuning record, or a verdict seed still rising at its budget's end).
+A metric with no ceiling (log perplexity) is read at the one budget every model trained
+instead, and is inconclusive only when the order of the variant and the reference changed over
+the last doubling. When even the random
+transformer matches, the task does not tell the models apart at this size.
+
+What a run still rising blocks (rule of 2026-12-06): a variant still rising blocks "falls
+short" (it may catch up), not "matches"; a reference still rising blocks "matches" (it may pull
+away), not "falls short" against a variant that converged on every seed, where the gap can only
+widen (the row says so, ``reference_rising``)."""
 
 from __future__ import annotations
 
@@ -104,6 +109,9 @@ class LitmusReading:
     why: str = ""
     trained: str = ""
     logit_spread_at_init: float | None = None
+    # A shortfall read against a reference still rising (it converged, the reference did not):
+    # the gap can only widen. Said beside the verdict, which it does not change.
+    reference_rising: str = ""
 
     def to_json(self) -> JSONObject:
         """As compare.json's ``litmus.rows`` hold it: ``why``, ``trained`` and the logit
@@ -122,6 +130,8 @@ class LitmusReading:
             written["trained"] = self.trained
         if self.logit_spread_at_init is not None:
             written["logit_spread_at_init"] = self.logit_spread_at_init
+        if self.reference_rising:
+            written["reference_rising"] = self.reference_rising
         return written
 
 
@@ -143,9 +153,12 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
         interval = interval_95(paired)
         matches, why = _verdict([better * d for d in paired], interval, better, tolerance)
         if matches is False and (unfinished := _unfinished(result, model)):
-            matches, why = None, unfinished
-        if matches is not None and (reference_left := _unfinished(result, "standard")):
-            matches, why = None, reference_left  # against a moving reference, nothing holds
+            matches, why = None, unfinished  # a variant still rising may catch up
+        # A reference still rising may pull away from a match, but only widens a shortfall
+        # of a variant that converged on every seed (checked above).
+        reference_rising = _unfinished(result, "standard") if matches is not None else ""
+        if matches is True and reference_rising:
+            matches, why = None, f"{reference_rising}: it may pull away"
         readings.append(
             LitmusReading(
                 model,
@@ -157,6 +170,7 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
                 why=why if matches is None else "",
                 trained=_training(result, model) if matches is False else "",
                 logit_spread_at_init=row.get("logit_spread_at_init"),
+                reference_rising=reference_rising if matches is False else "",
             )
         )
     return readings
@@ -323,6 +337,11 @@ def row_details(row: Mapping[str, Any]) -> list[str]:
     details = []
     if row.get("trained"):
         details.append(f"trained: {row['trained']}")
+    if row.get("reference_rising"):
+        details.append(
+            f"{row['reference_rising']}; this model converged on every seed, so the gap can "
+            "only widen"
+        )
     if row.get("logit_spread_at_init") is not None:
         details.append(
             "frozen attention's logit spread at initialisation "

@@ -57,6 +57,15 @@ RUNG_FRACTIONS = (0.25, 0.5)
 BUDGET_CAP = 4
 
 
+# "Still rising" reads the gain over the last half of a run's budget, over at least this many
+# evaluations: two points are one noisy difference.
+RISING_WINDOW = 3
+
+
+# The best a headline metric can be: a run within the tolerance of it has converged.
+CEILING = {"test_accuracy": 1.0, "test_token_accuracy": 1.0}
+
+
 # The date of the rules in force (docs/tuning.md): presets tuned under them record it, so a
 # verdict under presets tuned by earlier rules says so.
 RULES = "2026-12-01"
@@ -196,18 +205,26 @@ def still_rising(trial: Trial) -> bool:
 
 
 def rising_at_end(run_dir: Path, config: RunConfig, stopped: str) -> bool:
-    """Whether a run ended its budget still improving: stopped by the budget (not at its
-    target nor on a plateau), its last score beyond its score at half the budget by more
-    than the task's litmus tolerance (its evaluation split's: validation for a tuning run)."""
+    """Whether a run ended its budget still improving (rule 5 and the reading rules of
+    2026-12-06, docs/tuning.md): stopped by the budget (not at its target nor on a plateau),
+    its headline gained more than the task's litmus tolerance over the last half of the
+    budget (over its last ``RISING_WINDOW`` evaluations where that half holds fewer), and it
+    ended further than the tolerance from the metric's ceiling and from its target. A run at
+    its ceiling has converged, whatever it gained on the way."""
     if stopped != "budget":
         return False
-    metric = headline(config)
-    records = read_records(run_dir / "metrics.jsonl")
-    half = [r for r in records if r["step"] <= config.train.steps / 2]
-    if not half:
+    metric, better, margin = headline(config), direction(config), tolerance(config)
+    records = [r for r in read_records(run_dir / "metrics.jsonl") if metric in r]
+    window = [r for r in records if r["step"] >= config.train.steps / 2]
+    if len(window) < RISING_WINDOW:
+        window = records[-RISING_WINDOW:]
+    if len(window) < 2:
         return False
-    gain = direction(config) * (records[-1][metric] - half[-1][metric])
-    return gain > tolerance(config)
+    last = window[-1][metric]
+    tops = [top for top in (CEILING.get(metric), config.train.stop_at) if top is not None]
+    if any(better * (top - last) <= margin for top in tops):
+        return False
+    return better * (last - window[0][metric]) > margin
 
 
 def learned(
