@@ -54,6 +54,7 @@ from figures.suites import (
     modadd_depth,
     peer_tasks,
     retrieval_init_tuned,
+    rules_moved,
     suites_rejudged,
     suites_retrained,
 )
@@ -102,6 +103,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "modadd-depth": modadd_depth,
     "retrieval-init-tuned": retrieval_init_tuned,
     "suites-rejudged": suites_rejudged,
+    "rules-moved": rules_moved,
     "suites-retrained": suites_retrained,
     **{name: functools.partial(_tuned_suite, folder) for name, folder in TUNED_SUITES.items()},
     **{name: functools.partial(axis_values, folder) for name, folder in AXES.items()},

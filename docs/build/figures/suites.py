@@ -148,10 +148,21 @@ def _cell(row: dict[str, Any] | None) -> str:
     return "-" if row is None else litmus.verdict_words(row)
 
 
+# The pass that judged every committed output again under the reading rules of 2026-12-06: the
+# suites' readings before it, as recorded and as the rules of 2026-12-01 read them.
+PASSED = common.RESULTS / "judged-again-2026-12-06.json"
+RULES_BEFORE = "rules-2026-12-01"
+
+
+def _passed() -> dict[str, Any]:
+    """``{suite: {task: {"recorded": litmus, RULES_BEFORE: litmus}}}`` from ``PASSED``."""
+    return _json(PASSED)["suites"] if PASSED.is_file() else {}
+
+
 def suites_rejudged() -> str:
     """docs/reproduce.md: every committed tuned suite's verdicts, as judged when it ran and
     under the reading rules of 2026-12-01 (``compare.judged_again``: nothing retrained), with why
-    each changed verdict moved."""
+    each changed verdict moved; a suite judged again since reads both from ``PASSED``."""
     lines = [
         "| suite | task | " + " | ".join(SUITE_VARIANTS) + " |",
         "|---|---|" + "---|" * len(SUITE_VARIANTS),
@@ -161,6 +172,10 @@ def suites_rejudged() -> str:
         for path in sorted(folder.glob("*/compare.json")):
             before = _json(path)
             after = judged_again(before, common.unpacked(folder) / path.parent.name)
+            kept = _passed().get(name, {}).get(path.parent.name)
+            if kept:  # judged again since: the readings of that pass, as it read them
+                before = {**before, "litmus": kept["recorded"]}
+                after = {**after, "litmus": kept[RULES_BEFORE]}
             cells = []
             old = {row["model"]: row for row in before["litmus"].get("rows", [])}
             new = {row["model"]: row for row in after["litmus"].get("rows", [])}
@@ -285,3 +300,51 @@ def modadd_depth() -> str:
                 + " |"
             )
     return "\n".join(lines)
+
+
+def rules_moved() -> str:
+    """docs/reproduce.md: each suite reading the pass of 2026-12-06 moved (``PASSED``): as
+    recorded, as the rules of 2026-12-01 read it, and as the committed compare.json now reads
+    it, with the rules that moved it; then the claims whose verdict it moved."""
+    lines = [
+        "| suite | task | model | recorded | rules of 2026-12-01 | now | moved by |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    moved = {"2026-12-01": 0, "2026-12-06": 0}
+    for name, tasks in _passed().items():
+        for task, kept in tasks.items():
+            now = _json(common.RESULTS / name / task / "compare.json")["litmus"]
+            stages = [_cells(kept["recorded"]), _cells(kept[RULES_BEFORE]), _cells(now)]
+            for model in dict.fromkeys([*stages[0], *stages[1], *stages[2]]):
+                recorded, then, current = (stage.get(model, "no reference") for stage in stages)
+                if recorded == then == current:
+                    continue
+                by = [rule for rule, a, b in (("2026-12-01", recorded, then),
+                      ("2026-12-06", then, current)) if a != b]  # fmt: skip
+                moved.update({rule: moved[rule] + 1 for rule in by})
+                lines.append(
+                    f"| {name} | {task} | {model} | {recorded} | {then} | **{current}** | "
+                    f"{' and '.join(by)} |"
+                )
+    claims = []
+    for output, before in _json(PASSED)["claims"].items() if PASSED.is_file() else []:
+        verdicts = {c["id"]: c["verdict"] for c in before["claims"]}
+        claims += [
+            f"{output} {c['id']}: {verdicts[c['id']]} → {c['verdict']}"
+            for c in _json(common.RESULTS / output / "claims.json")["claims"]
+            if verdicts[c["id"]] != c["verdict"]
+        ]
+    lines += [
+        "",
+        f"{moved['2026-12-06']} suite readings moved by the rules of 2026-12-06, "
+        f"{moved['2026-12-01']} by those of 2026-12-01 (suites recorded before them). "
+        f"Claims judged again: {len(_json(PASSED)['claims']) if PASSED.is_file() else 0} "
+        f"outputs, {len(claims)} verdicts moved" + (": " + "; ".join(claims) if claims else "."),
+    ]
+    return "\n".join(lines)
+
+
+def _cells(judged: dict[str, Any]) -> dict[str, str]:
+    """``{model: verdict (difference)}`` of one litmus reading; {} where there was no
+    reference."""
+    return {row["model"]: litmus.verdict_words(row) for row in judged.get("rows", [])}

@@ -5,7 +5,9 @@ suite then writes ``OUT/results.csv`` (every run, one row each), ``OUT/heatmap.p
 variant's score on each task, from chance at 0 to the standard model at 1) and
 ``OUT/summary.md`` (the same numbers, each task's litmus verdicts, the tuning's choices and
 what the runs cost). ``report_only`` writes those files from the tasks already finished, so a
-suite that takes hours can be read while it runs or after it was stopped.
+suite that takes hours can be read while it runs or after it was stopped; each task is judged
+again there under today's reading rules from its kept runs (``compare.judged_again``), and its
+compare.json written anew where the reading moved.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from mixit.running.launchers import Launch
 from mixit.study.beside import beside_rows, beside_section
 from mixit.study.compare import comparison_of, raised_budget, run_study, seeds_auto_text
 from mixit.study.comparison import ComparisonResult
+from mixit.study.finished import finished_tasks, judged_now
 from mixit.study.litmus import AUTO, AUTO_SEEDS, row_details, verdict_words
 from mixit.study.plan import Study
-from mixit.study.results import KEYS, csv_problem, read_results_csv, write_rows
+from mixit.study.results import read_results_csv, write_rows
 from mixit.study.text import markdown_table
 from mixit.tasks import TASKS
 from mixit.training.rundir import read_records
@@ -99,7 +102,7 @@ def suite(
             comparison_of(study.on(task, study.out / task), models_of, first).configs()
     out = make_dir(study.out)
     if report_only:
-        results = finished_tasks(out, tasks)
+        results = judged_now(out, finished_tasks(out, tasks))
     else:
         results = {task: run_study(study.on(task, out / task)) for task in tasks}
     write_suite_files(out, tasks, results, preset, seeds, earlier)
@@ -132,44 +135,6 @@ def write_suite_files(
         record["beside"] = {"folder": str(folder), "rows": then}
     write_text(out / "summary.md", summary)
     write_json(out / "suite.json", record)
-
-
-def finished_tasks(
-    out: Path, tasks: Sequence[str], remedy: str = "run the suite without --report first"
-) -> dict[str, ComparisonResult]:
-    """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished; a
-    UsageError ending in ``remedy`` when none did."""
-    finished = {
-        task: checked_comparison(out / task)
-        for task in tasks
-        if (out / task / "compare.json").is_file()
-    }
-    if not finished:
-        raise UsageError(
-            f"no finished task in {out} (none of {', '.join(tasks)} has a compare.json): {remedy}"
-        )
-    return finished
-
-
-def checked_comparison(folder: Path) -> ComparisonResult:
-    """A finished task's compare.json, and its results.csv, checked for what the suite's files
-    read, so that one from another version is refused (UsageError) before anything is written."""
-    path = folder / "compare.json"
-    result = read_json(path, str(path))
-    rows = result.get("rows") if isinstance(result, dict) else None
-    shaped = isinstance(rows, list) and all(
-        isinstance(row, dict) and isinstance(row.get("model"), str)
-        and isinstance(row.get("mean"), int | float) for row in rows
-    )  # fmt: skip
-    if not shaped or not isinstance(result.get("higher_is_better"), bool):
-        raise UsageError(
-            f"{path}: not a compare.json this version reads (rows with a model and a mean, "
-            "and higher_is_better); run the suite again without --report"
-        )
-    problem = csv_problem(folder / "results.csv", (*KEYS, "metric", "value"))
-    if problem:
-        raise UsageError(f"{problem}; run the suite again without --report")
-    return result
 
 
 class LoggedCost(TypedDict):

@@ -1,0 +1,76 @@
+"""A suite's finished tasks read back (``mixit suite --report``, ``--beside``): each task's
+compare.json checked for what the suite's files read, and judged again under today's reading
+rules from its kept runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from mixit.common.errors import UsageError
+from mixit.common.io import read_json, write_json
+from mixit.study.compare import judged_again
+from mixit.study.comparison import ComparisonResult
+from mixit.study.results import KEYS, csv_problem, read_results_csv
+
+
+def finished_tasks(
+    out: Path, tasks: Sequence[str], remedy: str = "run the suite without --report first"
+) -> dict[str, ComparisonResult]:
+    """``{task: compare.json}`` for each of ``tasks`` whose comparison in ``out`` finished; a
+    UsageError ending in ``remedy`` when none did."""
+    finished = {
+        task: checked_comparison(out / task)
+        for task in tasks
+        if (out / task / "compare.json").is_file()
+    }
+    if not finished:
+        raise UsageError(
+            f"no finished task in {out} (none of {', '.join(tasks)} has a compare.json): {remedy}"
+        )
+    return finished
+
+
+def judged_now(out: Path, results: Mapping[str, ComparisonResult]) -> dict[str, ComparisonResult]:
+    """Each finished task's compare.json judged again under today's reading rules from the run
+    records its results.csv names (nothing retrained), written back where the reading moved.
+    A task whose records are not all there is refused (UsageError) before anything is
+    written: a run not kept would read as finished, and its verdict as more than it is."""
+    for task in results:
+        unkept = [
+            row["run_dir"]
+            for row in read_results_csv(out / task / "results.csv")
+            if not (out / task / "runs" / Path(row["run_dir"]).name / "config.json").is_file()
+        ]
+        if unkept:
+            raise UsageError(
+                f"{out / task} lacks the records of {len(unkept)} of its runs (first: "
+                f"{Path(unkept[0]).name}), which the reading rules read; restore them first "
+                "(mixit records restore KEPT OUT), or run the suite again without --report"
+            )
+    again = {task: judged_again(result, out / task) for task, result in results.items()}
+    for task, result in again.items():
+        if result != results[task]:
+            write_json(out / task / "compare.json", result)
+    return again
+
+
+def checked_comparison(folder: Path) -> ComparisonResult:
+    """A finished task's compare.json, and its results.csv, checked for what the suite's files
+    read, so that one from another version is refused (UsageError) before anything is written."""
+    path = folder / "compare.json"
+    result = read_json(path, str(path))
+    rows = result.get("rows") if isinstance(result, dict) else None
+    shaped = isinstance(rows, list) and all(
+        isinstance(row, dict) and isinstance(row.get("model"), str)
+        and isinstance(row.get("mean"), int | float) for row in rows
+    )  # fmt: skip
+    if not shaped or not isinstance(result.get("higher_is_better"), bool):
+        raise UsageError(
+            f"{path}: not a compare.json this version reads (rows with a model and a mean, "
+            "and higher_is_better); run the suite again without --report"
+        )
+    problem = csv_problem(folder / "results.csv", (*KEYS, "metric", "value"))
+    if problem:
+        raise UsageError(f"{problem}; run the suite again without --report")
+    return result
