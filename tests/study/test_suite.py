@@ -1,6 +1,7 @@
 """``mixit suite``: the spectrum over tasks, its results.csv, heatmap and summary."""
 
 import json
+import shutil
 
 import pytest
 
@@ -120,6 +121,29 @@ def test_report_names_each_device_its_runs_trained_on(tmp_path):
     assert next(line for line in summary.splitlines() if line.startswith("| all |")).endswith(
         "| cpu, cuda:0 |"
     )
+
+
+def test_report_judges_again_from_the_runs_and_refuses_without_them(tmp_path, capsys):
+    """A compare.json judged under other rules is read again from its runs; a task whose run
+    records are gone is refused, nothing written (they would read as finished)."""
+    out = tmp_path / "s"
+    argv = ["suite", "--out", str(out), "--models", "standard,mixit", *QUICK, "--tasks", "dyck"]
+    assert main(argv) == 0
+    path = out / "dyck" / "compare.json"
+    judged = path.read_text()
+    stale = json.loads(judged)
+    stale["rows"][0]["rising"] = [not up for up in stale["rows"][0]["rising"]]
+    stale["litmus"]["stale"] = "judged by other rules"
+    path.write_text(json.dumps(stale))
+    assert main([*argv, "--report"]) == 0
+    assert json.loads(path.read_text()) == json.loads(judged)
+    shutil.rmtree(next((out / "dyck" / "runs").iterdir()))
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main([*argv, "--report"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "lacks the records of 1 of its runs" in error and "\n" not in error
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 def test_report_without_a_finished_task_exits_2(tmp_path, capsys):

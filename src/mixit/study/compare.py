@@ -373,7 +373,7 @@ def judged_again(result: ComparisonResult, folder: Path) -> ComparisonResult:
     ``folder/runs/*/{config.json,metrics.jsonl}``; a run not kept counts as finished), and
     its tuning records' ``capped`` (``rules.capped_record``)."""
     again = copy.deepcopy(dict(result))
-    rising = {}
+    rising, budgets = {}, {}
     for row in read_results_csv(folder / "results.csv"):
         run_dir = folder / "runs" / Path(row["run_dir"]).name
         try:
@@ -382,11 +382,15 @@ def judged_again(result: ComparisonResult, folder: Path) -> ComparisonResult:
             continue
         up = rules.rising_at_end(run_dir, config, row["stopped"])
         rising[row["model"], int(row["seed"])] = up
+        budgets[row["model"]] = config.train.steps
     for row in again["rows"]:
         row["rising"] = [rising.get((row["model"], seed), False) for seed in again["seeds"]]
     for record in again.get("tuned", {}).values():
         record["capped"] = rules.capped_record(record)
-    again["litmus"] = reading(again, result["litmus"]["tolerance"], steps=0)
+    # The budget to try next, as compare names it: the reference's (every model's, under one
+    # budget per task).
+    steps = budgets.get("standard", next(iter(budgets.values()), 0))
+    again["litmus"] = reading(again, result["litmus"]["tolerance"], steps=steps)
     if again.get("tuned", {}).get("standard", {}).get("learned") is False:
         standard = TuningRecord.from_json(again["tuned"]["standard"])
         again["litmus"] = not_learned_at_any_rate(again["litmus"], standard)
