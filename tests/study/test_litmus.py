@@ -6,7 +6,6 @@ import statistics
 import pytest
 
 from mixit import compare
-from mixit.study.compare import format_table
 from mixit.study.litmus import (
     CROSSES,
     DOES_NOT_DISCRIMINATE,
@@ -17,6 +16,7 @@ from mixit.study.litmus import (
     reference_problems,
 )
 from mixit.study.results import read_results_csv
+from mixit.study.table import format_table
 
 RETRIEVAL = {
     "task.vocab_size": 24,

@@ -28,9 +28,9 @@ from figures.common import (
     earlier,
 )
 from mixit.paper.verdicts import format_measurements
-from mixit.study.compare import format_table
 from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.study.results import read_results_csv
+from mixit.study.table import format_table
 
 
 def reproductions() -> str:
@@ -241,7 +241,7 @@ def c2_budget() -> str:
 
 def transcript(folder: str) -> str:
     """README: what ``mixit compare`` printed for a committed comparison, as its table is
-    printed from ``compare.json`` (``compare.format_table``), as an indented code block."""
+    printed from ``compare.json`` (``table.format_table``), as an indented code block."""
     result = _json(common.RESULTS / folder / "compare.json")
     lines = [f"    {line}".rstrip() for line in format_table(result).splitlines()]
     return "\n" + "\n".join(lines) + "\n"

@@ -22,9 +22,9 @@ from figures.common import (
     _whole_reproductions,
 )
 from mixit.paper.verdicts import format_measurements
-from mixit.study.compare import raised_budget
 from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.study.litmus import VERDICTS
+from mixit.study.table import raised_budget
 
 
 def tuning_cost() -> str:

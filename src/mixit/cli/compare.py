@@ -11,6 +11,7 @@ from mixit.cli.options import (
     FORMATTER,
     add_axis_option,
     add_common,
+    add_extend_options,
     add_launch_options,
     add_tune_options,
     catalogue,
@@ -24,7 +25,7 @@ from mixit.cli.options import (
 from mixit.config.overrides import Setting
 from mixit.models.variants import VARIANTS
 from mixit.study.axis import along_axis, format_axis, parse_axis
-from mixit.study.compare import Comparison, format_table, run_study, settings_to_tune
+from mixit.study.compare import Comparison, run_study, settings_to_tune
 from mixit.study.estimate import (
     estimate_axis,
     estimate_comparison,
@@ -35,6 +36,7 @@ from mixit.study.estimate import (
 )
 from mixit.study.litmus import AUTO, AUTO_SEEDS
 from mixit.study.plan import Study
+from mixit.study.table import format_table
 
 
 def add(commands: Any) -> None:
@@ -66,6 +68,7 @@ def add(commands: Any) -> None:
     )
     add_axis_option(parser, "OUT/")
     add_tune_options(parser)
+    add_extend_options(parser)
     parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
     add_launch_options(parser)
     parser.set_defaults(run=run, resumable=True)
@@ -112,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         progress=args.progress,
         tolerance=args.tolerance,
+        extend=args.extend,
+        max_hours=args.max_hours,
     )
 
     def compare_at(folder: Path | str, point: dict[str, Setting]) -> dict[str, Any]:

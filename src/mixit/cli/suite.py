@@ -12,6 +12,7 @@ from mixit.cli.options import (
     add_arch_option,
     add_axis_option,
     add_estimate_options,
+    add_extend_options,
     add_launch_options,
     add_overrides_argument,
     add_progress_option,
@@ -81,6 +82,7 @@ def add(commands: Any) -> None:
     add_progress_option(parser)
     add_arch_option(parser)
     add_tune_options(parser)
+    add_extend_options(parser)
     add_launch_options(parser)
     add_estimate_options(parser)
     add_overrides_argument(parser, "settings for every run")
@@ -140,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         launch=launch_options(args),
         tune=tune_choice(args),
         report_only=args.report,
+        extend=args.extend,
+        max_hours=args.max_hours,
     )
     print((Path(args.out) / "summary.md").read_text())
     table = "axis.csv" if args.axis is not None else "results.csv"

@@ -20,15 +20,14 @@ from mixit.config.schema import RunConfig
 from mixit.models.variants import VARIANTS
 from mixit.running.launchers import LOCAL, Launch
 from mixit.running.runs import train_missing
-from mixit.study.comparison import ComparisonResult, LitmusResult, TableRow
+from mixit.study.comparison import ComparisonResult, Extension, LitmusResult, TableRow
 from mixit.study.earlier import with_earlier_models
+from mixit.study.extend import extend
 from mixit.study.litmus import (
     AUTO,
     AUTO_SEEDS,
     DEFAULT_TOLERANCE,
-    litmus_lines,
     reading,
-    spread_text,
     undecided_by_interval,
 )
 from mixit.study.plan import Study
@@ -185,17 +184,34 @@ def run_study(study: Study) -> ComparisonResult:
     tuned = tune_comparison(plan, study.launch, study.progress) if tune else {}
     if tuned:
         write_json(out / "tuning.json", {model: t.to_json() for model, t in tuned.items()})
+    chosen = {model: dict(t.overrides) for model, t in tuned.items()}
+
+    def judge(
+        trial: Comparison, per_model: Mapping[str, Settings], extension: Extension | None = None
+    ) -> ComparisonResult:
+        configs = trial.configs({m: {**chosen.get(m, {}), **per_model.get(m, {})} for m in models})
+        trained = train_all(configs, out, study.progress, study.launch)
+        return comparison_result(trial, configs, trained, tuned, study.tolerance, extension)
+
     while True:
         trial = dataclasses.replace(plan, seeds=range(seed, seed + count))
-        configs = trial.configs({model: t.overrides for model, t in tuned.items()})
-        trained = train_all(configs, out, study.progress, study.launch)
-        result = comparison_result(trial, configs, trained, tuned, study.tolerance)
+        result = judge(trial, {})
         undecided = undecided_by_interval(result["litmus"])
         if not auto or count >= most or not undecided:
             break
         count += 1
     if auto:
         result["seeds_auto"] = {"start": AUTO_SEEDS[0], "maximum": most, "undecided": undecided}
+    if study.extend:
+        configs = trial.configs(chosen)
+        preset = plan.configs()[models[0], seed].train.steps
+        result = extend(
+            result,
+            configs,
+            preset,
+            lambda per_model, record: judge(trial, per_model, record),
+            study.max_hours,
+        )
     write_json(out / "compare.json", result)
     return result
 
@@ -216,9 +232,11 @@ def comparison_result(
     trained: Mapping[tuple[str, int], RunSummary],
     tuned: Mapping[str, TuningRecord],
     tolerance: float | None,
+    extension: Extension | None = None,
 ) -> ComparisonResult:
     """compare.json: each model's row over the seeds, the chance level, what tuning chose,
-    and the litmus reading against the standard model."""
+    and the litmus reading against the standard model (with ``extension``, the budget
+    ``--extend`` reached, which the reading weighs against a tuning's cap)."""
     spec, first = get_task(plan.task), plan.seeds[0]
     by_model = {model: [trained[model, s] for s in plan.seeds] for model in plan.models}
     rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
@@ -247,6 +265,8 @@ def comparison_result(
         result["evaluated_on"] = "validation"
     if tuned:
         result["tuned"] = {model: t.to_json() for model, t in tuned.items()}
+    if extension is not None:
+        result["extension"] = extension
     if tolerance is None:
         tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
     steps = configs.get(("standard", first), configs[plan.models[0], first]).train.steps
@@ -289,81 +309,6 @@ def table_row(model: str, summaries: Sequence[RunSummary], metric: str) -> Table
         "steps_run": [s["steps_run"] for s in summaries],
         "stopped": [s["stopped"] for s in summaries],
     }
-
-
-def tuning_lines(tuned: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """What the tuning protocol chose for each model, a line each."""
-    seed = next(iter(tuned.values()))["seed"]
-    lines = [f"tuned on held-out training data, seed {seed} (docs/tuning.md):"]
-    for model, t in tuned.items():
-        init = f", init {t['init']}" if t.get("init") else ""
-        edge = "" if t["edge"] == "interior" else f", grid {t['edge']}"
-        learned = "" if t["learned"] else ", did not learn at any rate of the grid"
-        floor = " (the task's budget)" if raised_budget(t) else ""
-        lines.append(
-            f"  {model:<11} lr {t['train.lr']:.3g}, {t['steps']} steps{floor}{init}{edge}{learned}"
-        )
-    return lines
-
-
-def raised_budget(record: Mapping[str, Any]) -> bool:
-    """Whether a tuning record's budget was raised to another model's: the task's one budget
-    (``raised_from``), or the reference's under the rule before it (``reference_steps``)."""
-    return "raised_from" in record or "reference_steps" in record
-
-
-STOPPED_LEGEND = (
-    "(stopped: how many of a model's seeds ended at each reason; budget: ran all its steps, "
-    "target: reached train.stop_at, plateau: train.patience evaluations without a better one)"
-)
-
-
-def _stops(reasons: Sequence[str]) -> str:
-    """``target 2, budget 1``: how many of a model's runs stopped for each reason."""
-    counts = {reason: reasons.count(reason) for reason in dict.fromkeys(reasons)}
-    return ", ".join(f"{reason} {count}" for reason, count in counts.items())
-
-
-def format_table(result: Mapping[str, Any]) -> str:
-    """A plain-text table: model, trainable parameters, metric mean ± std, seconds per run,
-    the mean steps each run trained and why the runs stopped (solved, plateau or budget)."""
-    header = (
-        f"{'model':<12} {'trainable':>10}  {result['metric']:>22}  {'seconds':>8}  "
-        f"{'steps':>7}  stopped"
-    )
-    changed = " ".join(f"{k}={v}" for k, v in result.get("overrides", {}).items())
-    title = f"task: {result['task']} (preset {result['preset']}{', ' + changed if changed else ''})"
-    if result.get("evaluated_on") == "validation":
-        title += f"; {result['metric']} is scored on the validation split, not the test split"
-    lines = [title, header, "-" * len(header)]
-    for row in result["rows"]:
-        spread = row["std"] if len(row.get("values", [])) > 1 else None
-        score = f"{row['mean']:.4f} ± {spread_text(spread)}"
-        seconds = row["train_seconds"]
-        steps = statistics.fmean(row.get("steps_run", [0]))
-        lines.append(
-            f"{row['model']:<12} {row['params_trainable']:>10,}  {score:>22}  {seconds:>8.1f}  "
-            f"{steps:>7,.0f}  {_stops(row.get('stopped', []))}"
-        )
-    if result.get("chance") is not None:
-        lines.append(f"{'chance':<12} {'':>10}  {result['chance']:>22.4f}")
-    lines.append(STOPPED_LEGEND)
-    if result.get("tuned"):
-        lines += ["", *tuning_lines(result["tuned"])]
-    lines += litmus_lines(result)
-    if "seeds_auto" in result:
-        lines.append(f"({seeds_auto_text(result)})")
-    return "\n".join(lines)
-
-
-def seeds_auto_text(result: Mapping[str, Any]) -> str:
-    """Where ``--seeds auto`` stopped, and which verdicts its interval left undecided."""
-    auto = result["seeds_auto"]
-    left = ", ".join(auto["undecided"]) or "none"
-    return (
-        f"--seeds auto: {len(result['seeds'])} seeds, from {auto['start']} up to "
-        f"{auto['maximum']}; still undecided by the interval: {left}"
-    )
 
 
 def judged_again(result: ComparisonResult, folder: Path) -> ComparisonResult:

@@ -49,6 +49,27 @@ class SeedsAuto(TypedDict):
     undecided: list[str]
 
 
+class Doubling(TypedDict):
+    """One doubling of a family's budget (``--extend``): the budget before and after, the models
+    whose readings a run still rising left open, and the training seconds the new runs took."""
+
+    steps: int
+    to: int
+    open: list[str]
+    train_seconds: float
+
+
+class Extension(TypedDict):
+    """What ``--extend`` spent on a comparison: the budget its verdict runs reached, each
+    doubling, why it stopped (``decided``, ``cap``, ``max_hours``) and the readings left open."""
+
+    steps: int
+    cap: int
+    doublings: list[Doubling]
+    stopped: str
+    open: list[str]
+
+
 class ComparisonResult(TypedDict, total=False):
     task: str
     metric: str
@@ -62,6 +83,7 @@ class ComparisonResult(TypedDict, total=False):
     tuned: dict[str, dict[str, Any]]
     litmus: LitmusResult
     seeds_auto: SeedsAuto
+    extension: Extension
 
 
 class BreakPoint(TypedDict):

@@ -26,6 +26,7 @@ from typing import Any
 from mixit.common.io import JSONObject
 from mixit.models.variants import VARIANTS
 from mixit.study.comparison import LitmusResult
+from mixit.study.extend import EXTEND_CAP
 from mixit.study.words import READINGS
 from mixit.tasks import get_task
 from mixit.tasks.base import harder
@@ -112,6 +113,8 @@ class LitmusReading:
     # A shortfall read against a reference still rising (it converged, the reference did not):
     # the gap can only widen. Said beside the verdict, which it does not change.
     reference_rising: str = ""
+    # Inconclusive because a run was still rising: more steps can decide it (``--extend``).
+    still_rising: bool = False
 
     def to_json(self) -> JSONObject:
         """As compare.json's ``litmus.rows`` hold it: ``why``, ``trained`` and the logit
@@ -132,6 +135,8 @@ class LitmusReading:
             written["logit_spread_at_init"] = self.logit_spread_at_init
         if self.reference_rising:
             written["reference_rising"] = self.reference_rising
+        if self.still_rising:
+            written["still_rising"] = True
         return written
 
 
@@ -152,13 +157,15 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
         paired = [v - s for v, s in zip(row.get("values", [row["mean"]]), reference, strict=True)]
         interval = interval_95(paired)
         matches, why = _verdict([better * d for d in paired], interval, better, tolerance)
+        still_rising = False
         if matches is False and (unfinished := _unfinished(result, model)):
             matches, why = None, unfinished  # a variant still rising may catch up
+            still_rising = result["metric"] not in NO_CEILING
         # A reference still rising may pull away from a match, but only widens a shortfall
         # of a variant that converged on every seed (checked above).
         reference_rising = _unfinished(result, "standard") if matches is not None else ""
         if matches is True and reference_rising:
-            matches, why = None, f"{reference_rising}: it may pull away"
+            matches, why, still_rising = None, f"{reference_rising}: it may pull away", True
         readings.append(
             LitmusReading(
                 model,
@@ -171,6 +178,7 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
                 trained=_training(result, model) if matches is False else "",
                 logit_spread_at_init=row.get("logit_spread_at_init"),
                 reference_rising=reference_rising if matches is False else "",
+                still_rising=still_rising,
             )
         )
     return readings
@@ -206,7 +214,9 @@ def _unfinished(result: Mapping[str, Any], model: str) -> str:
     record = result.get("tuned", {}).get(model, {})
     if result["metric"] in NO_CEILING:
         return _order_changed(result, model) if model != "standard" else ""
-    if record.get("capped"):
+    # The verdict runs trained past the tuning's cap (``--extend``): their own rise decides.
+    beyond = result.get("extension", {}).get("steps", 0) > record.get("steps", 0)
+    if record.get("capped") and not beyond:
         return f"{_name(model)} reached the budget cap ({record['steps']:,} steps) still rising"
     seeds = result.get("seeds", [])
     rising = [s for s, up in zip(seeds, rows[model].get("rising", []), strict=False) if up]
@@ -318,6 +328,11 @@ def litmus_lines(result: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"the random transformer matches: {DOES_NOT_DISCRIMINATE}; "
             f"{reading['does_not_discriminate']}"
+        )
+    if any(row.get("still_rising") for row in reading["rows"]) and "extension" not in result:
+        lines.append(
+            "open while runs still rise: --extend doubles every model's budget on every seed "
+            f"and judges again (up to {EXTEND_CAP}x the preset's steps; --max-hours bounds it)"
         )
     if len(result.get("seeds", [])) == 1:
         lines.append("(one seed: nothing here is certain; use --seeds 3 or more)")

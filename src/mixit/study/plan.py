@@ -22,7 +22,8 @@ class Study:
     ``seed`` .. ``seed + seeds - 1`` (or ``"auto"``), with ``overrides`` on every run, into
     ``out``; ``tune`` what the tuning protocol chooses (None: a ``model.arch`` model's rate
     only), ``tolerance`` the litmus reading's (None: the metric's default), ``launch`` where
-    runs train and ``progress`` how they report."""
+    runs train and ``progress`` how they report; ``extend`` and ``max_hours`` whether and how
+    far the verdict runs train on where a reading is open."""
 
     tasks: tuple[str, ...]
     models: tuple[str, ...] | None = None
@@ -35,6 +36,10 @@ class Study:
     tolerance: float | None = None
     launch: Launch = LOCAL
     progress: bool | None = None
+    # ``--extend``: double the budget of every model and seed while a run still rising leaves a
+    # reading open (``mixit.study.extend``), up to its cap or ``max_hours`` of training.
+    extend: bool = False
+    max_hours: float | None = None
 
     @classmethod
     def of(

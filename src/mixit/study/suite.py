@@ -24,12 +24,13 @@ from mixit.common.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.config.overrides import Settings
 from mixit.running.launchers import Launch
 from mixit.study.beside import beside_rows, beside_section
-from mixit.study.compare import comparison_of, raised_budget, run_study, seeds_auto_text
+from mixit.study.compare import comparison_of, run_study
 from mixit.study.comparison import ComparisonResult
 from mixit.study.finished import finished_tasks, judged_now
 from mixit.study.litmus import AUTO, AUTO_SEEDS, row_details, verdict_words
 from mixit.study.plan import Study
 from mixit.study.results import read_results_csv, write_rows
+from mixit.study.table import raised_budget, seeds_auto_text
 from mixit.study.text import markdown_table
 from mixit.tasks import TASKS
 from mixit.training.rundir import read_records
@@ -69,6 +70,8 @@ def suite(
     launch: Launch | None = None,
     tune: Sequence[str] | None = None,
     report_only: bool = False,
+    extend: bool = False,
+    max_hours: float | None = None,
     beside: str | Path | None = None,
 ) -> dict[str, ComparisonResult]:
     """Compare ``models`` on every task (default ``SYNTHETIC``) and write the suite's files;
@@ -91,6 +94,8 @@ def suite(
         seed=seed,
         seeds=seeds,
         progress=progress,
+        extend=extend,
+        max_hours=max_hours,
     )
     earlier = None
     if beside is not None:  # read before anything trains: a wrong folder stops the suite

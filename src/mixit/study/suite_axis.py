@@ -58,6 +58,8 @@ def suite_along(
     launch: Launch | None = None,
     tune: Sequence[str] | None = None,
     report_only: bool = False,
+    extend: bool = False,
+    max_hours: float | None = None,
 ) -> dict[str, AxisResult]:
     """``mixit.suite``'s comparisons, each task along its axis from one ``axis``
     (``default``, ``auto`` or ``KEY=v1,...``; every task's checked before anything trains);
@@ -76,6 +78,8 @@ def suite_along(
         seed=seed,
         seeds=seeds,
         progress=progress,
+        extend=extend,
+        max_hours=max_hours,
     )
 
     def compare_task(task: str, folder: Path, point: dict[str, Setting]) -> ComparisonResult:
