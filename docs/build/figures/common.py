@@ -34,6 +34,18 @@ def _json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+# The pass that judged every committed output again under the reading rules of 2026-12-06
+# keeps each reproduction's claims.json as it was before it.
+PASSED = RESULTS / "judged-again-2026-12-06.json"
+
+
+def before_the_pass(output: Path) -> dict[str, Any]:
+    """``output``'s claims.json as it was before the pass of 2026-12-06 (``PASSED``): what the
+    earlier rule changes' tables read as "now"; its claims.json where the pass moved nothing."""
+    kept = _json(PASSED)["claims"].get(output.name) if PASSED.is_file() else None
+    return kept or _json(output / "claims.json")
+
+
 def earlier(output: Path, rules: str) -> dict[str, Any] | None:
     """``output``'s claims.json as it was before ``rules`` (a key of ``EARLIER``); None where
     it was never judged again under them."""

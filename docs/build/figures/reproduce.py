@@ -25,6 +25,7 @@ from figures.common import (
     _training,
     _verdicts,
     _whole_reproductions,
+    before_the_pass,
     earlier,
 )
 from mixit.paper.verdicts import format_measurements
@@ -92,7 +93,7 @@ def rejudged() -> str:
     for out in _outputs():
         if (first := earlier(out, OLD_RULES)) is None:
             continue
-        old, new = _verdicts(first), _verdicts(_json(out / "claims.json"))
+        old, new = _verdicts(first), _verdicts(before_the_pass(out))
         cells = []
         for claim in CLAIM_IDS:
             before, after = short[old.get(claim, NOT_RUN)], short[new.get(claim, NOT_RUN)]
@@ -109,7 +110,7 @@ def rejudged_changes() -> str:
         if (first := earlier(out, OLD_RULES)) is None:
             continue
         old = {c["id"]: c for c in first["claims"]}
-        for claim in _json(out / "claims.json")["claims"]:
+        for claim in before_the_pass(out)["claims"]:
             before = old.get(claim["id"], {"verdict": NOT_RUN, "measured": {}})
             if before["verdict"] == claim["verdict"]:
                 continue
@@ -134,7 +135,7 @@ def no_reference_changes() -> str:
         before = _verdicts(first)
         # The judgement under the no-reference rule: claims.json, unless a later rule judged
         # the output again (its verdicts before that kept under BEFORE_READING_RULES).
-        later = earlier(out, BEFORE_READING_RULES) or _json(out / "claims.json")
+        later = earlier(out, BEFORE_READING_RULES) or before_the_pass(out)
         for claim in later["claims"]:
             if before.get(claim["id"], NOT_RUN) == claim["verdict"]:
                 continue
@@ -155,7 +156,7 @@ def reading_rules_changes() -> str:
     judged = [out for out in _outputs() if earlier(out, BEFORE_READING_RULES) is not None]
     for out in judged:
         before = _verdicts(earlier(out, BEFORE_READING_RULES))
-        claims = _json(out / "claims.json")
+        claims = before_the_pass(out)
         for claim in claims["claims"]:
             if before.get(claim["id"], NOT_RUN) == claim["verdict"]:
                 continue

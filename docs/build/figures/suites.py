@@ -150,7 +150,7 @@ def _cell(row: dict[str, Any] | None) -> str:
 
 # The pass that judged every committed output again under the reading rules of 2026-12-06: the
 # suites' readings before it, as recorded and as the rules of 2026-12-01 read them.
-PASSED = common.RESULTS / "judged-again-2026-12-06.json"
+PASSED = common.PASSED
 RULES_BEFORE = "rules-2026-12-01"
 
 
