@@ -11,12 +11,11 @@ from mixit.study.litmus import (
     DOES_NOT_DISCRIMINATE,
     STRADDLES,
     litmus,
-    litmus_lines,
     reading,
     reference_problems,
 )
 from mixit.study.results import read_results_csv
-from mixit.study.table import format_table
+from mixit.study.table import format_table, litmus_lines
 
 RETRIEVAL = {
     "task.vocab_size": 24,
@@ -267,3 +266,15 @@ def test_a_comparison_scored_on_validation_says_so(tmp_path):
     assert "scored on the validation split, not the test split" in format_table(result)
     rows = read_results_csv(tmp_path / "results.csv")
     assert {row["evaluated_on"] for row in rows} == {"validation"}
+
+
+def test_a_model_below_chance_is_named_with_what_chance_is_on_its_task():
+    result = _result(chance=0.25, standard=[0.99, 0.98], mixit=[0.10, 0.12], random=[0.24, 0.25])
+    result["task"] = "mqar"
+    rows = {r.model: r for r in litmus(result, 0.02)}
+    assert rows["random"].below_chance == ""  # within the tolerance of chance
+    assert rows["mixit"].below_chance.startswith("0.110 is below chance 0.250 (naming one of")
+    shown = litmus_lines(
+        result | {"litmus": {"tolerance": 0.02, "rows": [rows["mixit"].to_json()]}}
+    )
+    assert any("worse than a guess that ignores the input" in line for line in shown)

@@ -26,7 +26,6 @@ from typing import Any
 from mixit.common.io import JSONObject
 from mixit.models.variants import VARIANTS
 from mixit.study.comparison import LitmusResult
-from mixit.study.extend import EXTEND_CAP
 from mixit.study.words import READINGS
 from mixit.tasks import get_task
 from mixit.tasks.base import harder
@@ -115,6 +114,8 @@ class LitmusReading:
     reference_rising: str = ""
     # Inconclusive because a run was still rising: more steps can decide it (``--extend``).
     still_rising: bool = False
+    # A mean more than the tolerance below the task's chance, and what chance is there.
+    below_chance: str = ""
 
     def to_json(self) -> JSONObject:
         """As compare.json's ``litmus.rows`` hold it: ``why``, ``trained`` and the logit
@@ -137,6 +138,8 @@ class LitmusReading:
             written["reference_rising"] = self.reference_rising
         if self.still_rising:
             written["still_rising"] = True
+        if self.below_chance:
+            written["below_chance"] = self.below_chance
         return written
 
 
@@ -179,6 +182,7 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
                 logit_spread_at_init=row.get("logit_spread_at_init"),
                 reference_rising=reference_rising if matches is False else "",
                 still_rising=still_rising,
+                below_chance=_below_chance(result, row, tolerance),
             )
         )
     return readings
@@ -258,6 +262,20 @@ def _training(result: Mapping[str, Any], model: str) -> str:
     )
 
 
+def _below_chance(result: Mapping[str, Any], row: Mapping[str, Any], tolerance: float) -> str:
+    """Where a model's mean is more than the tolerance worse than the task's chance, the words
+    for it: chance, what it is on this task (``TaskSpec.chance_means``), and that the model
+    does worse than a guess that ignores its input; "" otherwise."""
+    chance = result.get("chance")
+    if chance is None or _sign(result) * (row["mean"] - chance) >= -tolerance:
+        return ""
+    means = get_task(result["task"]).chance_means if "task" in result else "its chance level"
+    return (
+        f"{row['mean']:.3f} is below chance {chance:.3f} ({means}): worse than a guess that "
+        "ignores the input, so its relative score is negative"
+    )
+
+
 def _reading(model: str, matches: bool) -> str:
     variant = VARIANTS[model]
     return variant.if_matches if matches else variant.if_short
@@ -299,78 +317,13 @@ def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> LitmusRe
     return {"tolerance": tolerance, "rows": rows, "does_not_discriminate": harder_task}
 
 
-def litmus_lines(result: Mapping[str, Any]) -> list[str]:
-    reading = result.get("litmus", {})
-    if reading.get("no_reference"):
-        return [
-            "",
-            "litmus test: no verdict, the standard model is no reference here:",
-            *(f"  {problem}" for problem in reading["no_reference"]),
-            f"  try next: {reading['next']}",
-        ]
-    if not reading.get("rows"):
-        return []
-    lines = [
-        "",
-        f"litmus test (a model matches standard when every seed is at most "
-        f"{reading['tolerance']:g} worse in {result['metric']}; per-seed difference, its "
-        "spread and 95 % interval):",
-    ]
-    for row in reading["rows"]:
-        interval = row.get("interval")
-        shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "-"
-        lines.append(
-            f"  {row['model']:<11} {row['difference']:+.4f} ± {spread_text(row.get('spread'))}  "
-            f"{shown:>16}  {VERDICTS[row['matches']]:<12}  {row['reading']}"
-        )
-        lines += [f"  {'':<11} {detail}" for detail in row_details(row)]
-    if "does_not_discriminate" in reading:
-        lines.append(
-            f"the random transformer matches: {DOES_NOT_DISCRIMINATE}; "
-            f"{reading['does_not_discriminate']}"
-        )
-    if any(row.get("still_rising") for row in reading["rows"]) and "extension" not in result:
-        lines.append(
-            "open while runs still rise: --extend doubles every model's budget on every seed "
-            f"and judges again (up to {EXTEND_CAP}x the preset's steps; --max-hours bounds it)"
-        )
-    if len(result.get("seeds", [])) == 1:
-        lines.append("(one seed: nothing here is certain; use --seeds 3 or more)")
-    return lines
-
-
 def verdict_words(row: Mapping[str, Any]) -> str:
     """A litmus row's verdict with its mean difference, as summaries print it:
     ``falls short (-0.918)``."""
     return f"{VERDICTS[row['matches']]} ({row['difference']:+.3f})"
 
 
-def row_details(row: Mapping[str, Any]) -> list[str]:
-    """What a litmus row's verdict rests on besides its numbers: how a model said to fall short
-    was trained, and the frozen attention's logit spread at initialisation (Frozen-QK's and the
-    random transformer's: near 0, attention is uniform and stays so)."""
-    details = []
-    if row.get("trained"):
-        details.append(f"trained: {row['trained']}")
-    if row.get("reference_rising"):
-        details.append(
-            f"{row['reference_rising']}; this model converged on every seed, so the gap can "
-            "only widen"
-        )
-    if row.get("logit_spread_at_init") is not None:
-        details.append(
-            "frozen attention's logit spread at initialisation "
-            f"{row['logit_spread_at_init']:.3f} (0: uniform)"
-        )
-    return details
-
-
 def undecided_by_interval(reading: Mapping[str, Any]) -> list[str]:
     """The models whose verdict in ``reading`` (compare.json's ``litmus``) is inconclusive
     only because the interval crosses the tolerance: those more seeds can decide."""
     return [row["model"] for row in reading.get("rows", []) if row.get("why") == CROSSES]
-
-
-def spread_text(spread: float | None) -> str:
-    """A spread over seeds as printed: ``n/a`` from one seed, which measures none."""
-    return "n/a" if spread is None else f"{spread:.4f}"

@@ -27,10 +27,10 @@ from mixit.study.beside import beside_rows, beside_section
 from mixit.study.compare import comparison_of, run_study
 from mixit.study.comparison import ComparisonResult
 from mixit.study.finished import finished_tasks, judged_now
-from mixit.study.litmus import AUTO, AUTO_SEEDS, row_details, verdict_words
+from mixit.study.litmus import AUTO, AUTO_SEEDS, verdict_words
 from mixit.study.plan import Study
 from mixit.study.results import read_results_csv, write_rows
-from mixit.study.table import raised_budget, seeds_auto_text
+from mixit.study.table import raised_budget, row_details, seeds_auto_text
 from mixit.study.text import markdown_table
 from mixit.tasks import TASKS
 from mixit.training.rundir import read_records

@@ -8,8 +8,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mixit.study.extend import extension_lines
-from mixit.study.litmus import litmus_lines, spread_text
+from mixit.study.extend import EXTEND_CAP, extension_lines
+from mixit.study.litmus import DOES_NOT_DISCRIMINATE, VERDICTS
 
 
 def tuning_lines(tuned: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -86,3 +86,70 @@ def seeds_auto_text(result: Mapping[str, Any]) -> str:
         f"--seeds auto: {len(result['seeds'])} seeds, from {auto['start']} up to "
         f"{auto['maximum']}; still undecided by the interval: {left}"
     )
+
+
+def litmus_lines(result: Mapping[str, Any]) -> list[str]:
+    reading = result.get("litmus", {})
+    if reading.get("no_reference"):
+        return [
+            "",
+            "litmus test: no verdict, the standard model is no reference here:",
+            *(f"  {problem}" for problem in reading["no_reference"]),
+            f"  try next: {reading['next']}",
+        ]
+    if not reading.get("rows"):
+        return []
+    lines = [
+        "",
+        f"litmus test (a model matches standard when every seed is at most "
+        f"{reading['tolerance']:g} worse in {result['metric']}; per-seed difference, its "
+        "spread and 95 % interval):",
+    ]
+    for row in reading["rows"]:
+        interval = row.get("interval")
+        shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "-"
+        lines.append(
+            f"  {row['model']:<11} {row['difference']:+.4f} ± {spread_text(row.get('spread'))}  "
+            f"{shown:>16}  {VERDICTS[row['matches']]:<12}  {row['reading']}"
+        )
+        lines += [f"  {'':<11} {detail}" for detail in row_details(row)]
+    if "does_not_discriminate" in reading:
+        lines.append(
+            f"the random transformer matches: {DOES_NOT_DISCRIMINATE}; "
+            f"{reading['does_not_discriminate']}"
+        )
+    if any(row.get("still_rising") for row in reading["rows"]) and "extension" not in result:
+        lines.append(
+            "open while runs still rise: --extend doubles every model's budget on every seed "
+            f"and judges again (up to {EXTEND_CAP}x the preset's steps; --max-hours bounds it)"
+        )
+    if len(result.get("seeds", [])) == 1:
+        lines.append("(one seed: nothing here is certain; use --seeds 3 or more)")
+    return lines
+
+
+def row_details(row: Mapping[str, Any]) -> list[str]:
+    """What a litmus row's verdict rests on besides its numbers: how a model said to fall short
+    was trained, and the frozen attention's logit spread at initialisation (Frozen-QK's and the
+    random transformer's: near 0, attention is uniform and stays so)."""
+    details = []
+    if row.get("trained"):
+        details.append(f"trained: {row['trained']}")
+    if row.get("below_chance"):
+        details.append(row["below_chance"])
+    if row.get("reference_rising"):
+        details.append(
+            f"{row['reference_rising']}; this model converged on every seed, so the gap can "
+            "only widen"
+        )
+    if row.get("logit_spread_at_init") is not None:
+        details.append(
+            "frozen attention's logit spread at initialisation "
+            f"{row['logit_spread_at_init']:.3f} (0: uniform)"
+        )
+    return details
+
+
+def spread_text(spread: float | None) -> str:
+    """A spread over seeds as printed: ``n/a`` from one seed, which measures none."""
+    return "n/a" if spread is None else f"{spread:.4f}"

@@ -153,6 +153,8 @@ class TaskSpec:
     # The metric a model that ignores its input reaches, from the run's data and task config:
     # the litmus test needs the reference clearly beyond it.
     chance: Callable[[TaskData, Any], float] = constant_answer_accuracy
+    # What ``chance`` is, in words, for a reading that names a model at or below it.
+    chance_means: str = "always giving the training split's most frequent answer"
     # The dotted settings ``model.construction=authors`` adds for this task: its data layout
     # and set-up where the authors' scripts differ from the paper's text
     # (mixit.models.constructions).

@@ -112,6 +112,7 @@ register(
         # Exact match of a whole random row sits near 0 for every model; tokens show progress.
         metric="test_token_accuracy",
         chance=most_frequent_token_guess,
+        chance_means="writing the row's most frequent token at every scored position",
         bottleneck_readout=True,
         reports_macro_accuracy=True,
         presets={

@@ -242,6 +242,7 @@ register(
         "again asked for its value, token by token",
         metric="test_token_accuracy",
         chance=most_frequent_value_guess,
+        chance_means="naming at each query the value shown most often so far",
         reports_macro_accuracy=True,
         presets={
             # MAD's layout at 64 tokens (MAD's base: vocabulary 16, 128 tokens, spans up to 3).

@@ -196,6 +196,7 @@ register(
         metric="log_ppl",
         higher_is_better=False,
         chance=unigram_log_ppl,
+        chance_means="the training tokens' frequencies, ignoring context",
         exact_match=False,
         extra_metrics=lm_metrics,
         declared_shape=lm_shape,

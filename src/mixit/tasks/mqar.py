@@ -204,6 +204,7 @@ register(
         "asked again at a power-law gap",
         metric="test_token_accuracy",
         chance=context_value_guess,
+        chance_means="naming one of the values listed before the query",
         presets={
             # Zoology's base data (64 tokens, 8 pairs) with a vocabulary of 128 for tiny's
             # embedding table.

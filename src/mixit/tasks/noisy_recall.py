@@ -155,6 +155,7 @@ register(
         "again asked for its value",
         metric="test_token_accuracy",
         chance=most_frequent_value_guess,
+        chance_means="naming at each query the value shown most often so far",
         reports_macro_accuracy=True,
         presets={
             # MAD's base data (vocabulary 32 with 16 noise ids, 128 tokens, 20 % noise).

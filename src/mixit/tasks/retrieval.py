@@ -182,6 +182,7 @@ register(
         make_data=make_retrieval_data,
         summary="key-value pairs then a query key: emit the value stored with that key",
         chance=context_value_guess,
+        chance_means="naming one of the values in the context",
         authors_settings={
             "task.padding": "right",
             "task.key_pool": "max-pairs",

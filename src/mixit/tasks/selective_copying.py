@@ -146,6 +146,7 @@ register(
         "copy token",
         metric="test_token_accuracy",
         chance=most_frequent_token_guess,
+        chance_means="writing the row's most frequent content token at every answer",
         reports_macro_accuracy=True,
         presets={
             # MAD's layout, shortened for a CPU: 8 tokens in 64 (MAD's base: 16 in 256).
