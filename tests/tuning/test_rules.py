@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from mixit.study.compare import read_at_best
 from mixit.training.resolve import resolve_config
-from mixit.tuning.rules import rising_at_end
+from mixit.tuning.rules import best_held_out, rising_at_end
 
 
 def _run(tmp_path, curve, steps=1000, stop_at=None):
@@ -58,3 +59,29 @@ def test_a_half_with_fewer_than_three_evaluations_reads_the_last_three(tmp_path)
     assert rising_at_end(tmp_path, config, "budget") is False  # 0.50 -> 0.51 only
     config = _run(tmp_path, [0.1, 0.5])
     assert rising_at_end(tmp_path, config, "budget") is True
+
+
+def test_a_run_that_peaks_early_is_read_at_its_best_held_out_point(tmp_path):
+    """GPT-2's fuzzy recall reference scored 0.972 at 2,400 steps and 0.923 at 9,600: read at
+    the evaluation where its held-out stop split was best, not at its last."""
+    config = _run(tmp_path, [0.5, 0.9, 0.8, 0.7])
+    lines = [
+        {"step": 250, "test_accuracy": 0.50, "stop_validation": 0.52},
+        {"step": 500, "test_accuracy": 0.97, "stop_validation": 0.95},
+        {"step": 750, "test_accuracy": 0.95, "stop_validation": 0.95},  # equal: the first
+        {"step": 1000, "test_accuracy": 0.92, "stop_validation": 0.90},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert best_held_out(tmp_path, config) == (0.97, 500)
+    row = {"model": "standard", "values": [0.92], "mean": 0.92, "std": 0.0, "steps_run": [1000]}
+    read_at_best(row, [(tmp_path, config)])
+    assert row["values"] == [0.97] and row["read_at"] == [500] and row["mean"] == 0.97
+
+
+def test_a_run_without_a_held_out_split_keeps_its_last_evaluation(tmp_path):
+    config = _run(tmp_path, [0.5, 0.9])
+    assert best_held_out(tmp_path, config) is None
+    row = {"model": "standard", "values": [0.9], "mean": 0.9, "std": 0.0, "steps_run": [1000]}
+    read_at_best(row, [(tmp_path, config)])
+    assert row == {"model": "standard", "values": [0.9], "mean": 0.9, "std": 0.0,
+                   "steps_run": [1000]}  # fmt: skip

@@ -242,9 +242,11 @@ def comparison_result(
     rows = [table_row(model, summaries, spec.metric) for model, summaries in by_model.items()]
     for row in rows:
         model = row["model"]
+        runs = [(Path(trained[model, s]["run_dir"]), configs[model, s]) for s in plan.seeds]
+        read_at_best(row, runs)
         row["rising"] = [
-            rules.rising_at_end(Path(trained[model, s]["run_dir"]), configs[model, s], stop)
-            for s, stop in zip(plan.seeds, row["stopped"], strict=True)
+            rules.rising_at_end(run_dir, config, stop)
+            for (run_dir, config), stop in zip(runs, row["stopped"], strict=True)
         ]
         if VARIANTS[model].frozen_attention:
             row["logit_spread_at_init"] = initial_logit_spread(configs[model, first])
@@ -296,6 +298,26 @@ def train_all(
     return trained
 
 
+def read_at_best(row: TableRow, runs: Sequence[tuple[Path, RunConfig]]) -> None:
+    """``row``'s values read at each run's best held-out point (``rules.best_held_out``), with
+    the step each was read at (``read_at``), where its runs evaluated a held-out stop split;
+    a reference that peaks early is then read at its peak. The last evaluation stays in
+    results.csv and in the run's summary."""
+    points = [rules.best_held_out(run_dir, config) for run_dir, config in runs]
+    if not any(points):
+        return
+    row["values"] = [
+        value if point is None else point[0]
+        for value, point in zip(row["values"], points, strict=True)
+    ]
+    row["read_at"] = [
+        steps if point is None else point[1]
+        for steps, point in zip(row["steps_run"], points, strict=True)
+    ]
+    row["mean"] = statistics.fmean(row["values"])
+    row["std"] = statistics.stdev(row["values"]) if len(row["values"]) > 1 else 0.0
+
+
 def table_row(model: str, summaries: Sequence[RunSummary], metric: str) -> TableRow:
     """One model's row of compare.json from its seeds' summaries."""
     values = [summary["metrics"][metric] for summary in summaries]
@@ -318,7 +340,7 @@ def judged_again(result: ComparisonResult, folder: Path) -> ComparisonResult:
     ``folder/runs/*/{config.json,metrics.jsonl}``; a run not kept counts as finished), and
     its tuning records' ``capped`` (``rules.capped_record``)."""
     again = copy.deepcopy(dict(result))
-    rising, budgets = {}, {}
+    rising, budgets, kept = {}, {}, {}
     for row in read_results_csv(folder / "results.csv"):
         run_dir = folder / "runs" / Path(row["run_dir"]).name
         try:
@@ -328,8 +350,12 @@ def judged_again(result: ComparisonResult, folder: Path) -> ComparisonResult:
         up = rules.rising_at_end(run_dir, config, row["stopped"])
         rising[row["model"], int(row["seed"])] = up
         budgets[row["model"]] = config.train.steps
+        kept[row["model"], int(row["seed"])] = (run_dir, config)
     for row in again["rows"]:
         row["rising"] = [rising.get((row["model"], seed), False) for seed in again["seeds"]]
+        runs = [kept.get((row["model"], seed)) for seed in again["seeds"]]
+        if all(runs) and "steps_run" in row:
+            read_at_best(row, runs)
     for record in again.get("tuned", {}).values():
         record["capped"] = rules.capped_record(record)
     # The budget to try next, as compare names it: the reference's (every model's, under one

@@ -24,6 +24,8 @@ class TableRow(TypedDict, total=False):
     train_seconds: float
     steps_run: list[int]
     stopped: list[str]
+    # The step each seed's value was read at: its best held-out point (``read_at_best``).
+    read_at: list[int]
     rising: list[bool]
     logit_spread_at_init: float
 

@@ -39,6 +39,12 @@ STOPPED_LEGEND = (
 )
 
 
+READ_AT_BEST = (
+    "(each seed is read at its best held-out evaluation, not its last: compare.json's read_at "
+    "gives the step; results.csv keeps the last)"
+)
+
+
 def _stops(reasons: Sequence[str]) -> str:
     """``target 2, budget 1``: how many of a model's runs stopped for each reason."""
     counts = {reason: reasons.count(reason) for reason in dict.fromkeys(reasons)}
@@ -69,6 +75,8 @@ def format_table(result: Mapping[str, Any]) -> str:
     if result.get("chance") is not None:
         lines.append(f"{'chance':<12} {'':>10}  {result['chance']:>22.4f}")
     lines.append(STOPPED_LEGEND)
+    if any("read_at" in row for row in result["rows"]):
+        lines.append(READ_AT_BEST)
     if result.get("tuned"):
         lines += ["", *tuning_lines(result["tuned"])]
     lines += litmus_lines(result)

@@ -17,6 +17,7 @@ from mixit.config.schema import ARCH_INITS, RunConfig
 from mixit.tasks import get_task
 from mixit.training.resolve import validate
 from mixit.training.rundir import read_records
+from mixit.training.stopping import STOP_METRIC
 
 # The litmus test (the paper's section 5): a variant "matches" the standard model when its
 # mean is at most this far behind (in the metric's units); `mixit compare --tolerance`.
@@ -225,6 +226,20 @@ def rising_at_end(run_dir: Path, config: RunConfig, stopped: str) -> bool:
     if any(better * (top - last) <= margin for top in tops):
         return False
     return better * (last - window[0][metric]) > margin
+
+
+def best_held_out(run_dir: Path, config: RunConfig) -> tuple[float, int] | None:
+    """A verdict run read at its best held-out point (reading rule of 2026-12-06): its
+    headline test metric at the first evaluation where its held-out stop split
+    (``STOP_METRIC``, the rows its stop rule reads) was best, and that step; None for a run
+    evaluated without one (no stop rule, or a tuning run, which reads its validation split)."""
+    metric, better = headline(config), direction(config)
+    records = read_records(run_dir / "metrics.jsonl")
+    held = [record for record in records if STOP_METRIC in record and metric in record]
+    if not held:
+        return None
+    best = max(held, key=lambda record: better * record[STOP_METRIC])  # the first of equals
+    return best[metric], best["step"]
 
 
 def learned(
