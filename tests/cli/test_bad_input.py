@@ -167,7 +167,10 @@ COMMANDS = [
     (["compare", "--task", "addition", "--tune", "wd"], "--tune"),
     (["reproduce", "nothing"], "unknown experiment 'nothing'"),
     (["reproduce", "table4", "--scale", "huge"], "--scale 'huge'"),
-    (["reproduce", "table4", "--seeds", "0"], "argument --seeds: must be >= 1"),
+    (
+        ["reproduce", "table4", "--seeds", "0"],
+        "argument --seeds: expected a whole number >= 1 or auto, got '0'",
+    ),
     (["reproduce", "table4", "--jobs", "0"], "argument --jobs: must be >= 1"),
     (["reproduce", "table4", "--seed", "-3"], "--seed must be in [0, 2^62)"),
     (["reproduce", "ablation", "--tuned", "best.json"], "takes no --tuned"),

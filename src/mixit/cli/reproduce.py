@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,9 @@ from mixit.cli.options import (
     add_progress_option,
     add_tune_options,
     command_line_overrides,
-    count,
     launch_options,
     names,
+    seed_count,
     tune_choice,
 )
 from mixit.common.errors import UsageError
@@ -28,7 +29,9 @@ from mixit.paper.estimate import (
     format_reproduction_estimate,
 )
 from mixit.paper.registry import QUESTIONS
+from mixit.paper.seeds_auto import open_by_the_seeds, reproduce_until_decided
 from mixit.study.experiment import FRESH_FIRST_SEED, TUNED_ON_SEEDS, Reproduction
+from mixit.study.litmus import AUTO, AUTO_SEEDS
 
 
 def add(commands: Any) -> None:
@@ -48,7 +51,13 @@ def add(commands: Any) -> None:
         "here, docs/reproducing.md gives the measured times) or paper (the "
         "paper's configurations, GPUs)",
     )
-    parser.add_argument("--seeds", type=count, default=3, help="seeds per run (default 3)")
+    parser.add_argument(
+        "--seeds",
+        type=seed_count,
+        default=3,
+        help="seeds per run (default 3), or auto: 3, then one more at a time while a claim is "
+        "inconclusive only because its seeds left a comparison undecided, up to 6",
+    )
     parser.add_argument(
         "--seed",
         type=int,
@@ -105,9 +114,10 @@ def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     out = args.out or f"runs/reproduce-{args.scale}"
     experiment, overrides = args.what[0], command_line_overrides(args.what[1:])
+    auto = args.seeds == AUTO
     how = Reproduction(
         args.scale,
-        args.seeds,
+        AUTO_SEEDS[0] if auto else args.seeds,
         args.seed,
         Path(out),
         overrides,
@@ -118,13 +128,24 @@ def run(args: argparse.Namespace) -> int:
         presets=tune_choice(args) != [],
     )
     if experiment == "ablation":
+        if auto:
+            raise UsageError("--seeds auto is for the experiments, not the ablation: give a count")
         return _ablation(args, how)
     if args.claims is not None or args.differences is not None:
         raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
-    if args.estimate:
-        print(format_reproduction_estimate(estimate_reproduction([experiment], how, args.target)))
+    if args.estimate:  # --seeds auto priced at the most it may train
+        priced = dataclasses.replace(how, seeds=AUTO_SEEDS[1]) if auto else how
+        print(
+            format_reproduction_estimate(estimate_reproduction([experiment], priced, args.target))
+        )
         return 0
-    claims = reproduce([experiment], how, train=not args.no_train)
+    if auto:
+        claims, seeds = reproduce_until_decided([experiment], how, reproduce, not args.no_train)
+        how = dataclasses.replace(how, seeds=seeds)
+        left = ", ".join(open_by_the_seeds(claims)) or "none"
+        print(f"--seeds auto: {seeds} seeds; still undecided by the seeds: {left}", file=sys.stderr)
+    else:
+        claims = reproduce([experiment], how, train=not args.no_train)
     ran = [c for c in claims if experiment == "all" or experiment_of(c.id) == experiment]
     for claim in ran or claims:
         print(f"{claim.id:<4} {claim.verdict:<15} {claim.statement}")
