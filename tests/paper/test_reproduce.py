@@ -154,7 +154,10 @@ def test_run_directory_name_follows_the_config():
     [
         (["reproduce", "table99"], "unknown experiment 'table99'"),
         (["reproduce", "all", "--scale", "huge"], "--scale 'huge'"),
-        (["reproduce", "all", "--seeds", "0"], "argument --seeds: expected a whole number >= 1 or auto"),
+        (
+            ["reproduce", "all", "--seeds", "0"],
+            "argument --seeds: expected a whole number >= 1 or auto",
+        ),
         (["reproduce", "table4", "model.nope=1"], "nope"),
     ],
 )
