@@ -28,6 +28,7 @@ from figures.common import ROOT
 from figures.layers import draw_layers, layers
 from figures.reproduce import (
     c2_budget,
+    c9_by_construction,
     c11_measured,
     claim_verdicts,
     no_reference_changes,
@@ -76,6 +77,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "rejudged": rejudged,
     "rejudged-changes": rejudged_changes,
     "c11-measured": c11_measured,
+    "c9-constructions": c9_by_construction,
     "c2-budget": c2_budget,
     "no-reference": no_reference_changes,
     "reading-rules": reading_rules_changes,

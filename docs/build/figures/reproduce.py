@@ -172,6 +172,27 @@ def reading_rules_changes() -> str:
     )
 
 
+def c9_by_construction() -> str:
+    """docs/reproduce.md: C9 in every output that judged it, by the construction its models
+    were built with: the rise of token correlation with depth at initialisation."""
+    rows = [
+        "| output | construction | random's rise | MixiT's rise | verdict |",
+        "|---|---|---:|---:|---|",
+    ]
+    for out in _outputs():
+        claims = _json(out / "claims.json")
+        c9 = next(c for c in claims["claims"] if c["id"] == "C9")
+        if c9["verdict"] == NOT_RUN or "rise" not in c9["measured"]:
+            continue
+        rise = c9["measured"]["rise"]
+        built = c9.get("construction") or _construction(claims)
+        rows.append(
+            f"| `{out.name}` | {built} | {rise['random']:+.3f} | {rise['mixit']:+.3f} "
+            f"| {c9['verdict']} |"
+        )
+    return "\n".join(rows)
+
+
 def c11_measured() -> str:
     """docs/reproduce.md: C11's measured gains in every output that judged it."""
     rows = [

@@ -213,7 +213,9 @@ FINDINGS: list[Finding] = [
         Rule(
             "in each seed's Frozen-QK retrieval model some head has previous-token score at "
             "value positions (where retrieval needs it) >= {threshold:g} and some later-layer "
-            "head has induction score >= {threshold:g}",
+            "head has induction score >= {threshold:g} (the score at value positions decides "
+            "since 2026-11-25; by_the_every_position_score gives the circuit by the score "
+            "over every position, read before)",
             {"threshold": HEAD_THRESHOLD},
             EVERY_SEED,
         ),

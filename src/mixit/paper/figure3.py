@@ -56,19 +56,29 @@ def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, o
     return scores, inputs, model
 
 
-def has_circuit(scores: dict[str, list[list[float]]]) -> bool:
-    """A previous-token head at value positions and an induction head in a later layer, each
-    scoring at least C10's threshold."""
+# The previous-token score C10's rule reads (at value positions, since 2026-11-25), and the
+# one over every position that it read before, measured beside it.
+DECIDES, BESIDE = "previous_token_at_values", "previous_token"
+
+
+def has_circuit(scores: dict[str, list[list[float]]], previous_token: str = DECIDES) -> bool:
+    """A previous-token head (by the ``previous_token`` column of ``scores``) and an
+    induction head in a later layer, each scoring at least C10's threshold."""
     threshold = margin("C10", "threshold")
-    previous = [max(layer) >= threshold for layer in scores["previous_token_at_values"]]
+    previous = [max(layer) >= threshold for layer in scores[previous_token]]
     induction = [max(layer) >= threshold for layer in scores["induction"]]
     return any(p and any(induction[later + 1 :]) for later, p in enumerate(previous))
 
 
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C10: every seed's Frozen-QK retrieval model has the circuit."""
-    frozen_qk = [has_circuit(scores) for scores in results["head_scores"]["frozen-qk"]]
-    return [claim("C10").judge(all(frozen_qk), {"frozen_qk_circuit_per_seed": frozen_qk})]
+    seeds = results["head_scores"]["frozen-qk"]
+    frozen_qk = [has_circuit(scores) for scores in seeds]
+    measured = {
+        "frozen_qk_circuit_per_seed": frozen_qk,
+        "by_the_every_position_score": [has_circuit(scores, BESIDE) for scores in seeds],
+    }
+    return [claim("C10").judge(all(frozen_qk), measured)]
 
 
 def report(
