@@ -50,7 +50,7 @@ def test_a_claim_open_by_a_rising_run_adds_no_seed():
 
 def test_the_ablation_refuses_seeds_auto(capsys):
     assert main(["reproduce", "ablation", "--seeds", "auto", "--estimate"]) == 2
-    assert "--seeds auto is for the experiments" in capsys.readouterr().err
+    assert "--seeds auto and --extend are for the experiments" in capsys.readouterr().err
 
 
 def test_the_command_line_adds_seeds_and_says_where_it_stopped(tmp_path, monkeypatch, capsys):

@@ -11,6 +11,7 @@ from typing import Any
 from mixit.cli.options import (
     add_ablation_options,
     add_estimate_options,
+    add_extend_options,
     add_launch_options,
     add_progress_option,
     add_tune_options,
@@ -28,7 +29,9 @@ from mixit.paper.estimate import (
     estimate_ablation,
     format_reproduction_estimate,
 )
+from mixit.paper.extend import read_extension, reproduce_extending
 from mixit.paper.registry import QUESTIONS
+from mixit.paper.runner import planned_configs
 from mixit.paper.seeds_auto import open_by_the_seeds, reproduce_until_decided
 from mixit.study.experiment import FRESH_FIRST_SEED, TUNED_ON_SEEDS, Reproduction
 from mixit.study.litmus import AUTO, AUTO_SEEDS
@@ -99,6 +102,7 @@ def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="best.json from `mixit sweep --best`: tuned hyperparameters per task and model",
     )
+    add_extend_options(parser)
     add_tune_options(
         parser,
         tune_help="first tune every group of runs that differ only in their seed under the "
@@ -128,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
         presets=tune_choice(args) != [],
     )
     if experiment == "ablation":
-        if auto:
-            raise UsageError("--seeds auto is for the experiments, not the ablation: give a count")
+        if auto or args.extend:
+            raise UsageError("--seeds auto and --extend are for the experiments, not the ablation")
         return _ablation(args, how)
     if args.claims is not None or args.differences is not None:
         raise UsageError("--claims and --differences belong to `mixit reproduce ablation`")
@@ -139,7 +143,20 @@ def run(args: argparse.Namespace) -> int:
             format_reproduction_estimate(estimate_reproduction([experiment], priced, args.target))
         )
         return 0
-    if auto:
+    if args.extend and (auto or args.no_train):
+        raise UsageError("--extend trains: it goes with neither --no-train nor --seeds auto")
+    if args.extend:
+        claims = reproduce_extending([experiment], how, reproduce, planned_configs, args.max_hours)
+        record = read_extension(how.out)
+        rounds = ", ".join(
+            f"{len(r['families'])} families in {r['seconds']:,.0f} s" for r in record["rounds"]
+        )
+        left = ", ".join(record["open"]) or "none"
+        print(
+            f"--extend: {rounds or 'no round'}; still open ({record['stopped']}): {left}",
+            file=sys.stderr,
+        )
+    elif auto:
         claims, seeds = reproduce_until_decided([experiment], how, reproduce, not args.no_train)
         how = dataclasses.replace(how, seeds=seeds)
         left = ", ".join(open_by_the_seeds(claims)) or "none"

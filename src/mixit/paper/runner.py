@@ -18,6 +18,7 @@ from mixit.common.io import JSONObject, make_dir, write_json, write_text
 from mixit.config.overrides import with_settings
 from mixit.config.schema import EXECUTION_SETTINGS, MAX_SEED, RunConfig
 from mixit.paper.ablation_report import dependence
+from mixit.paper.extend import extended, family, read_extension
 from mixit.paper.registry import EXPERIMENTS, QUESTIONS
 from mixit.paper.rereading import check_rereadable, not_reported
 from mixit.paper.verdicts import changed_settings_note, record_claims, tuning_caption
@@ -102,6 +103,17 @@ def plan_reproduction(
         )
         configs = {run: chosen.get(run, config) for run, config in configs.items()}
     return experiments, configs
+
+
+def planned_configs(
+    names: Sequence[str], how: Reproduction
+) -> tuple[list[Experiment], dict[Run, RunConfig]]:
+    """The plan's configs as ``reproduce`` trains them, nothing trained: its tuning as
+    ``OUT/tuning.json`` stored it (``--tune lr``), its families at their extension's factors."""
+    experiments, configs = plan_reproduction(names, how)
+    if how.tune:
+        configs = stored_tuning(configs, Path(how.out), how.scale)
+    return experiments, extended(configs, experiments, how)
 
 
 def presets_apply(how: Reproduction) -> bool:
@@ -211,6 +223,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
         tuning_seconds = time.perf_counter() - started
     elif how.tune:
         configs = stored_tuning(configs, out, how.scale)
+    configs = extended(configs, experiments, how)  # reproduce --extend's families
     start = time.perf_counter()
     summaries, trained = train_missing(
         configs, out / "runs", how.progress, train, launch=how.launch
@@ -295,7 +308,7 @@ def _judge(
         claims = report.claims
     unlearned = unlearned_references(experiment, scale, seed_range, with_rows)
     ids = [c.id for c in claims]
-    capped = capped_runs(planned, how)
+    capped = capped_runs(experiment, planned, how)
     unfinished = unfinished_runs(experiment, scale, seed_range, summaries, configs, ids, capped)
     headlines, measured = experiment.headlines(scale, seed_range), built[len(planned) :]
     for judged_claim in claims:
@@ -309,13 +322,19 @@ def _judge(
     return claims
 
 
-def capped_runs(planned: Sequence[Run], how: Reproduction) -> set[Run]:
+def capped_runs(experiment: Experiment, planned: Sequence[Run], how: Reproduction) -> set[Run]:
     """The planned runs whose group's tuning (the scale's tuned presets, where they apply)
-    reached the budget cap still rising."""
+    reached the budget cap still rising, but for a family ``reproduce --extend`` trained past
+    it (its own runs' rise then decides)."""
     if not presets_apply(how):
         return set()
     capped = capped_groups(how.scale)
-    return {run for run in planned if identity(run, how.scale) in capped}
+    factors = read_extension(Path(how.out))["factors"]
+    return {
+        run
+        for run in planned
+        if identity(run, how.scale) in capped and family(experiment.name, run.task) not in factors
+    }
 
 
 def rejudged(

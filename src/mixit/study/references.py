@@ -109,10 +109,37 @@ def unfinished_runs(
     perplexity) is read at its budget, never unfinished; a run whose folder is gone is
     judged by ``capped`` alone."""
     planned = experiment.plan(scale, seeds)
-    tasks = {
+    seeds_cut = cut_off_runs(planned, summaries, configs, capped)
+    found = {}
+    for claim in claim_ids:
+        reads = tasks_read(experiment, scale, seeds).get(claim) or {run.task for run in planned}
+        found[claim] = [
+            f"{model} on {task}: "
+            + "; ".join(
+                f"{why} (seeds {_listed(cut)})" for why, cut in seeds_cut[task, model].items()
+            )
+            for task, model in sorted(seeds_cut)
+            if task in reads
+        ]
+    return {claim: found_lines for claim, found_lines in found.items() if found_lines}
+
+
+def tasks_read(experiment: Experiment, scale: str, seeds: range) -> dict[str, set[str]]:
+    """Per claim of ``experiment``, the tasks its headlines name (their runs and references)."""
+    return {
         claim: {run.task for h in headlines for run in (*h.runs, *h.reference)}
         for claim, headlines in experiment.headlines(scale, seeds).items()
     }
+
+
+def cut_off_runs(
+    planned: Collection[Run],
+    summaries: Summaries,
+    configs: Mapping[Run, RunConfig],
+    capped: Collection[Run] = (),
+) -> dict[tuple[str, str], dict[str, set[int]]]:
+    """``{(task, model): {why: seeds}}``: the ``planned`` runs cut off while still rising,
+    as ``unfinished_runs`` reads them."""
     seeds_cut: dict[tuple[str, str], dict[str, set[int]]] = {}
     for run in planned:
         if get_task(run.task).metric in NO_CEILING:
@@ -127,18 +154,7 @@ def unfinished_runs(
         else:
             continue
         seeds_cut.setdefault((run.task, run.model), {}).setdefault(why, set()).add(run.seed)
-    found = {}
-    for claim in claim_ids:
-        reads = tasks.get(claim) or {run.task for run in planned}
-        found[claim] = [
-            f"{model} on {task}: "
-            + "; ".join(
-                f"{why} (seeds {_listed(cut)})" for why, cut in seeds_cut[task, model].items()
-            )
-            for task, model in sorted(seeds_cut)
-            if task in reads
-        ]
-    return {claim: found_lines for claim, found_lines in found.items() if found_lines}
+    return seeds_cut
 
 
 def _listed(seeds: Collection[int]) -> str:
