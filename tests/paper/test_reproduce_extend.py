@@ -7,7 +7,14 @@ import json
 import pytest
 
 from mixit.paper import extend as extension
-from mixit.paper.extend import EXTENSION, extended, read_extension, reproduce_extending
+from mixit.paper.extend import (
+    EXTENSION,
+    OpenFamily,
+    extended,
+    first_to_train,
+    read_extension,
+    reproduce_extending,
+)
 from mixit.study.experiment import Reproduction, Run
 from mixit.study.extend import EXTEND_CAP
 
@@ -34,14 +41,14 @@ class _Experiment:
         return [Run(TASK, "standard", 0)]
 
 
-def _planted(monkeypatch, open_rounds):
+def _planted(monkeypatch, open_rounds, seconds=10.0):
     """Families open for the first ``open_rounds`` judgements, then none."""
     judged = []
     monkeypatch.setattr(
         extension,
         "open_families",
         lambda experiments, claims, configs, how: (
-            {"table1/retrieval"} if len(judged) <= open_rounds else set()
+            {"table1/retrieval": OpenFamily(1, seconds)} if len(judged) <= open_rounds else {}
         ),
     )
 
@@ -72,12 +79,23 @@ def test_the_doublings_stop_at_the_cap(tmp_path, monkeypatch):
     assert read_extension(tmp_path)["stopped"] == "cap"
 
 
-def test_the_doublings_stop_before_a_round_past_max_hours(tmp_path, monkeypatch):
-    clock = iter(range(0, 10**6, 1000))
-    monkeypatch.setattr(extension.time, "monotonic", lambda: next(clock))
-    reproduce, judged = _planted(monkeypatch, open_rounds=99)
-    reproduce_extending(["table1"], Reproduction(out=tmp_path), reproduce, _plan(100), 1.0)
-    assert judged == [1, 2] and read_extension(tmp_path)["stopped"] == "max_hours"
+def test_no_round_starts_that_would_pass_max_hours(tmp_path, monkeypatch):
+    # the family's runs took 1,000 s: its doubling is priced at 2,000 s, past 0.5 h
+    reproduce, judged = _planted(monkeypatch, open_rounds=99, seconds=1000.0)
+    reproduce_extending(["table1"], Reproduction(out=tmp_path), reproduce, _plan(100), 0.5)
+    assert judged == [1] and read_extension(tmp_path)["stopped"] == "max_hours"
+
+
+def test_the_most_decisive_then_the_cheapest_family_trains_first():
+    families = {
+        "table3/addition": OpenFamily(claims=1, seconds=50.0),
+        "table5/dyck": OpenFamily(claims=2, seconds=900.0),
+        "table3/dyck": OpenFamily(claims=1, seconds=10.0),
+    }
+    assert first_to_train(families, 1, None) == ["table5/dyck", "table3/dyck", "table3/addition"]
+    # 200 s left: the decisive one does not fit, the two cheap ones do
+    assert first_to_train(families, 1, 200.0) == ["table3/dyck", "table3/addition"]
+    assert first_to_train(families, 10, 200.0) == ["table5/dyck", "table3/dyck", "table3/addition"]
 
 
 def test_the_plan_builds_each_run_at_its_familys_factor(tmp_path):

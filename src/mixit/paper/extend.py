@@ -4,9 +4,11 @@ inconclusive by runs cut off while still rising opens its *family*: every run it
 plans on the task of such a run, every model and verdict seed. Each open family trains again at
 twice its budget (the tuned rates stay; a fresh schedule), and the reproduction is judged again;
 this repeats while a family is open, up to ``study.extend.EXTEND_CAP`` times the task preset's
-steps, or before a round that, priced at twice the last one's measured time, would take training
-past ``max_hours``. ``OUT/extension.json`` records each family's factor (which ``reproduce`` then
-plans its runs at, ``--no-train`` too) and every round: the families, why, and the seconds.
+steps. The most decisive families (the most claims held open) train first, then the cheapest;
+with ``max_hours``, a round takes only those whose doubling, priced at twice their runs'
+measured seconds, still fits. ``OUT/extension.json`` records each family's factor (which
+``reproduce`` then plans its runs at, ``--no-train`` too) and every round: the families, why,
+and the seconds.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
@@ -88,25 +90,59 @@ def extended(
     }
 
 
+class OpenFamily(NamedTuple):
+    """A family some claim left open: how many claims it holds open, and the training seconds
+    its finished runs took (twice that prices its doubling)."""
+
+    claims: int
+    seconds: float
+
+
 def open_families(
     experiments: Sequence[Experiment],
     claims: Sequence[Claim],
     configs: Mapping[Run, RunConfig],
     how: Reproduction,
-) -> set[str]:
+) -> dict[str, OpenFamily]:
     """The families a claim left open: inconclusive on runs cut off while still rising
     (``Claim.unfinished``), each the experiment and task of such a run the claim reads."""
     held = {claim.id for claim in claims if claim.verdict == INCONCLUSIVE and claim.unfinished}
     summaries, _ = train_missing(configs, Path(how.out) / "runs", train=False)
-    found = set()
+    holding: dict[str, int] = {}
+    seconds: dict[str, float] = {}
     for experiment in experiments:
         planned = experiment.plan(how.scale, how.seed_range)
         cut = cut_off_runs(planned, summaries, configs)
         reads = tasks_read(experiment, how.scale, how.seed_range)
         for claim in sorted(c for c in held if experiment_of(c) == experiment.name):
             tasks = reads.get(claim) or {run.task for run in planned}
-            found |= {family(experiment.name, task) for task, _ in cut if task in tasks}
-    return found
+            for task in {task for task, _ in cut if task in tasks}:
+                name = family(experiment.name, task)
+                holding[name] = holding.get(name, 0) + 1
+                seconds[name] = sum(
+                    summaries[run].get("train_seconds", 0.0)
+                    for run in planned
+                    if run.task == task and run in summaries
+                )
+    return {name: OpenFamily(holding[name], seconds[name]) for name in sorted(holding)}
+
+
+def first_to_train(
+    families: Mapping[str, OpenFamily], jobs: int, seconds_left: float | None
+) -> list[str]:
+    """The families a round doubles: the most decisive first (the most claims held open), then
+    the cheapest; with ``seconds_left``, only those whose doubling, priced at twice their
+    runs' seconds over ``jobs``, still fits, in that order."""
+    order = sorted(families, key=lambda name: (-families[name].claims, families[name].seconds))
+    if seconds_left is None:
+        return order
+    chosen, spent = [], 0.0
+    for name in order:
+        price = 2 * families[name].seconds / max(jobs, 1)
+        if spent + price <= seconds_left:
+            chosen.append(name)
+            spent += price
+    return chosen
 
 
 def _within_cap(
@@ -132,20 +168,21 @@ def reproduce_extending(
     max_hours: float | None = None,
 ) -> list[Claim]:
     """``reproduce(names, how, True)``, then a round of doublings while a family is open
-    (``open_families``), each recorded in ``OUT/extension.json`` before it trains."""
+    (``open_families``, the most decisive and cheapest first: ``first_to_train``), each
+    recorded in ``OUT/extension.json`` before it trains."""
     out = Path(how.out)
-    claims, started, last = reproduce(names, how, True), time.monotonic(), 0.0
+    claims, started = reproduce(names, how, True), time.monotonic()
     while True:
         record = read_extension(out)
         experiments, configs = plan(names, how)
         opened = open_families(experiments, claims, configs, how)
         factors = record["factors"]
-        grown = {name: 2 * factors.get(name, 1) for name in sorted(opened)}
-        room = {name: f for name, f in grown.items() if _within_cap(name, 2, configs, how)}
-        spent = time.monotonic() - started
-        stopped = "decided" if not opened else "cap" if not room else ""
-        if not stopped and max_hours is not None and spent + 2 * last > max_hours * 3600:
-            stopped = "max_hours"
+        below_cap = {name: f for name, f in opened.items() if _within_cap(name, 2, configs, how)}
+        left = None if max_hours is None else max_hours * 3600 - (time.monotonic() - started)
+        chosen = first_to_train(below_cap, how.jobs, left)
+        room = {name: 2 * factors.get(name, 1) for name in chosen}
+        stopped = "decided" if not opened else "cap" if not below_cap else ""
+        stopped = stopped or ("max_hours" if not room else "")
         record["open"] = sorted(opened)
         if stopped:
             write_json(out / EXTENSION, record | {"stopped": stopped})
@@ -154,6 +191,5 @@ def reproduce_extending(
         write_json(out / EXTENSION, record)
         began = time.monotonic()
         claims = reproduce(names, how, True)
-        last = time.monotonic() - began
-        record["rounds"].append({"families": room, "seconds": last})
+        record["rounds"].append({"families": room, "seconds": time.monotonic() - began})
         write_json(out / EXTENSION, record)
