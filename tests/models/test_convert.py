@@ -87,3 +87,25 @@ def test_an_exported_llama_is_frozen_again_by_freeze(tmp_path):
     mixit.freeze(loaded)
     frozen = {n for n, p in loaded.named_parameters() if not p.requires_grad}
     assert frozen == {f"model.layers.{i}.self_attn.{w}_proj.weight" for i in (0, 1) for w in "qk"}
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+@pytest.mark.parametrize("variant", ["standard", "frozen-qk", "frozen-mlp", "random"])
+def test_a_converted_model_survives_save_pretrained_and_freeze(tmp_path, name, variant):
+    """GPT-2's split queries, keys and values are saved as its fused c_attn, so a plain
+    from_pretrained loads them; the config records the frozen groups for freeze."""
+    config = resolve_config("retrieval", variant, "tiny", 0, {**SIZES, "model.arch": f"hf:{name}"})
+    torch.manual_seed(0)
+    converted = mixit.convert(fresh(name, config), variant).eval()
+    tokens = torch.randint(0, 20, (2, 8))
+    with torch.no_grad():
+        before = converted(tokens).logits
+    converted.save_pretrained(tmp_path)
+    loaded = mixit.freeze(transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval())
+    with torch.no_grad():
+        assert torch.allclose(loaded(tokens).logits, before, atol=1e-5)
+
+    def frozen(model):
+        return sorted(n for n, p in model.named_parameters() if not p.requires_grad)
+
+    assert frozen(loaded) == frozen(converted)
