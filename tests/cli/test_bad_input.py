@@ -165,6 +165,11 @@ COMMANDS = [
     ),
     (["compare", "--task", "addition", "--models", "standard,nope"], "nope"),
     (["compare", "--task", "addition", "--tune", "wd"], "--tune"),
+    # An abbreviation is no option: `--npr 2` would reach every torchrun worker (#103).
+    ([*TRAIN, "--npr", "2"], "unrecognized arguments: --npr"),
+    (["compare", "--task", "addition", "--mod", "standard"], "unrecognized arguments: --mod"),
+    (["compare", "--task", "addition", "--extend", "--max-hours", "0"], "--max-hours"),
+    (["reproduce", "table1", "--extend", "--no-train"], "--extend trains"),
     (["reproduce", "nothing"], "unknown experiment 'nothing'"),
     (["reproduce", "table4", "--scale", "huge"], "--scale 'huge'"),
     (

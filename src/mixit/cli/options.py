@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.trust import trust
@@ -19,7 +20,13 @@ FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the task and model cat
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad input as one line and exit status 2 (no usage dump)."""
+    """argparse that reports bad input as one line and exit status 2 (no usage dump), and
+    never takes an abbreviation for an option: ``--npr 2`` would pass for ``--nproc 2`` yet
+    stay in the arguments ``train`` hands each torchrun worker, which would start torchrun
+    again."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message} (see --help)")
