@@ -2,6 +2,7 @@
 example of examples/lookup, trusted only when named, its splits disjoint, its axis."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -95,3 +96,31 @@ def test_jsonl_data_walks_an_axis_of_file_pairs(tmp_path, capsys):
     capsys.readouterr()
     assert main([*argv[:5], f"task.data_files={','.join(files[:3])}", *argv[6:]]) == 2
     assert "task.data_files" in capsys.readouterr().err  # an odd number of files
+
+
+HOSTILE = {
+    "endless": "def examples(size, n, seed):\n    while True:\n        yield ([1, 2], [3])\n",
+    "exits": "import sys\n\ndef examples(size, n, seed):\n    sys.exit(0)\n",
+    "exits-on-import": "import sys\nsys.exit(0)\n\ndef examples(size, n, seed):\n    return []\n",
+    "broken": "def examples(size, n, seed)\n    return []\n",
+}
+
+
+@pytest.mark.parametrize(
+    "kind, fragment",
+    [
+        ("endless", "gave 1 distinct inputs at task.size=6 (in the first 3,600 examples"),
+        ("exits", "failed at task.size=6: it called sys.exit(0)"),
+        ("exits-on-import", "failed while loading: it called sys.exit(0)"),
+        ("broken", "failed while loading: SyntaxError"),
+    ],
+)
+def test_hostile_generators_are_one_line_usage_errors(tmp_path, monkeypatch, kind, fragment):
+    """A generator that never stops is read no further than it needs; one that exits, or
+    will not load, is named in one line instead of ending the command with its status."""
+    source = tmp_path / f"{kind.replace('-', '_')}.py"
+    source.write_text(HOSTILE[kind])
+    monkeypatch.setenv(TRUST_ENV, "")
+    trust(str(source))
+    with pytest.raises(UsageError, match=re.escape(fragment)):
+        data({**SMALL, "task.generator": f"{source}:examples"})

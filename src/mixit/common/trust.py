@@ -69,6 +69,8 @@ def trusted_function(setting: str, spec: str, option: str) -> tuple[Callable[...
         module = _imported(module_name)
     except (ImportError, OSError) as error:
         raise UsageError(f"{setting}: cannot import {module_name} ({error})") from None
+    except (Exception, SystemExit) as error:  # the user's module raised, or exited, loading
+        raise UsageError(f"{setting}: {module_name} failed while loading: {said(error)}") from None
     function = getattr(module, name, None)
     if not callable(function):
         raise UsageError(f"{setting}: {module_name} has no function {name}")
@@ -79,3 +81,12 @@ def trusted_function(setting: str, spec: str, option: str) -> tuple[Callable[...
             "builtin or an import from elsewhere is never called)"
         )
     return function, module
+
+
+def said(error: BaseException) -> str:
+    """What user code raised, in one line: ``ValueError: bad size``, ``SyntaxError: invalid
+    syntax (gen.py, line 3)``, or ``it called sys.exit(0)``, which would otherwise end the
+    command with that status and nothing done."""
+    if isinstance(error, SystemExit):
+        return f"it called sys.exit({error.code!r}), which mixit does not let end the command"
+    return f"{type(error).__name__}: {error}"

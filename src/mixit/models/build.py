@@ -31,7 +31,7 @@ from torch import nn
 
 from mixit.common.digest import source_files
 from mixit.common.errors import UsageError
-from mixit.common.trust import trust, trusted_function
+from mixit.common.trust import said, trust, trusted_function
 from mixit.config.schema import ModelConfig, RunConfig
 from mixit.models.adapters import ADAPTERS, Parts, get_variant, spectrum
 from mixit.models.decoder import Decoder, Trainable
@@ -175,10 +175,8 @@ def _built(factory: Callable[[ModelConfig], nn.Module], config: ModelConfig) -> 
     line naming the arch."""
     try:
         model = factory(config)
-    except Exception as error:  # the user's code: any failure is their input's
-        raise UsageError(
-            f"model.arch='{config.arch}' failed: {type(error).__name__}: {error}"
-        ) from None
+    except (Exception, SystemExit) as error:  # the user's code: any failure is their input's
+        raise UsageError(f"model.arch='{config.arch}' failed: {said(error)}") from None
     if not isinstance(model, nn.Module):
         raise UsageError(
             f"model.arch='{config.arch}' returned a {type(model).__name__}, not a torch "

@@ -15,6 +15,7 @@ mixing read the whole input, as their classifier's does (the label is never an i
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ import numpy as np
 
 from mixit.common.digest import source_files
 from mixit.common.errors import UsageError
-from mixit.common.trust import require_trusted, trusted_function
+from mixit.common.trust import require_trusted, said, trusted_function
 from mixit.data import (
     default_cache_dir,
     encode_texts,
@@ -130,6 +131,11 @@ def checked_pair(pair: tuple[object, object], where: str) -> tuple[object, objec
     return pair
 
 
+# How many examples a generator is read for, per row the splits need: enough for inputs it
+# repeats, and a bound on one that never stops (it was read whole: 6 GB in 31 s).
+READ_AT_MOST = 10
+
+
 def generated_pairs(config: CustomConfig) -> tuple[list, list]:
     """The training and test examples of ``task.generator`` at ``task.size``: the first
     ``n_train`` distinct inputs it returns, then the next ``n_test`` (so no input is in
@@ -137,12 +143,11 @@ def generated_pairs(config: CustomConfig) -> tuple[list, list]:
     setting = f"task.generator='{config.generator}'"
     function, _ = trusted_function(setting, config.generator, GENERATOR_OPTION)
     n = config.n_train + config.n_test
-    try:
-        examples = list(function(size=config.size, n=n, seed=config.data_seed))
-    except Exception as error:  # the user's code refused its arguments: say so in one line
-        raise UsageError(
-            f"{setting} failed at task.size={config.size}: {type(error).__name__}: {error}"
-        ) from None
+    try:  # an endless generator is read no further than READ_AT_MOST examples a row
+        given = function(size=config.size, n=n, seed=config.data_seed)
+        examples = list(itertools.islice(given, READ_AT_MOST * n))
+    except (Exception, SystemExit) as error:  # the user's code refused, raised or exited
+        raise UsageError(f"{setting} failed at task.size={config.size}: {said(error)}") from None
     distinct: dict[str, tuple[object, object]] = {}
     for number, example in enumerate(examples):
         if isinstance(example, Mapping) and {"input", "target"} <= example.keys():
@@ -154,8 +159,9 @@ def generated_pairs(config: CustomConfig) -> tuple[list, list]:
     pairs = list(distinct.values())
     if len(pairs) < config.n_train + config.n_test:
         raise UsageError(
-            f"{setting} gave {len(pairs)} distinct inputs at task.size={config.size}; the splits "
-            f"need task.n_train + task.n_test = {config.n_train + config.n_test}"
+            f"{setting} gave {len(pairs)} distinct inputs at task.size={config.size} (in the "
+            f"first {READ_AT_MOST * n:,} examples it gave); the splits need task.n_train + "
+            f"task.n_test = {n}"
         )
     return pairs[: config.n_train], pairs[config.n_train : config.n_train + config.n_test]
 
