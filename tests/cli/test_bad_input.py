@@ -312,3 +312,13 @@ def test_a_damaged_study_database_is_one_line(tmp_path, capsys):
     assert main([*argv, "--storage", f"sqlite:///{database}", "--best"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "file is not a database" in err
+
+
+def test_bench_json_never_replaces_a_file_unasked(tmp_path, capsys):
+    """An unrelated file named by --json stays as it was (#103); --force replaces it, saying so."""
+    kept = tmp_path / "notes.json"
+    kept.write_text('{"mine": 1}')
+    argv = ["bench", "--cost-check", "tiny", "--json", str(kept)]
+    assert main(argv) == 2
+    assert "exists; name a new file, or --force" in capsys.readouterr().err
+    assert kept.read_text() == '{"mine": 1}'

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from mixit.cli.options import (
     model_names,
     names,
 )
+from mixit.common.errors import UsageError
 from mixit.common.io import check_writable, write_json
 from mixit.paper.cost_check import cost_check, format_cost_check
 from mixit.tasks import PRESET_NAMES
@@ -60,14 +63,23 @@ def add(commands: Any) -> None:
         f"{','.join(TINY_TASKS)}) on the CPU: tokens/s, MFU, forward/backward/AdamW ms, "
         "fused AdamW, the matmul share of the step",
     )
-    parser.add_argument("--json", default=None, help="write the figures to this file")
+    parser.add_argument(
+        "--json", default=None, help="write the figures to this file (a new one, or --force)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="let --json replace a file that exists (said)"
+    )
     add_overrides_argument(parser, "shape, e.g. model.n_embd=512")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.json:
-        check_writable(Path(args.json))  # before minutes of timing, not after
+    if args.json:  # before minutes of timing, not after
+        check_writable(Path(args.json))
+        if os.path.lexists(args.json):
+            if not args.force:
+                raise UsageError(f"{args.json} exists; name a new file, or --force to replace it")
+            print(f"replacing {args.json} (--force)", file=sys.stderr)
     if args.cost_check:
         checked = cost_check(args.cost_check, None, command_line_overrides(args.overrides))
         print(format_cost_check(checked))
