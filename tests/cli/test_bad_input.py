@@ -322,3 +322,20 @@ def test_bench_json_never_replaces_a_file_unasked(tmp_path, capsys):
     assert main(argv) == 2
     assert "exists; name a new file, or --force" in capsys.readouterr().err
     assert kept.read_text() == '{"mine": 1}'
+
+
+def test_a_committed_output_is_written_only_with_force_even_through_a_link(tmp_path, capsys):
+    """--out that is, or leads by a link to, a folder under a git work tree's results/ is
+    refused before anything is written (#103: a link replaced a committed results.csv)."""
+    (tmp_path / ".git").mkdir()
+    committed = tmp_path / "results" / "demo"
+    committed.mkdir(parents=True)
+    (committed / "compare.json").write_text("{}")
+    link = tmp_path / "elsewhere"
+    link.symlink_to(committed)
+    quick = ["--task", "dyck", "--models", "standard", "train.steps=2", "train.eval_every=2"]
+    assert main(["compare", *quick, "--out", str(link)]) == 2
+    assert "a committed output under" in capsys.readouterr().err
+    assert sorted(p.name for p in committed.iterdir()) == ["compare.json"]
+    assert main(["compare", *quick, "--out", str(link), "--force"]) == 0
+    assert "writing into the committed output" in capsys.readouterr().err

@@ -142,7 +142,12 @@ CASES = [
         Case("I/O error", command, into(argv, "/dev/null"), "/dev/null")
         for command, argv in TRAINER_ARGV.items()
     ),
-    Case("I/O error", "bench", lambda tmp, run: [*BENCH, "--json", "/dev/full"], "No space left"),
+    Case(
+        "I/O error",
+        "bench",
+        lambda tmp, run: [*BENCH, "--json", "/dev/full", "--force"],
+        "No space left",
+    ),
     Case("I/O error", "bench", lambda tmp, run: [*BENCH, "--json", str(tmp)], "is a folder"),
     Case(
         "I/O error",

@@ -26,6 +26,7 @@ from mixit.cli import (
     sweep,
     train,
 )
+from mixit.cli.limits import check_out
 from mixit.cli.options import FORMATTER, OVERRIDE, OneLineParser, catalogue
 from mixit.common.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
 
@@ -100,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             getattr(args, trailing).extend(extra)
         if getattr(args, "target", None) and not args.estimate:
             raise UsageError("--target goes with --estimate: it predicts, it does not train")
+        if hasattr(args, "force"):  # the commands that write into --out
+            check_out(args)
         args.argv = argv
         return args.run(args)
     except UsageError as error:

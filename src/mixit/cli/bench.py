@@ -76,21 +76,19 @@ def add(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.json:  # before minutes of timing, not after
         check_writable(Path(args.json))
-        if os.path.lexists(args.json):
-            if not args.force:
-                raise UsageError(f"{args.json} exists; name a new file, or --force to replace it")
-            print(f"replacing {args.json} (--force)", file=sys.stderr)
+        if os.path.lexists(args.json) and not args.force:
+            raise UsageError(f"{args.json} exists; name a new file, or --force to replace it")
     if args.cost_check:
         checked = cost_check(args.cost_check, None, command_line_overrides(args.overrides))
         print(format_cost_check(checked))
         if args.json:
-            write_json(Path(args.json), checked)
+            _write(Path(args.json), checked)
         return 0
     if args.presets:
         result = preset_rows(names(args.presets, "--presets"), rounds=args.rounds)
         print(format_presets(result))
         if args.json:
-            write_json(Path(args.json), result)
+            _write(Path(args.json), result)
         return 0
     configs = bench_configs(model_names(args.models), command_line_overrides(args.overrides))
     result = bench(
@@ -106,5 +104,13 @@ def run(args: argparse.Namespace) -> int:
     )
     print(format_bench(result))
     if args.json:
-        write_json(Path(args.json), result)
+        _write(Path(args.json), result)
     return 0
+
+
+def _write(path: Path, result: Any) -> None:
+    """``--json``'s file, and a word where it replaced one (``--force``)."""
+    replaced = os.path.lexists(path)
+    write_json(path, result)
+    if replaced:
+        print(f"replaced {path} (--force)", file=sys.stderr)

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mixit.cli.limits import add_extend_options, add_force_option
 from mixit.cli.options import (
     FORMATTER,
     add_axis_option,
     add_common,
-    add_extend_options,
     add_launch_options,
     add_tune_options,
     catalogue,
@@ -47,6 +47,7 @@ def add(commands: Any) -> None:
         formatter_class=FORMATTER,
     )
     add_common(parser)
+    add_force_option(parser)
     parser.add_argument(
         "--models",
         default=",".join(VARIANTS),

@@ -156,36 +156,6 @@ def add_tune_options(
     tuning.add_argument("--no-tune", dest="tune", action="store_const", const="", help=no_tune_help)
 
 
-def add_extend_options(parser: argparse.ArgumentParser) -> None:
-    """``--extend`` / ``--no-extend`` and ``--max-hours`` (``mixit.study.extend``)."""
-    parser.add_argument(
-        "--extend",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="where a run still rising leaves a reading open, double every model's budget on "
-        "every seed and judge again, up to 16x the preset's steps (default: off; the reading "
-        "then names this as its next step)",
-    )
-    parser.add_argument(
-        "--max-hours",
-        type=hours,
-        default=None,
-        metavar="H",
-        help="with --extend: start no doubling that would take training past H hours",
-    )
-
-
-def hours(text: str) -> float:
-    """``--max-hours``: a positive number of hours."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of hours, got '{text}'")
-    return value
-
-
 def tune_choice(args: argparse.Namespace) -> list[str] | None:
     """``--tune lr``: ["lr"]; ``--no-tune``: []; neither: None (tune --arch models only)."""
     return None if args.tune is None else [args.tune] if args.tune else []

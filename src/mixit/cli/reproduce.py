@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mixit.cli.limits import add_extend_options, add_force_option
 from mixit.cli.options import (
     add_ablation_options,
     add_estimate_options,
-    add_extend_options,
     add_launch_options,
     add_progress_option,
     add_tune_options,
@@ -103,6 +103,7 @@ def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
         help="best.json from `mixit sweep --best`: tuned hyperparameters per task and model",
     )
     add_extend_options(parser)
+    add_force_option(parser)
     add_tune_options(
         parser,
         tune_help="first tune every group of runs that differ only in their seed under the "

@@ -8,11 +8,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from mixit.cli.limits import add_extend_options, add_force_option
 from mixit.cli.options import (
     add_arch_option,
     add_axis_option,
     add_estimate_options,
-    add_extend_options,
     add_launch_options,
     add_overrides_argument,
     add_progress_option,
@@ -80,6 +80,7 @@ def add(commands: Any) -> None:
     )
     add_axis_option(parser, "OUT/TASK/")
     add_progress_option(parser)
+    add_force_option(parser)
     add_arch_option(parser)
     add_tune_options(parser)
     add_extend_options(parser)

@@ -9,7 +9,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mixit.cli.options import FORMATTER, add_common, catalogue, count, dotted_overrides
+from mixit.cli.limits import add_force_option
+from mixit.cli.options import (
+    FORMATTER,
+    add_common,
+    catalogue,
+    count,
+    dotted_overrides,
+)
 from mixit.common.errors import UsageError
 from mixit.study.compare import Comparison
 from mixit.study.estimate import estimate_comparison, format_comparison_estimate
@@ -23,6 +30,7 @@ def add(commands: Any) -> None:
         "train", help="train one model on one task", epilog=catalogue(), formatter_class=FORMATTER
     )
     add_common(parser)
+    add_force_option(parser)
     parser.add_argument("--model", required=True, help="model name (listed below)")
     parser.add_argument("--out", default=None, help="run directory (default runs/TASK/MODEL/seedN)")
     parser.add_argument(

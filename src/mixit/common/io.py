@@ -79,6 +79,16 @@ def write_folder_atomic(path: Path, fill: Callable[[Path], None]) -> None:
         raise
 
 
+def committed_results(folder: Path) -> Path | None:
+    """The ``results/`` folder of a git work tree that ``folder`` lies in, its links resolved
+    (where a project keeps its committed outputs); None elsewhere."""
+    resolved = folder.resolve()
+    for above in (resolved, *resolved.parents):
+        if above.name == "results" and (above.parent / ".git").exists():
+            return above
+    return None
+
+
 def check_writable(path: Path) -> None:
     """Refuse, before any work, a file ``path`` that cannot be written: a folder in its place,
     or a nearest existing folder above it that this user cannot write into."""
