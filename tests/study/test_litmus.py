@@ -147,6 +147,18 @@ def test_a_task_the_random_transformer_solves_does_not_discriminate():
     assert "(stopped: how many of a model's seeds ended at each reason; budget: " in shown
 
 
+def test_a_custom_task_is_told_only_of_the_knob_it_has():
+    """A generated custom task's knob is its size; one from files has none: the advice never
+    names task.vocab_size, which character tokens never read (#104)."""
+    result = _result(standard=[1.0, 1.0], mixit=[1.0, 1.0], random=[1.0, 1.0]) | {"task": "custom"}
+    from_files = reading(result, 0.02, 100)["does_not_discriminate"]
+    assert from_files == "its examples come from its files: harder ones must come from there"
+    result["overrides"] = {"task.generator": "gen.py:examples"}
+    generated = reading(result, 0.02, 100)["does_not_discriminate"]
+    assert generated.startswith("make it harder: a larger task.size (the generator's knob)")
+    assert "vocab" not in generated + from_files
+
+
 def test_log_perplexity_is_inconclusive_only_when_the_order_changed_over_the_last_doubling():
     result = _result(metric="log_ppl", chance=6.0, standard=[4.0, 4.0], mixit=[4.5, 4.5])
     budgets = {"standard": [(100, 5.0), (200, 4.5)], "mixit": [(100, 4.9), (200, 4.8)]}

@@ -124,3 +124,10 @@ def test_hostile_generators_are_one_line_usage_errors(tmp_path, monkeypatch, kin
     trust(str(source))
     with pytest.raises(UsageError, match=re.escape(fragment)):
         data({**SMALL, "task.generator": f"{source}:examples"})
+
+
+def test_vocab_size_without_bpe_is_refused_not_ignored(trusted):
+    """With character or integer tokens the vocabulary is the data's own: task.vocab_size
+    would change nothing, so it is refused in one line (#104)."""
+    with pytest.raises(UsageError, match=r"task\.vocab_size sets the size of the BPE tokenizer"):
+        data({**SMALL, "task.vocab_size": 64})

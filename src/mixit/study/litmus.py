@@ -309,11 +309,15 @@ def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> LitmusRe
     harder_task = ""
     if "task" in result:
         spec = get_task(result["task"])
-        # A task from files (custom without a generator) has no knob to double.
         generated = spec.synthetic or result.get("overrides", {}).get("task.generator")
         axis = spec.axis if generated else None
         walk = f"; `mixit compare --axis auto` doubles {axis} until they part" if axis else ""
-        harder_task = f"make it harder: {harder(result['task'])}{walk}"
+        if spec.synthetic:
+            harder_task = f"make it harder: {harder(result['task'])}{walk}"
+        elif generated:  # a generator's one knob is its size; the task's others are not its
+            harder_task = f"make it harder: a larger task.size (the generator's knob){walk}"
+        else:  # a task from files has no setting that makes its examples harder
+            harder_task = "its examples come from its files: harder ones must come from there"
     return {"tolerance": tolerance, "rows": rows, "does_not_discriminate": harder_task}
 
 

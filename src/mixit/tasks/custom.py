@@ -52,11 +52,15 @@ READOUTS = ("vocabulary", "targets")
 FIRST_SYMBOL = 3  # ids below are special; symbol i (a character, or integer token i) is 3 + i
 
 
+# The BPE tokenizer's vocabulary when task.vocab_size is not set.
+BPE_VOCABULARY = 1024
+
+
 @dataclass
 class CustomConfig:
     data_files: str = ""  # train.jsonl,test.jsonl with {"input": ..., "target": ...} per line
     tokenizer: str = "chars"  # chars | bpe | words | an HF tokenizer name; int lists need none
-    vocab_size: int = 1024  # BPE vocabulary size
+    vocab_size: int = BPE_VOCABULARY  # the BPE tokenizer's size; no other tokenizer reads it
     cache_dir: str = ""  # BPE tokenizer cache; empty: $MIXIT_CACHE or ~/.cache/mixit
     readout: str = "vocabulary"  # vocabulary (every token) | targets (the tokens targets use)
     # Instead of files, MODULE:FUNCTION (MODULE a dotted name or a .py file):
@@ -69,6 +73,12 @@ class CustomConfig:
 
     def validate(self) -> None:
         check_choice(self, "readout", READOUTS)
+        if self.tokenizer != "bpe" and self.vocab_size != BPE_VOCABULARY:
+            raise UsageError(
+                f"task.vocab_size sets the size of the BPE tokenizer's vocabulary; with "
+                f"task.tokenizer={self.tokenizer} it would change nothing (the vocabulary is "
+                "the data's own tokens): drop it, or set task.tokenizer=bpe"
+            )
         if self.generator:
             if self.data_files:
                 raise UsageError("task custom takes task.data_files or task.generator, not both")
