@@ -503,7 +503,7 @@ def test_each_reader_of_a_run_folder_returns_or_says_one_usage_error(
 )
 @given(content=CONTENTS)
 def test_a_damaged_checkpoint_state_is_a_usage_error(content, tmp_path):
-    from mixit.training.train import setup  # noqa: F401  (the same modules a resume imports
+    from mixit.training.setup import setup  # noqa: F401  (the same modules a resume imports
 
     folder = Path(tempfile.mkdtemp(dir=tmp_path))
     (folder / "checkpoint").mkdir(parents=True)

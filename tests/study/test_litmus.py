@@ -232,7 +232,7 @@ def plant_gaps(monkeypatch, gaps):
         gap = gaps.get(config.seed, 0.0) if config.variant == "mixit" else 0.0
         return {get_task(config.task_name).metric: 0.9 + gap}
 
-    monkeypatch.setattr(importlib.import_module("mixit.training.train"), "evaluate_run", planted)
+    monkeypatch.setattr(importlib.import_module("mixit.training.setup"), "evaluate_run", planted)
 
 
 def test_seeds_auto_stops_adding_seeds_once_the_verdict_is_decided(tmp_path, monkeypatch):

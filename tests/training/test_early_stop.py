@@ -77,7 +77,7 @@ def test_patience_stops_at_the_first_evaluation_without_a_better_metric(trajecto
 
 def test_early_stopping_never_reads_the_test_split(tmp_path, monkeypatch):
     # A planted signal: every model solves the test split, and only the test split.
-    module = importlib.import_module("mixit.training.train")
+    module = importlib.import_module("mixit.training.setup")
     real = module.evaluate_run
 
     def planted(model, data, config):
@@ -98,9 +98,7 @@ class Interrupted(Exception):
 def test_a_resumed_run_stops_at_the_same_step(stopped, tmp_path, monkeypatch):
     target, step, whole = stopped  # checkpoints change no result: the same run uninterrupted
     settings = {"train.stop_at": target, "train.checkpoint_every": 10}
-    module = importlib.import_module(
-        "mixit.training.train"
-    )  # the package's `train` is the function
+    module = importlib.import_module("mixit.training.setup")  # where a run saves its checkpoint
     real_save = module.save_checkpoint
 
     def save_then_die(out, *args):

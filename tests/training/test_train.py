@@ -3,6 +3,7 @@
 import json
 import math
 import random
+import re
 import shutil
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 from mixit import load_run, train
+from mixit.cli import main
 from mixit.common.errors import TrainingDiverged, UsageError
 from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig, TrainConfig
@@ -125,6 +127,17 @@ def test_nan_loss_stops_the_run_naming_the_step(tmp_path):
     assert not (tmp_path / "standard-20-0" / "summary.json").exists()
 
 
+def test_a_finite_loss_that_blows_up_stops_the_run_naming_the_step(tmp_path, capsys):
+    """train.lr=100 on tiny retrieval keeps the loss finite (about 4 to 71,196 by step 10): it
+    stops at the blow-up rule, exit 1 naming the step, with no summary to read as a verdict."""
+    argv = ["train", "--task", "retrieval", "--model", "standard", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "run"), "train.lr=100"]) == 1
+    assert re.search(
+        r"the running loss is .* at step \d+, over 100 times its first", capsys.readouterr().err
+    )
+    assert not (tmp_path / "run" / "summary.json").exists()
+
+
 def test_schedule_warms_up_then_decays_to_the_floor():
     config = RunConfig("retrieval", "standard", "tiny", 0)
     config.train = TrainConfig(steps=100, warmup_steps=10, min_lr_ratio=0.1)
@@ -224,7 +237,7 @@ def test_bf16_steps_track_fp32_and_resume_exactly(model, tmp_path, monkeypatch):
 
     # ``mixit.train`` is also the package's ``train`` function: the module is reached by name.
     monkeypatch.setattr(
-        sys.modules["mixit.training.train"], "save_checkpoint", save_and_keep_step_2
+        sys.modules["mixit.training.setup"], "save_checkpoint", save_and_keep_step_2
     )
     train("addition", model, out=fp32_dir, overrides=BF16_CHECK)
     shutil.rmtree(kept)

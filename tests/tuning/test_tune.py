@@ -157,7 +157,7 @@ def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
     # Every evaluation of the real test split says the lowest rate is best, every other one
     # (the validation split) the highest: only a protocol that reads the test split can pick
     # a low rate.
-    train_module = importlib.import_module("mixit.training.train")  # the module, not mixit.train()
+    train_module = importlib.import_module("mixit.training.setup")  # where a run evaluates
     evaluate = train_module.evaluate_run
     spec = get_task("retrieval")
 
@@ -241,7 +241,7 @@ def test_an_arch_model_tunes_by_default_and_every_variant_chooses_its_own_init(t
 def test_a_variants_initialisation_is_chosen_apart_from_the_references(tmp_path, monkeypatch):
     # Planted: the reference learns under its own initialisation only, Frozen-QK under
     # small-output only (uniform frozen attention under the other).
-    train_module = importlib.import_module("mixit.training.train")
+    train_module = importlib.import_module("mixit.training.setup")
     learns_under = {"standard": "own", "frozen-qk": "small-output"}
 
     def planted_evaluate(model, data, config):
@@ -343,7 +343,7 @@ def test_a_lead_within_the_tolerance_does_not_grow_the_grid(tmp_path, monkeypatc
 
 def test_a_tuning_resumed_over_its_finished_runs_chooses_as_it_did(tmp_path, monkeypatch):
     # A score that moves at every step: the weights' size.
-    train_module = importlib.import_module("mixit.training.train")
+    train_module = importlib.import_module("mixit.training.setup")
 
     def planted_evaluate(model, data, config):
         size = sum(float(p.detach().abs().sum()) for p in model.parameters())

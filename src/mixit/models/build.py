@@ -197,7 +197,7 @@ class TaskReadout(Protocol):
 def build_model(config: RunConfig, task: TaskReadout) -> RunModel:
     """The run's model from its seed: mixit's decoder or the ``model.arch`` it names, under
     the bottleneck readout where ``task`` asks for one, or scored among its answer tokens where
-    it names them. ``mixit.training.train.new_model`` looks the task up from the config."""
+    it names them. ``mixit.training.rundir.new_model`` looks the task up from the config."""
     torch.manual_seed(config.seed)
     m = config.model
     if m.arch == BUILT_IN:

@@ -48,7 +48,7 @@ from mixit.running.runs import run_dir_name
 from mixit.study.experiment import Reproduction
 from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
 from mixit.training.resolve import resolve_device, stored_config
-from mixit.training.train import setup
+from mixit.training.setup import setup
 
 if TYPE_CHECKING:
     from mixit.tasks import TaskData

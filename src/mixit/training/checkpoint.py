@@ -39,6 +39,8 @@ class RunProgress(TypedDict, total=False):
     stopped: str | None
     best: float | None
     stale: int
+    # The running loss after the first step, which ``BLOWN_UP`` times over stops the run.
+    first_loss: float
 
 
 def weights_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -9,7 +9,7 @@ from mixit.config.schema import RunConfig
 from mixit.cost.predict import Timing
 from mixit.tasks import get_task
 from mixit.training.resolve import stored_config
-from mixit.training.train import setup
+from mixit.training.setup import setup
 
 
 def time_training(

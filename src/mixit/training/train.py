@@ -7,7 +7,6 @@ evaluation), ``model.safetensors`` (weights and MixiT's fixed matrices) and, las
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Mapping
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from mixit.common.errors import TrainingDiverged, UsageError
@@ -24,113 +22,22 @@ from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.data.vocabulary import save_vocabulary
-from mixit.models.build import RunModel
-from mixit.models.readout import BottleneckReadout
 from mixit.tasks import TaskData, get_task
-from mixit.tasks.base import TaskSpec, hold_out_validation, next_token_targets
-from mixit.training.checkpoint import RunProgress, load_checkpoint, save_checkpoint
+from mixit.tasks.base import TaskSpec, hold_out_validation
+from mixit.training.checkpoint import RunProgress, load_checkpoint
 from mixit.training.distributed import ALONE, Ranks
 from mixit.training.resolve import (
     check_runnable_here,
-    fit_model_to_data,
     resolve_config,
     resolve_device,
 )
-from mixit.training.rundir import RunDir, RunSummary, halted_summary, new_model
-from mixit.training.scoring import evaluate_run
+from mixit.training.rundir import RunDir, RunSummary, halted_summary
+from mixit.training.setup import Training, setup
 from mixit.training.step import (
-    compiled,
     lr_factor,
-    make_optimizer,
-    mixed_precision,
-    sample_batch,
-    train_step,
-    use_tensor_cores,
 )
-from mixit.training.stopping import STOP_METRIC, StopRule, hold_out_stop_split
+from mixit.training.stopping import STOP_METRIC, StopRule
 from mixit.training.writer import RunWriter
-
-
-@dataclass
-class Training:
-    """What a run trains with, built by ``setup`` in one order for a run and for its timing:
-    the data, the model on its device, the optimizer, the module that runs the forward pass
-    (the model, or its DDP or compiled wrapper) and the batch generator."""
-
-    config: RunConfig
-    data: TaskData
-    model: RunModel
-    trained: torch.nn.Module
-    optimizer: torch.optim.AdamW
-    batches: torch.Generator
-    device: torch.device
-    ranks: Ranks
-    inputs: torch.Tensor  # (N, T) the training split, on the device
-    targets: torch.Tensor  # (N, T)
-    # The training rows held out for the stop rule (train.stop_validation_fraction); None:
-    # the rule, if any, reads the run's own evaluation (a validation run's).
-    stop_split: TaskData | None = None
-
-    @functools.cached_property
-    def spec(self) -> TaskSpec:
-        """The task the run trains on, looked up once for the whole run."""
-        return get_task(self.config.task_name)
-
-    def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The next sampled training batch, this rank's slice of it: (B / world, T) each."""
-        return sample_batch(self.inputs, self.targets, self.batches, self.config, self.ranks)
-
-    def step(self) -> tuple[float, float]:
-        """One optimiser step on a sampled batch: ``(global mean loss, gradient norm)``."""
-        config, ranks = self.config, self.ranks
-        inputs, targets = self.batch()
-        return train_step(self.trained, self.model, self.optimizer, inputs, targets, config, ranks)
-
-    def evaluate(self) -> dict[str, float]:
-        """The run's metrics and, with a stop split, the headline metric there
-        (``STOP_METRIC``), which the stop rule reads instead of the test split's."""
-        with mixed_precision(self.device, self.config):
-            metrics = evaluate_run(self.model, self.data, self.config)
-            if self.stop_split is not None:
-                headline = self.spec.metric
-                stop = evaluate_run(self.model, self.stop_split, self.config)
-                metrics[STOP_METRIC] = stop[headline]
-        return metrics
-
-    def save(self, out: Path, schedule: Any, progress: RunProgress) -> None:
-        save_checkpoint(out, self.model, self.optimizer, schedule, self.batches, progress)
-
-    def tokens(self, steps: int) -> int:
-        """Training tokens seen in ``steps`` steps (padding included)."""
-        return steps * self.config.train.batch_size * self.data.train.inputs.shape[1]
-
-
-def data_parallel(model: RunModel) -> DistributedDataParallel:
-    """``model`` under DDP. A bottleneck readout reads its body's features, never the body's
-    output head, whose parameters then get no gradient: DDP must be told to expect that."""
-    return DistributedDataParallel(
-        model, find_unused_parameters=isinstance(model, BottleneckReadout)
-    )
-
-
-def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
-    """Fit the config to the data and build everything a training step needs."""
-    data, stop_split = hold_out_stop_split(data, config.train.stop_split_fraction())
-    config = fit_model_to_data(config, data)
-    model = new_model(config)
-    ranks.check_batch(config.train.batch_size)
-    device = ranks.device(resolve_device(config.train.device))
-    use_tensor_cores(device)
-    model.to(device)
-    ranks.check_identical(dict(model.named_buffers()))
-    optimizer = make_optimizer(model, config)
-    trained = compiled(model if ranks.world == 1 else data_parallel(model), config)
-    batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
-    trained_on = next_token_targets(data.train) if data.train_on_every_token else data.train.targets
-    inputs, targets = data.train.inputs.to(device), trained_on.to(device)
-    return Training(
-        config, data, model, trained, optimizer, batches, device, ranks, inputs, targets, stop_split
-    )
 
 
 def run(
@@ -237,6 +144,8 @@ class RunLoop:
         spec = training.spec
         kept = ("step", "running_loss", "metrics", "train_seconds")
         state = {key: progress[key] for key in kept} | {"stopped": progress.get("stopped")}
+        if "first_loss" in progress:
+            state["first_loss"] = progress["first_loss"]
         rule = StopRule.of(training.config, spec, progress)
         return cls(training, schedule, writer, state, rule, time.perf_counter())
 
@@ -254,6 +163,13 @@ class RunLoop:
         self.schedule.step()
         running = state["running_loss"]
         state["running_loss"] = loss_value if running is None else smoothed(running, loss_value)
+        first = state.setdefault("first_loss", state["running_loss"])
+        if state["running_loss"] > BLOWN_UP * max(first, 1.0):
+            raise TrainingDiverged(
+                f"training diverged: the running loss is {state['running_loss']:,.4g} at step "
+                f"{step}, over {BLOWN_UP:g} times its first {first:.4g} ({config.variant} on "
+                f"{config.task_name}, seed {config.seed}, run {out})"
+            )
         state["step"] = reached = step + 1
         last, halting = reached == config.train.steps, reached == config.train.halt_at
         if reached % config.train.eval_every == 0 or last:
@@ -263,6 +179,7 @@ class RunLoop:
         if out is not None and saving:
             seconds = state["train_seconds"] + time.perf_counter() - self.start
             kept = {key: state[key] for key in ("step", "running_loss", "metrics", "stopped")}
+            kept["first_loss"] = state["first_loss"]
             kept |= self.rule.state() | {"train_seconds": seconds}
             self.training.save(out, self.schedule, kept)
         return bool(state["stopped"])
@@ -296,6 +213,14 @@ def keep_vocabulary(spec: TaskSpec, config: RunConfig, out: Path | None) -> None
     vocabulary = spec.vocabulary(config.task) if spec.vocabulary and out is not None else None
     if vocabulary is not None:
         save_vocabulary(out, vocabulary)
+
+
+# A run whose running training loss (``smoothed``, about 20 steps) passes this many times its
+# first one (at least 1 nat) has blown up, finite or not: it stops as a diverged run (exit 1),
+# never read as a model that falls short. Training drives a loss down; a hundredfold rise over
+# 20 steps is no schedule's warm-up (train.lr=100 on tiny retrieval: about 4 -> 71,196 by
+# step 10).
+BLOWN_UP = 100.0
 
 
 def smoothed(running: float, value: float) -> float:
