@@ -64,8 +64,12 @@ def test_bad_conversions_are_one_line_errors():
     config = resolve_config("retrieval", "standard", "tiny", 0, {**SIZES, "model.arch": "hf:llama"})
     with pytest.raises(UsageError, match="unknown variant 'frozen-q'; choose one of"):
         mixit.convert(fresh("llama", config), "frozen-q")
-    with pytest.raises(UsageError, match="no adapter for model type"):
+    with pytest.raises(UsageError, match=r"has no Hugging Face config\.model_type"):
         mixit.convert(torch.nn.Linear(2, 2), "frozen-qk")
+    with pytest.raises(UsageError, match=r"convert takes a torch nn\.Module"):
+        mixit.convert("gpt2", "frozen-qk")
+    with pytest.raises(UsageError, match="unknown mixing_scale 'bogus'; choose one of: paper"):
+        mixit.convert(fresh("llama", config), "mixit", mixing_scale="bogus")
     odd = fresh("llama", config)
     del odd.model.layers[0].self_attn.q_proj
     with pytest.raises(UsageError, match="no attention blocks where its parts say"):
@@ -74,6 +78,10 @@ def test_bad_conversions_are_one_line_errors():
         mixit.freeze(fresh("llama", config))
     with pytest.raises(UsageError, match="unknown group 'q'"):
         mixit.freeze(fresh("llama", config), groups=["q"])
+    with pytest.raises(UsageError, match="groups is a list of group names"):
+        mixit.freeze(fresh("llama", config), "qk")  # once read letter by letter: group 'k'
+    with pytest.raises(UsageError, match=r"freeze takes a torch nn\.Module"):
+        mixit.freeze(None, ["qk"])
 
 
 def test_an_exported_llama_is_frozen_again_by_freeze(tmp_path):

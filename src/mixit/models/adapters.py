@@ -212,6 +212,11 @@ def parts_of(model: nn.Module, parts: Parts | None) -> Parts:
     if parts is not None:
         return parts
     kind = getattr(getattr(model, "config", None), "model_type", None)
+    if kind is None:
+        raise UsageError(
+            f"this {type(model).__name__} has no Hugging Face config.model_type to find its "
+            f"adapter by (adapters: {', '.join(ADAPTERS)}); describe its parts with mixit.Parts"
+        )
     if kind not in ADAPTERS:
         raise UsageError(
             f"no adapter for model type '{kind}' (adapters: {', '.join(ADAPTERS)}); "

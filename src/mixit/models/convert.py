@@ -12,11 +12,16 @@ config records, after loading.
 from __future__ import annotations
 
 import copy as copying
+import typing
 
 from torch import nn
 
 from mixit.common.errors import UsageError
+from mixit.config.schema import MixingScale
 from mixit.models.adapters import MODELS, Parts, make_variant, parameter_groups, parts_of
+
+# The scales ``mixing_scale`` takes (``models.attention.mixing_std``).
+MIXING_SCALES: tuple[str, ...] = typing.get_args(MixingScale)
 
 
 def _parts(model: nn.Module, parts: Parts | None) -> Parts:
@@ -46,8 +51,16 @@ def convert(
     ``copy=True``, a deep copy changed and ``model`` left as it was. MixiT's mixing matrices
     are drawn from ``seed`` at ``mixing_scale`` (``mixit.models.attention.mixing_std``);
     ``parts`` where no adapter knows the model. ``standard`` changes nothing."""
+    if not isinstance(model, nn.Module):
+        raise UsageError(
+            f"convert takes a torch nn.Module (a causal LM), got {type(model).__name__}"
+        )
     if variant not in MODELS:
         raise UsageError(f"unknown variant '{variant}'; choose one of: {', '.join(MODELS)}")
+    if mixing_scale not in MIXING_SCALES:
+        raise UsageError(
+            f"unknown mixing_scale '{mixing_scale}'; choose one of: {', '.join(MIXING_SCALES)}"
+        )
     target = copying.deepcopy(model) if copy else model
     make_variant(target, _parts(target, parts), variant, mixing_scale, seed)
     return target
@@ -59,6 +72,8 @@ def freeze(
     """Leave ``groups`` of ``model`` without gradients, in place, and return it. By default the
     groups its config records: ``mixit_frozen`` (``mixit export-hf --as llama``) or the
     ``frozen`` of a ``MixitForCausalLM``, which also freezes itself when it loads."""
+    if not isinstance(model, nn.Module):
+        raise UsageError(f"freeze takes a torch nn.Module, got {type(model).__name__}")
     config = getattr(model, "config", None)
     if groups is None:
         groups = getattr(config, "mixit_frozen", None)
@@ -69,6 +84,8 @@ def freeze(
             "this model's config records no frozen groups (no mixit_frozen): name them, "
             "freeze(model, groups=['qk'])"
         )
+    if isinstance(groups, str) or not all(isinstance(name, str) for name in groups):
+        raise UsageError(f"groups is a list of group names, e.g. ['qk'], got {groups!r}")
     held = (
         model.decoder.param_groups()
         if getattr(config, "model_type", None) == "mixit"
