@@ -180,7 +180,7 @@ def run_study(study: Study) -> ComparisonResult:
         models = with_earlier_models(out, setting, models)
     # Every seed it may train, so that the tuning seed is none of them.
     plan = comparison_of(study, models, range(seed, seed + most))
-    plan.configs()  # bad input fails before tuning
+    planned = plan.configs()  # bad input fails before tuning
     tuned = tune_comparison(plan, study.launch, study.progress) if tune else {}
     if tuned:
         write_json(out / "tuning.json", {model: t.to_json() for model, t in tuned.items()})
@@ -188,14 +188,15 @@ def run_study(study: Study) -> ComparisonResult:
 
     def judge(
         trial: Comparison, per_model: Mapping[str, Settings], extension: Extension | None = None
-    ) -> ComparisonResult:
+    ) -> tuple[ComparisonResult, dict[tuple[str, int], RunConfig]]:
         configs = trial.configs({m: {**chosen.get(m, {}), **per_model.get(m, {})} for m in models})
         trained = train_all(configs, out, study.progress, study.launch)
-        return comparison_result(trial, configs, trained, tuned, study.tolerance, extension)
+        result = comparison_result(trial, configs, trained, tuned, study.tolerance, extension)
+        return result, configs
 
     while True:
         trial = dataclasses.replace(plan, seeds=range(seed, seed + count))
-        result = judge(trial, {})
+        result, configs = judge(trial, {})
         undecided = undecided_by_interval(result["litmus"])
         if not auto or count >= most or not undecided:
             break
@@ -203,13 +204,12 @@ def run_study(study: Study) -> ComparisonResult:
     if auto:
         result["seeds_auto"] = {"start": AUTO_SEEDS[0], "maximum": most, "undecided": undecided}
     if study.extend:
-        configs = trial.configs(chosen)
-        preset = plan.configs()[models[0], seed].train.steps
+        preset = planned[models[0], seed].train.steps
         result = extend(
             result,
             configs,
             preset,
-            lambda per_model, record: judge(trial, per_model, record),
+            lambda per_model, record: judge(trial, per_model, record)[0],
             study.max_hours,
         )
     write_json(out / "compare.json", result)
@@ -337,20 +337,28 @@ def judged_again(result: ComparisonResult, folder: Path) -> ComparisonResult:
     """A committed ``compare.json``'s litmus reading under the current rules (docs/reproduce.md,
     "Reading rules"), nothing retrained: its rows, with each verdict run's "still rising at
     its budget's end" read from the run records kept beside it (``folder/results.csv`` and
-    ``folder/runs/*/{config.json,metrics.jsonl}``; a run not kept counts as finished), and
-    its tuning records' ``capped`` (``rules.capped_record``)."""
+    ``folder/runs/*/{config.json,metrics.jsonl}``), and its tuning records' ``capped``
+    (``rules.capped_record``). A run whose records are not kept is refused (UsageError): it
+    would read as finished, and its verdict as more than it is."""
     again = copy.deepcopy(dict(result))
-    rising, budgets, kept = {}, {}, {}
+    rising, budgets, kept, unkept = {}, {}, {}, []
     for row in read_results_csv(folder / "results.csv"):
         run_dir = folder / "runs" / Path(row["run_dir"]).name
         try:
             config = stored_config(json.loads((run_dir / "config.json").read_text()))
         except (OSError, ValueError, UsageError):
+            unkept.append(run_dir.name)
             continue
         up = rules.rising_at_end(run_dir, config, row["stopped"])
         rising[row["model"], int(row["seed"])] = up
         budgets[row["model"]] = config.train.steps
         kept[row["model"], int(row["seed"])] = (run_dir, config)
+    if unkept:
+        raise UsageError(
+            f"{folder} lacks the records of {len(unkept)} of its runs (first: {unkept[0]}), "
+            "which the reading rules read; restore them first (mixit records restore KEPT "
+            "OUT), or run it again without --report"
+        )
     for row in again["rows"]:
         row["rising"] = [rising.get((row["model"], seed), False) for seed in again["seeds"]]
         runs = [kept.get((row["model"], seed)) for seed in again["seeds"]]

@@ -11,7 +11,7 @@ from mixit.common.errors import UsageError
 from mixit.common.io import read_json, write_json
 from mixit.study.compare import judged_again
 from mixit.study.comparison import ComparisonResult
-from mixit.study.results import KEYS, csv_problem, read_results_csv
+from mixit.study.results import KEYS, csv_problem
 
 
 def finished_tasks(
@@ -34,20 +34,8 @@ def finished_tasks(
 def judged_now(out: Path, results: Mapping[str, ComparisonResult]) -> dict[str, ComparisonResult]:
     """Each finished task's compare.json judged again under today's reading rules from the run
     records its results.csv names (nothing retrained), written back where the reading moved.
-    A task whose records are not all there is refused (UsageError) before anything is
-    written: a run not kept would read as finished, and its verdict as more than it is."""
-    for task in results:
-        unkept = [
-            row["run_dir"]
-            for row in read_results_csv(out / task / "results.csv")
-            if not (out / task / "runs" / Path(row["run_dir"]).name / "config.json").is_file()
-        ]
-        if unkept:
-            raise UsageError(
-                f"{out / task} lacks the records of {len(unkept)} of its runs (first: "
-                f"{Path(unkept[0]).name}), which the reading rules read; restore them first "
-                "(mixit records restore KEPT OUT), or run the suite again without --report"
-            )
+    Every task is judged before any is written, so one whose records are not all there
+    (``judged_again`` refuses it) leaves every file as it was."""
     again = {task: judged_again(result, out / task) for task, result in results.items()}
     for task, result in again.items():
         if result != results[task]:
