@@ -26,6 +26,7 @@ from mixit.running.archive import ARCHIVE, archived_files, unpack
 from mixit.running.records import RUNS
 from mixit.running.runs import run_dir_name
 from mixit.study.setting import Setting
+from mixit.tasks.base import PLATEAU_KEY
 from mixit.training.resolve import stored_config
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -108,7 +109,9 @@ def _reproduce_calls(output: Path) -> list[list[str]]:
         argv += ["--tuned", setting.tuned]
     elif not setting.presets:
         argv.append("--no-tune")
-    argv += [f"{key}={value}" for key, value in setting.overrides.items()]
+    # A record without train.plateau trained before the plateau rule: read again without it.
+    overrides = {PLATEAU_KEY: 0} | dict(setting.overrides)
+    argv += [f"{key}={value}" for key, value in overrides.items()]
     judged = {experiment_of(c["id"]) for c in stored["claims"] if c["verdict"] != "not run"}
     held = {p.parent.name for p in output.glob("*/results.json")}
     out = str(Path("results") / output.name)

@@ -27,6 +27,7 @@ from mixit.running.runs import list_schedule, run_dir_name
 from mixit.study.compare import compare
 from mixit.study.experiment import NOT_RUN, SCALES, Reproduction, Run
 from mixit.study.results import read_results_csv
+from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 from mixit.training.scoring import correct_rows as rows
 from mixit.training.step import make_optimizer
 from mixit.training.timing import time_training
@@ -56,7 +57,7 @@ def test_reproduce_writes_reports_and_claims_and_reuses_runs(tmp_path, monkeypat
     assert (out / "table4" / "report.md").read_text().startswith("# Table 4")
     results = json.loads((out / "table4" / "results.json").read_text())
     assert len(results["bits_per_param"]["mixit"]) == 2  # one value per seed
-    assert results["overrides"] == QUICK and results["seeds"] == 2
+    assert results["overrides"] == {PLATEAU_KEY: PLATEAU} | QUICK and results["seeds"] == 2
     assert "Every run trained with `train.steps=4`" in (out / "table4" / "report.md").read_text()
     assert (out / "table4" / "bits_per_param.png").stat().st_size > 10_000
     stored = json.loads((out / "claims.json").read_text())["claims"]
@@ -380,7 +381,9 @@ GOLDEN = Path(__file__).parents[1] / "fixtures" / "table1-tiny"
 def test_table1_reports_k_hop_accuracy_by_number_of_hops(tmp_path, cpu_only, monkeypatch):
     out = tmp_path / "rep"
     few = {"train.steps": 2, "train.eval_every": 2, "task.n_train": 512, "task.n_test": 200}
-    # The golden files are of the task presets' rates, not the tuned presets'.
+    # The golden files are of the task presets' rates, not the tuned presets', and of runs
+    # before the plateau rule, which holds training rows out for the stop rule to read.
+    few["train.plateau"] = 0.0
     reproduce(["table1"], Reproduction("tiny", seeds=1, out=out, overrides=few, presets=False))
     # The same files, byte for byte, as the code wrote before the runs layer was refactored
     # (89e292f), the claims since their rules read seed by seed (#69): a change to a report or

@@ -16,7 +16,7 @@ from mixit.running.runs import run_dir_name, train_missing
 from mixit.training.checkpoint import latest_checkpoint
 from mixit.training.resolve import resolve_config
 
-STEPS = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 32}
+STEPS = {"train.steps": 2, "train.eval_every": 2, "train.eval_examples": 32, "train.plateau": 0}
 
 
 def config(model: str):

@@ -25,6 +25,7 @@ OVERRIDES = [
     "model.n_layer=1",
     "train.steps=240",
     "train.eval_every=40",
+    "train.plateau=0",
     "train.checkpoint_every=10",
 ]
 

@@ -11,6 +11,7 @@ from mixit.paper.estimate import tuning_costs
 from mixit.paper.runner import judged_under, plan_reproduction
 from mixit.study import tuned_presets
 from mixit.study.experiment import Reproduction
+from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 from mixit.tuning import presets as presets_file
 from mixit.tuning.rules import GRID, halving_budgets
 
@@ -141,4 +142,4 @@ def test_no_committed_variant_trains_below_its_reference(path):
 
 def test_an_execution_override_is_not_a_setting_the_verdicts_depend_on():
     how = Reproduction("tiny", overrides={"train.checkpoint_every": 500, "train.lr": 0.5})
-    assert judged_under(how).overrides == {"train.lr": 0.5}
+    assert judged_under(how).overrides == {PLATEAU_KEY: PLATEAU, "train.lr": 0.5}

@@ -190,12 +190,16 @@ class TrainConfig:
     stop_at: float | None = None
     # Stop after this many evaluations in a row without a better headline metric; 0: never.
     patience: int = 0
+    # Stop once the held-out headline metric has gained no more than the task's tolerance over
+    # this fraction of train.steps (three evaluations at least; docs/tuning.md, rule 5); 0:
+    # never. Every preset sets tasks.base.PLATEAU.
+    plateau: float = 0.0
     # When > 0: train on the rest of the training split and evaluate on this fraction of it
     # (the "test_" metrics are then the validation split's); the test split stays unseen.
     validation_fraction: float = 0.0
-    # A run with a stop rule (stop_at or patience) that is not itself a validation run holds
-    # out this fraction of its training rows for the rule to read: the test split never
-    # decides when a run stops (docs/tuning.md, rule 5). Without a stop rule it does nothing.
+    # A run with a stop rule (has_stop_rule) that is no validation run holds out this fraction
+    # of its training rows for the rule to read: the test split never decides when a run
+    # stops (docs/tuning.md, rule 5).
     stop_validation_fraction: float = 0.1
     # Accumulate each step's gradient over this many pieces of the batch: the same step, with
     # 1/micro_batches of the activations in memory at once (for a batch too large for a GPU).
@@ -244,6 +248,7 @@ class TrainConfig:
             )
         if self.patience < 0:
             raise UsageError(f"train.patience must be >= 0, got {self.patience}")
+        _check_range("train.plateau", self.plateau, 0.0, 1.0, closed_high=True)
         if not 0.0 <= self.stop_validation_fraction < 1.0:
             raise UsageError(
                 "train.stop_validation_fraction must be in [0, 1), got "
@@ -253,8 +258,13 @@ class TrainConfig:
     def stop_split_fraction(self) -> float:
         """The share of the training rows held out for the stop rule: 0 without a rule, or
         in a validation run, whose evaluation the rule reads already."""
-        has_rule = self.stop_at is not None or self.patience > 0
+        has_rule = has_stop_rule(self.stop_at, self.patience, self.plateau)
         return self.stop_validation_fraction if has_rule and not self.validation_fraction else 0.0
+
+
+def has_stop_rule(stop_at: float | None, patience: int, plateau: float) -> bool:
+    """Whether a run may stop before its budget: at a target, or on no progress."""
+    return stop_at is not None or patience > 0 or plateau > 0
 
 
 # Where to run, checkpoints and logging change no result (on one device type); nor does
@@ -277,6 +287,7 @@ ADDED_LATER = {
     ("train", "lr_scaling"): False,
     ("train", "stop_at"): None,
     ("train", "patience"): 0,
+    ("train", "plateau"): 0.0,
     ("train", "validation_fraction"): 0.0,
     # Runs before it let their stop rule read the test split.
     ("train", "stop_validation_fraction"): 0.0,
@@ -339,8 +350,8 @@ def without_execution_settings(config: JSONObject) -> JSONObject:
         if stripped.get(section, {}).get(key, original) == original:
             stripped.get(section, {}).pop(key, None)
     train = stripped.get("train", {})
-    has_rule = train.get("stop_at") is not None or train.get("patience", 0)
-    if not has_rule or train.get("validation_fraction", 0.0):
+    rule = has_stop_rule(train.get("stop_at"), train.get("patience", 0), train.get("plateau", 0))
+    if not rule or train.get("validation_fraction", 0.0):
         train.pop("stop_validation_fraction", None)  # it changes nothing there
     return stripped
 

@@ -40,6 +40,7 @@ from mixit.paper.registry import EXPERIMENTS
 from mixit.paper.runner import plan_reproduction
 from mixit.running.runs import train_missing
 from mixit.study.experiment import Reproduction, Run
+from mixit.study.setting import recorded_overrides
 
 
 def plan_ablation(
@@ -121,7 +122,11 @@ def ablate(
             + " (the same command without --no-train trains them).\n"
         )
     results = {"scale": how.scale, "seeds": how.seeds, "first_seed": how.first_seed}
-    results |= {"overrides": dict(how.overrides), "claims": claims, "claims_left_out": left_out}
+    results |= {
+        "overrides": dict(recorded_overrides(how.overrides)),
+        "claims": claims,
+        "claims_left_out": left_out,
+    }
     results["differences"] = judged.results(claims)
     results |= {**cost, "unfinished": unfinished}
     write_text(folder / "report.md", markdown)

@@ -23,6 +23,7 @@ from mixit.paper.claims import experiment_of
 from mixit.study.experiment import NOT_RUN, Experiment, Reproduction, Run
 from mixit.study.results import KEYS, csv_problem
 from mixit.study.setting import Setting
+from mixit.tasks.base import PLATEAU_KEY
 
 # What each setting field is called on the command line, to name a mismatch.
 FLAGS = {
@@ -47,6 +48,8 @@ def setting_differences(setting: Setting, stored: Mapping[str, Any]) -> list[str
             now, then = ({k: str(v) for k, v in d.items()} for d in (now, then))
         if now != then:
             named.append(f"{flag}: stored {then!r}, now {now!r}")
+            if name == "overrides" and PLATEAU_KEY in now and PLATEAU_KEY not in then:
+                named[-1] += f" ({PLATEAU_KEY}=0 reads an output from before the plateau rule)"
     return named
 
 

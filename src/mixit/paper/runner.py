@@ -16,7 +16,7 @@ from typing import Any
 from mixit.common.errors import UsageError
 from mixit.common.io import JSONObject, make_dir, write_json, write_text
 from mixit.config.overrides import with_settings
-from mixit.config.schema import EXECUTION_SETTINGS, MAX_SEED, RunConfig
+from mixit.config.schema import MAX_SEED, RunConfig
 from mixit.paper.ablation_report import dependence
 from mixit.paper.extend import extended, family, read_extension
 from mixit.paper.registry import EXPERIMENTS, QUESTIONS
@@ -31,7 +31,7 @@ from mixit.study.references import (
     unlearned_references,
 )
 from mixit.study.results import write_results_csv
-from mixit.study.setting import Setting
+from mixit.study.setting import Setting, recorded_overrides
 from mixit.study.text import trained_as
 from mixit.study.timing import (
     CallTiming,
@@ -53,12 +53,7 @@ def judged_under(how: Reproduction) -> Setting:
         how.scale,
         how.seeds,
         how.first_seed,
-        # Where and how the runs executed changes no result, so no verdict is put down to it.
-        {
-            k: v
-            for k, v in how.overrides.items()
-            if tuple(k.split(".", 1)) not in EXECUTION_SETTINGS
-        },
+        recorded_overrides(how.overrides),
         None if how.tuned is None else str(how.tuned),
         "protocol (docs/tuning.md)" if how.tune else None,
         presets_label(how.scale) if presets_apply(how) else None,

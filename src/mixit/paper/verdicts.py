@@ -22,6 +22,7 @@ from mixit.study.experiment import (
 from mixit.study.measures import seeds_label, seeds_text
 from mixit.study.setting import Setting
 from mixit.study.words import Verdict
+from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 
 
 def record_claims(
@@ -92,10 +93,15 @@ def merge_claims(out: Path, judged: Sequence[Claim], setting: Setting) -> list[C
     return merged
 
 
+def preset_plateau(key: str, value: object) -> bool:
+    """Whether an override is the plateau rule every preset has (no change of the user's)."""
+    return key == PLATEAU_KEY and str(value) == str(PLATEAU)
+
+
 def changed_settings_note(setting: Setting) -> str:
     """Sentences naming the user's overrides and tuned hyperparameters, and how the learning
     rates were chosen when not at the task presets; '' for none of these."""
-    changed = [f"`{k}={v}`" for k, v in setting.overrides.items()]
+    changed = [f"`{k}={v}`" for k, v in setting.overrides.items() if not preset_plateau(k, v)]
     if setting.tuned:
         changed.append(f"the tuned hyperparameters of `{setting.tuned}`")
     sentences = [f"Every run trained with {', '.join(changed)}, not the scale's settings."]

@@ -27,6 +27,7 @@ from mixit.study.axis import Axis
 from mixit.study.compare import Comparison
 from mixit.study.text import duration
 from mixit.training.resolve import resolve_device
+from mixit.training.stopping import PLATEAU_EVALUATIONS
 from mixit.tuning.rules import (
     BUDGET_CAP,
     EDGE_BOUND,
@@ -38,14 +39,18 @@ from mixit.tuning.rules import (
 
 def earliest_stop(train: TrainConfig) -> int:
     """The fewest steps a run of ``train`` can take: its first evaluation when it stops at a
-    target (``stop_at``), after ``patience`` evaluations more when it stops on no progress;
-    all of ``steps`` without a stop rule."""
-    first = train.steps
+    target (``stop_at``); on no progress, ``patience`` evaluations after its first, or the
+    first evaluation a ``plateau`` stretch (and three evaluations) after its first; all of
+    ``steps`` without a stop rule."""
+    every, firsts = train.eval_every, [train.steps]
     if train.stop_at is not None:
-        first = train.eval_every
-    elif train.patience > 0:
-        first = (train.patience + 1) * train.eval_every
-    return min(first, train.steps)
+        firsts.append(every)
+    if train.patience > 0:
+        firsts.append((train.patience + 1) * every)
+    if train.plateau > 0:
+        span = every * max(PLATEAU_EVALUATIONS - 1, math.ceil(train.plateau * train.steps / every))
+        firsts.append(every + span)
+    return min(firsts)
 
 
 def finished_tuning(plan: Comparison) -> dict[str, dict[str, Setting]]:

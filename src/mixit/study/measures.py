@@ -13,6 +13,7 @@ from typing import Any
 from mixit.common.io import write_json
 from mixit.config.overrides import Setting
 from mixit.study.experiment import Overrides, Run, Summaries
+from mixit.tasks.base import PLATEAU_KEY
 
 
 def metric_values(summaries: Summaries, selected: Sequence[Run], metric: str) -> list[float]:
@@ -88,6 +89,7 @@ def measurement_key(
     measurement of the scale's own models)."""
     key = {"scale": scale, "seeds": seeds_key(seeds), **settings}
     measured = measured_overrides(overrides)
+    measured.pop(PLATEAU_KEY, None)  # when a run stops changes no model measured
     return key | ({"overrides": measured} if measured else {})
 
 

@@ -9,7 +9,9 @@ from typing import Any
 
 from mixit.common.io import JSONObject
 from mixit.config.overrides import Settings
+from mixit.config.schema import EXECUTION_SETTINGS
 from mixit.study.experiment import TUNED_ON_SEEDS
+from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 
 
 @dataclass(frozen=True)
@@ -76,3 +78,13 @@ class Setting:
         seeds = () if but_seeds else (self.seeds, self.first_seed)
         rates = () if but_rates else (self.tuned, self.tune, self.presets)
         return self.scale, *seeds, overrides, *rates
+
+
+def recorded_overrides(overrides: Settings) -> Settings:
+    """The overrides a verdict is put down to: where and how the runs executed changes no
+    result, so those are left out; the plateau stop rule every preset now has is written out
+    (``train.plateau``), and left out where a user set it to 0, as records from before the
+    rule (2026-12-06) are, so that such an output is read again with ``train.plateau=0``."""
+    kept = {k: v for k, v in overrides.items() if tuple(k.split(".", 1)) not in EXECUTION_SETTINGS}
+    kept = {PLATEAU_KEY: PLATEAU} | kept
+    return kept if float(kept[PLATEAU_KEY]) else {k: v for k, v in kept.items() if k != PLATEAU_KEY}

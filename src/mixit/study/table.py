@@ -35,7 +35,8 @@ def raised_budget(record: Mapping[str, Any]) -> bool:
 
 STOPPED_LEGEND = (
     "(stopped: how many of a model's seeds ended at each reason; budget: ran all its steps, "
-    "target: reached train.stop_at, plateau: train.patience evaluations without a better one)"
+    "target: reached train.stop_at, plateau: its held-out metric flat over train.plateau of its "
+    "budget, or train.patience evaluations without a better one)"
 )
 
 

@@ -126,6 +126,19 @@ def unigram_log_ppl(data: TaskData, config: Any = None) -> float:
     return float(-log_p[test].mean()) if len(test) else math.inf
 
 
+# The litmus test (the paper's section 5): a variant "matches" the standard model when its
+# mean is at most this far behind (in the metric's units); `mixit compare --tolerance`. The
+# plateau stop rule (train.plateau) reads progress against it too.
+DEFAULT_TOLERANCE = {"test_accuracy": 0.02, "log_ppl": 0.05}
+
+# The stretch of its budget, as a fraction of train.steps, over which a run of any preset
+# stops once its held-out metric has gained no more than the tolerance (train.plateau): the
+# half that rule 5 (docs/tuning.md) reads "still rising" over, so a run stops only after
+# showing, over as long a stretch as that rule reads, that it has converged.
+PLATEAU = 0.5
+PLATEAU_KEY = "train.plateau"
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """A registered task: its typed config, its generator and its presets.
@@ -189,6 +202,11 @@ class TaskSpec:
     row_metrics: Callable[[torch.Tensor, torch.Tensor, Any], dict[str, float]] | None = None
     # The files its data come from besides its config: a run's name covers their contents.
     read_files: Callable[[Any], tuple[Path, ...]] | None = None
+
+    @property
+    def tolerance(self) -> float:
+        """The litmus tolerance of the headline metric: what counts as progress or a gap."""
+        return DEFAULT_TOLERANCE.get(self.metric, 0.02)
 
 
 TASKS: dict[str, TaskSpec] = {}

@@ -30,7 +30,8 @@ CHECKPOINT, PREVIOUS = "checkpoint", "checkpoint.old"
 class RunProgress(TypedDict, total=False):
     """How far a run is, as its checkpoint keeps it: the steps done, the running training
     loss, the training seconds so far, its last evaluation, why it stopped (None: it goes on)
-    and its stop rule's state (``best`` score, evaluations since it improved: ``stale``)."""
+    and its stop rule's state (``best`` score, evaluations since it improved: ``stale``, and
+    the (step, value) pairs a plateau is read over: ``history``)."""
 
     step: int
     running_loss: float | None
@@ -39,6 +40,7 @@ class RunProgress(TypedDict, total=False):
     stopped: str | None
     best: float | None
     stale: int
+    history: list[tuple[int, float]]
     # The running loss after the first step, which ``BLOWN_UP`` times over stops the run.
     first_loss: float
 

@@ -20,6 +20,7 @@ from mixit.models.attention import MixerTraits, mixer_traits
 from mixit.models.build import BUILT_IN, check_arch
 from mixit.models.constructions import construction_overrides
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
+from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 from mixit.training.devices import present_device
 
 
@@ -40,7 +41,7 @@ def resolve_config(
     config = RunConfig(task_name=task, variant=model, preset=preset, seed=seed)
     config.task = spec.config_cls()
     apply_overrides(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})
-    apply_overrides(config, spec.presets[preset])
+    apply_overrides(config, {PLATEAU_KEY: PLATEAU} | dict(spec.presets[preset]))
     apply_overrides(config, overrides or {})  # first for model.construction itself
     bundle = construction_overrides(config.model.construction, variant, spec.authors_settings)
     apply_overrides(config, bundle)

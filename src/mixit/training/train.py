@@ -197,7 +197,9 @@ class RunLoop:
         self.writer.log(record)
         split = "val" if on_validation(self.training.config, self.training.data) else "test"
         bar.set_postfix({"loss": f"{state['running_loss']:.3f}", split: f"{metrics[metric]:.3f}"})
-        state["stopped"] = self.rule.update(metrics.get(STOP_METRIC, metrics[metric]))
+        state["stopped"] = self.rule.update(
+            state["step"], metrics.get(STOP_METRIC, metrics[metric])
+        )
         self.start = time.perf_counter()
 
 

@@ -15,13 +15,11 @@ from mixit.common.errors import RunsFailed
 from mixit.config.overrides import Setting, with_settings
 from mixit.config.schema import ARCH_INITS, RunConfig
 from mixit.tasks import get_task
+from mixit.tasks.base import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
 from mixit.training.resolve import validate
 from mixit.training.rundir import read_records
 from mixit.training.stopping import STOP_METRIC
 
-# The litmus test (the paper's section 5): a variant "matches" the standard model when its
-# mean is at most this far behind (in the metric's units); `mixit compare --tolerance`.
-DEFAULT_TOLERANCE = {"test_accuracy": 0.02, "log_ppl": 0.05}
 # The reference must beat chance by this many tolerances on every seed to count as having
 # learned the task. 5 x 0.02 puts retrieval's bar at about 0.37 over its context-guess chance
 # of 0.27, above the 0.30-0.34 that standard seeds without an induction circuit reach, and
@@ -189,7 +187,7 @@ def headline(config: RunConfig) -> str:
 
 def tolerance(config: RunConfig) -> float:
     """The litmus tolerance of the task's headline metric: what "still rising" must beat."""
-    return DEFAULT_TOLERANCE.get(headline(config), 0.02)
+    return get_task(config.task_name).tolerance
 
 
 def score_at(run_dir: Path, step: int) -> dict[str, Any]:
