@@ -375,6 +375,22 @@ def test_ctrl_c_stops_reproduce_and_its_workers_at_once(
     assert not list(out.glob("runs/*/summary.json"))  # nothing half-trained counts as finished
 
 
+def test_claims_read_each_run_at_its_best_held_out_point(tmp_path, monkeypatch):
+    """Planted: every run's best held-out evaluation scored 0.125; the claims read that, and
+    results.csv keeps each run's last evaluation."""
+    from mixit.tuning import rules
+
+    monkeypatch.setattr(
+        rules, "best_held_out_record", lambda run_dir, config: {"step": 1, "test_accuracy": 0.125}
+    )
+    out = tmp_path / "rep"
+    few = {"train.steps": 2, "train.eval_every": 2, "task.n_train": 512, "task.n_test": 200}
+    reproduce(["table1"], Reproduction("tiny", seeds=1, out=out, overrides=few, presets=False))
+    claims = {c["id"]: c for c in json.loads((out / "claims.json").read_text())["claims"]}
+    assert set(claims["C1"]["measured"].values()) == {0.125}
+    assert {float(row["value"]) for row in read_results_csv(out / "results.csv")} != {0.125}
+
+
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "table1-tiny"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from mixit.study.compare import read_at_best
 from mixit.training.resolve import resolve_config
-from mixit.tuning.rules import best_held_out, rising_at_end
+from mixit.tuning.rules import best_held_out, rising_at_end, summary_at_best
 
 
 def _run(tmp_path, curve, steps=1000, stop_at=None):
@@ -85,3 +85,18 @@ def test_a_run_without_a_held_out_split_keeps_its_last_evaluation(tmp_path):
     read_at_best(row, [(tmp_path, config)])
     assert row == {"model": "standard", "values": [0.9], "mean": 0.9, "std": 0.0,
                    "steps_run": [1000]}  # fmt: skip
+
+
+def test_a_summary_is_read_at_its_best_held_out_point_whole(tmp_path):
+    config = _run(tmp_path, [0.5, 0.9])
+    lines = [
+        {"step": 500, "test_accuracy": 0.97, "test_loss": 0.1, "stop_validation": 0.95},
+        {"step": 1000, "test_accuracy": 0.92, "test_loss": 0.3, "stop_validation": 0.90},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    last = {"metrics": {"test_accuracy": 0.92, "test_loss": 0.3}, "run_dir": str(tmp_path)}
+    read = summary_at_best(last, config)
+    assert read["metrics"] == {"test_accuracy": 0.97, "test_loss": 0.1} and read["read_at"] == 500
+    assert last["metrics"]["test_accuracy"] == 0.92  # the summary itself keeps its last
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1000, "test_accuracy": 0.9}))
+    assert summary_at_best(last, config) == last

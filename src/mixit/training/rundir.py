@@ -50,6 +50,8 @@ class RunSummary(TypedDict, total=False):
     chance: float | None
     evaluated_on: str
     run_dir: str
+    # The step a reading read its metrics at, where not the last (tuning.rules.summary_at_best).
+    read_at: int
 
 
 # The files a run writes, none of which may be a link to another run's.

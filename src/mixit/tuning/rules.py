@@ -17,7 +17,7 @@ from mixit.config.schema import ARCH_INITS, RunConfig
 from mixit.tasks import get_task
 from mixit.tasks.base import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
 from mixit.training.resolve import validate
-from mixit.training.rundir import read_records
+from mixit.training.rundir import RunSummary, read_records
 from mixit.training.stopping import STOP_METRIC
 
 # The reference must beat chance by this many tolerances on every seed to count as having
@@ -231,13 +231,33 @@ def best_held_out(run_dir: Path, config: RunConfig) -> tuple[float, int] | None:
     headline test metric at the first evaluation where its held-out stop split
     (``STOP_METRIC``, the rows its stop rule reads) was best, and that step; None for a run
     evaluated without one (no stop rule, or a tuning run, which reads its validation split)."""
+    best = best_held_out_record(run_dir, config)
+    return None if best is None else (best[headline(config)], best["step"])
+
+
+def best_held_out_record(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
+    """The evaluation ``best_held_out`` reads, whole (metrics.jsonl's record); None for a run
+    evaluated without a held-out stop split, or kept without its metrics.jsonl (a record of
+    its config and summary alone reads as its summary says)."""
     metric, better = headline(config), direction(config)
-    records = read_records(run_dir / "metrics.jsonl")
+    path = run_dir / "metrics.jsonl"
+    records = read_records(path) if path.is_file() else []
     held = [record for record in records if STOP_METRIC in record and metric in record]
     if not held:
         return None
-    best = max(held, key=lambda record: better * record[STOP_METRIC])  # the first of equals
-    return best[metric], best["step"]
+    return max(held, key=lambda record: better * record[STOP_METRIC])  # the first of equals
+
+
+def summary_at_best(summary: RunSummary, config: RunConfig) -> RunSummary:
+    """``summary`` with its evaluation metrics read at the run's best held-out point
+    (``best_held_out_record``), and that step (``read_at``), as the claims of ``reproduce``
+    read it; unchanged for a run evaluated without a held-out stop split. Its summary.json
+    and results.csv keep the last evaluation."""
+    best = best_held_out_record(Path(summary["run_dir"]), config)
+    if best is None:
+        return summary
+    metrics = {key: best.get(key, value) for key, value in summary["metrics"].items()}
+    return {**summary, "metrics": metrics, "read_at": best["step"]}
 
 
 def learned(
