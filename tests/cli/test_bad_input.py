@@ -184,6 +184,13 @@ COMMANDS = [
     ([*TRAIN, "--nproc", "2", "train.lr=-1"], "train.lr must be > 0"),  # not torchrun's 43 lines
     ([*TRAIN, "--nproc", "0"], "argument --nproc: must be >= 1"),
     (["bench", "--models", ""], "--models names no model"),
+    (["bench", "--presets", ""], "--presets names nothing"),
+    (
+        ["compare", "--task", "retrieval", "--axis", "train.steps=20,020", "--estimate"],
+        "20 and 020 are the same value",
+    ),
+    (["reproduce", "table1", "--no-train"], "--no-train has nothing to read"),
+    (["reproduce", "theorem21", "--no-train"], "--no-train has nothing to read"),
     (["bench", "--models", "standard,nope"], "nope"),
     (["bench", "--seq-len", "0"], "argument --seq-len: must be >= 1"),
     (["bench", "--batch", "-1"], "argument --batch: must be >= 1"),

@@ -265,9 +265,18 @@ def test_tuned_hyperparameters_come_under_the_experiments_own(tmp_path):
 
 def test_no_train_reports_only_finished_experiments(tmp_path):
     out = tmp_path / "rep"
-    assert main(["reproduce", "table4", "--no-train", "--seeds", "1", "--out", str(out)]) == 0
-    assert "Not reported yet: 4 of 4 runs" in (out / "table4" / "report.md").read_text()
-    assert not (out / "runs").exists() or not list((out / "runs").iterdir())
+    # An output with nothing in it has nothing to report: refused, nothing written (#103).
+    assert main(["reproduce", "table4", "--no-train", "--seeds", "1", "--out", str(out)]) == 2
+    assert not out.exists()
+    reproduce(["table4"], Reproduction("tiny", seeds=1, out=out, overrides=QUICK))
+    trained = summaries_mtimes(out)
+    shutil.rmtree(next((out / "runs").iterdir()))
+    quick = [f"{k}={v}" for k, v in QUICK.items()]
+    argv = ["reproduce", "table4", "--no-train", "--seeds", "1", "--seed", "0", "--out", str(out)]
+    argv += quick
+    assert main(argv) == 0  # judged again from its results.json, nothing trained
+    assert "Not reported yet" not in (out / "table4" / "report.md").read_text()
+    assert len(summaries_mtimes(out)) == len(trained) - 1
 
 
 def test_estimate_times_what_would_train_and_trains_nothing(tmp_path, capsys):

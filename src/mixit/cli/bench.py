@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             _write(Path(args.json), checked)
         return 0
-    if args.presets:
+    if args.presets is not None:  # '' names nothing: a refusal, not the default bench
         result = preset_rows(names(args.presets, "--presets"), rounds=args.rounds)
         print(format_presets(result))
         if args.json:

@@ -122,8 +122,15 @@ def check_rereadable(
     experiment whose runs are not all ``finished`` has a results.json it cannot judge again
     (``stored_problem``), or whose claims.json verdicts would become "not run" because
     the experiment has neither (``stored_verdicts``), which the call would replace by less."""
-    judged = stored_verdicts(Path(how.out), setting)
-    problem = csv_problem(Path(how.out) / "results.csv", KEYS)
+    out = Path(how.out)
+    held = [out / e.name / "results.json" for e in experiments]
+    if not finished and not (out / "claims.json").is_file() and not any(map(Path.is_file, held)):
+        raise UsageError(
+            f"--no-train has nothing to read in {out}: no finished run of these experiments, no "
+            "claims.json and no results.json; the same command without --no-train trains them"
+        )
+    judged = stored_verdicts(out, setting)
+    problem = csv_problem(out / "results.csv", KEYS)
     if problem:
         raise UsageError(f"--no-train would replace the rows of {problem}")
     for experiment in experiments:

@@ -120,11 +120,11 @@ def checked(
     task refuses are left out, as long as two remain."""
     accepted: list[Any] = []
     left_out: list[str] = []
+    read_as: dict[str, Any] = {}  # each value as the config reads it: 20 and 020 are one
     for value in axis.values:
         try:
-            check_examples(
-                resolve_config(task, "standard", preset, 0, {**overrides, axis.key: value})
-            )
+            config = resolve_config(task, "standard", preset, 0, {**overrides, axis.key: value})
+            check_examples(config)
         except UsageError as error:
             if axis.until_separated and len(accepted) > 1:
                 break
@@ -132,6 +132,14 @@ def checked(
                 left_out.append(f"{axis.key}={value}: {error}")
                 continue
             raise UsageError(f"--axis {axis.key}={value}: {error}") from None
+        section, name = axis.key.split(".", 1)
+        same = repr(getattr(getattr(config, section), name))
+        if same in read_as:
+            raise UsageError(
+                f"--axis {axis.key}: {read_as[same]} and {value} are the same value ({same}); "
+                "give distinct values"
+            )
+        read_as[same] = value
         accepted.append(value)
     if len(accepted) < 2:
         raise UsageError(f"--axis {left_out[-1]}; fewer than two values of it are left")
