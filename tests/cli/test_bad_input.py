@@ -190,6 +190,18 @@ COMMANDS = [
         "20 and 020 are the same value",
     ),
     (["reproduce", "table1", "--no-train"], "--no-train has nothing to read"),
+    (
+        ["compare", "--task", "retrieval", "--axis", "task.num_pairs=4,8", "--axis", "x=1,2"],
+        "argument --axis: given twice",
+    ),
+    (
+        ["compare", "--task", "retrieval", "--axis", "train.lr=0.001,0.002", "--tune", "lr"],
+        "--axis train.lr sets the learning rate that the tuning would choose",
+    ),
+    (
+        ["suite", "--tasks", "retrieval", "--axis", "train.lr=0.001,0.002", "--tune", "lr"],
+        "--axis train.lr sets the learning rate that the tuning would choose",
+    ),
     (["reproduce", "theorem21", "--no-train"], "--no-train has nothing to read"),
     (["bench", "--models", "standard,nope"], "nope"),
     (["bench", "--seq-len", "0"], "argument --seq-len: must be >= 1"),

@@ -66,3 +66,4 @@ def test_generate_command_continues_token_ids(tmp_path, capsys):
     assert prompt.split() == ["3", "4", "5"] and len(added.split()) == 4
     assert main(["generate", str(run_dir), "--prompt", "hello"]) == 2  # not an lm run
     assert main(["generate", str(run_dir), "--prompt-ids", "3,x"]) == 2
+    assert main(["generate", str(run_dir), "--prompt-ids", "3,,4"]) == 2  # not 3,4

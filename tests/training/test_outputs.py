@@ -32,10 +32,11 @@ def test_export_into_a_run_directory_is_refused(finished, tmp_path, capsys):
     run_dir, files = finished
     other = tmp_path / "other"
     train("addition", "standard", out=other, overrides=SHORT, progress=False)
-    for target in (run_dir, other):
+    for target in (run_dir, other, run_dir / "hf"):
         assert main(["export-hf", str(run_dir), str(target)]) == 2
         assert "is a mixit run directory" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == files
+    assert not (run_dir / "hf").exists()
     load_run(run_dir)
 
 

@@ -19,6 +19,7 @@ from mixit.cli.options import (
     launch_options,
     margin,
     model_names,
+    refuse_tuning_along,
     seed_count,
     tune_choice,
 )
@@ -99,6 +100,7 @@ def estimate(
 def run(args: argparse.Namespace) -> int:
     models = model_names(args.models)
     overrides = dotted_overrides(args)
+    refuse_tuning_along(args, settings_to_tune(tune_choice(args), overrides))
     out = args.out or f"runs/compare/{args.task}"
     if args.estimate:
         print(estimate(args, models, overrides, out))

@@ -161,6 +161,27 @@ def tune_choice(args: argparse.Namespace) -> list[str] | None:
     return None if args.tune is None else [args.tune] if args.tune else []
 
 
+class GivenOnce(argparse.Action):
+    """An option that may be given once: a second would silently replace the first."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        if getattr(namespace, self.dest) is not None:
+            raise argparse.ArgumentError(
+                self, f"given twice ('{getattr(namespace, self.dest)}' and '{values}'); give one"
+            )
+        setattr(namespace, self.dest, values)
+
+
+def refuse_tuning_along(args: argparse.Namespace, tunes: list[str]) -> None:
+    """``--axis train.lr`` with a tuning of the rate: the tuning would overwrite each value."""
+    key = (args.axis or "").split("=", 1)[0].strip()
+    if key == "train.lr" and "lr" in tunes:
+        raise UsageError(
+            "--axis train.lr sets the learning rate that the tuning would choose; add "
+            "--no-tune, or walk another key"
+        )
+
+
 def add_arch_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--arch",
@@ -222,6 +243,7 @@ def add_axis_option(parser: argparse.ArgumentParser, where: str) -> None:
     parser.add_argument(
         "--axis",
         default=None,
+        action=GivenOnce,
         help="KEY=v1,v2,..., default or auto: one comparison per value, read for where each "
         f"model breaks ({where}axis.json, axis.csv, axis.png); default: the task's own knob "
         "(retrieval: Figure 2's pair counts; MQAR at tiny: 2-16 pairs; others: 0.5, 1, 2 "

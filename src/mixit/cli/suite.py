@@ -21,6 +21,7 @@ from mixit.cli.options import (
     launch_options,
     model_names,
     names,
+    refuse_tuning_along,
     seed_count,
     tune_choice,
 )
@@ -124,6 +125,7 @@ def estimate(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_tuning_along(args, settings_to_tune(tune_choice(args), dotted_overrides(args)))
     if args.estimate:
         print(estimate(args))
         return 0

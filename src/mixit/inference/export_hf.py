@@ -100,11 +100,11 @@ def export_hf(
     written into; another folder that is not empty only with ``overwrite``."""
     if form not in FORMS:
         raise UsageError(f"unknown export form '{form}'; choose one of: {', '.join(FORMS)}")
-    target = Path(out_dir)
-    if target.resolve() == Path(run_dir).resolve() or is_run_dir(target):
+    target, run = Path(out_dir), Path(run_dir).resolve()
+    if target.resolve() == run or run in target.resolve().parents or is_run_dir(target):
         raise UsageError(
-            f"{target} is a mixit run directory; export into a new folder so that the run "
-            "stays loadable"
+            f"{target} is a mixit run directory or inside one; export into a new folder "
+            "outside it so that the run stays as it trained"
         )
     if target.is_dir() and any(target.iterdir()) and not overwrite:
         raise UsageError(f"{target} is not empty; name a new folder, or add --overwrite")

@@ -73,8 +73,11 @@ def generate_from_run(
             )
         ids = vocabulary.prompt(prompt)
     else:
+        items = [item.strip() for item in prompt_ids.split(",")]
         try:
-            ids = [int(t) for t in prompt_ids.split(",") if t.strip()]
+            if not all(items):  # 1,,2 is a typo, not a list of two
+                raise ValueError(prompt_ids)
+            ids = [int(item) for item in items]
         except ValueError:
             raise UsageError(
                 f"--prompt-ids '{prompt_ids}' is not a comma-separated list of integers"
