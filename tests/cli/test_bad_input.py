@@ -185,6 +185,10 @@ COMMANDS = [
     ([*TRAIN, "--nproc", "0"], "argument --nproc: must be >= 1"),
     (["bench", "--models", ""], "--models names no model"),
     (["bench", "--presets", ""], "--presets names nothing"),
+    (["bench", "--presets", "retrieval", "model.n_layer=4"], "--presets does not read KEY=VALUE"),
+    (["bench", "--presets", "retrieval", "--models", "mixit"], "--presets does not read --models"),
+    (["bench", "--cost-check", "--rounds", "3"], "--cost-check does not read --rounds"),
+    (["bench", "--presets", "--cost-check"], "are two benches"),
     (
         ["compare", "--task", "retrieval", "--axis", "train.steps=20,020", "--estimate"],
         "20 and 020 are the same value",

@@ -22,18 +22,47 @@ from mixit.common.io import check_writable, write_json
 from mixit.paper.cost_check import cost_check, format_cost_check
 from mixit.tasks import PRESET_NAMES
 
+# The default bench's options at their defaults. --presets and --cost-check are other benches:
+# each refuses those it does not read (``INSTEAD``) when given, instead of ignoring them.
+SHAPE = {
+    "models": "standard,frozen-qk,mixit",
+    "seq_len": 64,
+    "batch": 32,
+    "rounds": 10,
+    "vs_hf": False,
+    "decode": False,
+    "compile": False,
+    "data": False,
+    "overrides": [],
+}
+INSTEAD = {"presets": ("rounds",), "cost_check": ("overrides",)}
+
+
+def refuse_ignored(args: argparse.Namespace) -> None:
+    """One line for an option that the chosen bench would ignore (exit 2)."""
+    chosen = [mode for mode in INSTEAD if getattr(args, mode) is not None]
+    flags = [f"--{mode.replace('_', '-')}" for mode in chosen]
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(flags)} are two benches; give one")
+    for mode, flag in zip(chosen, flags, strict=True):
+        ignored = [
+            "KEY=VALUE overrides" if key == "overrides" else f"--{key.replace('_', '-')}"
+            for key, default in SHAPE.items()
+            if key not in INSTEAD[mode] and getattr(args, key) != default
+        ]
+        if ignored:
+            raise UsageError(f"{flag} does not read {', '.join(ignored)}; leave them out")
+
 
 def add(commands: Any) -> None:
     parser = commands.add_parser(
         "bench",
         help="training and decoding speed per variant at one shape (run it on a quiet machine)",
     )
-    parser.add_argument(
-        "--models", default="standard,frozen-qk,mixit", help="comma-separated variants"
-    )
-    parser.add_argument("--seq-len", type=count, default=64, help="sequence length")
-    parser.add_argument("--batch", type=count, default=32, help="batch size")
-    parser.add_argument("--rounds", type=count, default=10, help="timed steps per model")
+    parser.add_argument("--models", default=SHAPE["models"], help="comma-separated variants")
+    parser.add_argument("--seq-len", type=count, default=SHAPE["seq_len"], help="sequence length")
+    parser.add_argument("--batch", type=count, default=SHAPE["batch"], help="batch size")
+    parser.add_argument("--rounds", type=count, default=SHAPE["rounds"], help="timed steps a model")
     parser.add_argument("--vs-hf", action="store_true", help="also HF LlamaForCausalLM")
     parser.add_argument("--decode", action="store_true", help="also cached decoding")
     parser.add_argument(
@@ -74,11 +103,12 @@ def add(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_ignored(args)
     if args.json:  # before minutes of timing, not after
         check_writable(Path(args.json))
         if os.path.lexists(args.json) and not args.force:
             raise UsageError(f"{args.json} exists; name a new file, or --force to replace it")
-    if args.cost_check:
+    if args.cost_check is not None:
         checked = cost_check(args.cost_check, None, command_line_overrides(args.overrides))
         print(format_cost_check(checked))
         if args.json:
