@@ -43,6 +43,7 @@ TRAIN_VALUES = [
     ("train.stop_at=inf", "train.stop_at must be a finite number"),
     ("train.validation_fraction=1", "train.validation_fraction must be in [0, 1)"),
     ("train.validation_fraction=-0.5", "train.validation_fraction must be in [0, 1)"),
+    ("train.validation_fraction=0.0001", "at least 20 are needed"),
     ("train.compile=maybe", "train.compile"),
     ("train.nonsense=1", "nonsense"),
     ("train.batch_size=-5", "train.batch_size must be >= 1"),
