@@ -186,6 +186,7 @@ COMMANDS = [
     ([*TRAIN, "--nproc", "0"], "argument --nproc: must be >= 1"),
     (["bench", "--models", ""], "--models names no model"),
     (["bench", "--presets", ""], "--presets names nothing"),
+    (["compare", "--task", "addition", "--modles", "mixit"], "--modles (did you mean --models?)"),
     (["bench", "--presets", "retrieval", "model.n_layer=4"], "--presets does not read KEY=VALUE"),
     (["bench", "--presets", "retrieval", "--models", "mixit"], "--presets does not read --models"),
     (["bench", "--cost-check", "--rounds", "3"], "--cost-check does not read --rounds"),
@@ -267,6 +268,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(argv, fragment, tmp_
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err
     assert fragment in lines[0], lines[0]
+    assert lines[0].count("mixit:") == 1, lines[0]  # said once, not once per parser
     assert not out.exists() or not any(out.rglob("*")), sorted(out.rglob("*"))
 
 

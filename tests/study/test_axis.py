@@ -137,6 +137,14 @@ def test_parse_axis_reads_values_and_the_tasks_default():
         parse_axis("default", "memorization", "tiny", {})  # no knob of its own
 
 
+def test_an_override_of_the_axis_key_runs_when_it_is_one_of_the_values():
+    axis = Axis("task.max_pairs", ("4", "8"))
+    assert parse_axis("task.max_pairs=4,8", "retrieval", "tiny", {"task.max_pairs": 4}) == axis
+    assert parse_axis("task.max_pairs=4,8", "retrieval", "tiny", {"task.max_pairs": "8"}) == axis
+    with pytest.raises(UsageError, match="disagree"):
+        parse_axis("task.max_pairs=4,8", "retrieval", "tiny", {"task.max_pairs": 5})
+
+
 def test_a_default_axis_leaves_out_the_small_values_whose_examples_cannot_be_drawn():
     # At 12 parentheses too few distinct strings exist for the preset's test set unseen in
     # training: a refusal of the data, which resolving the config alone does not show.

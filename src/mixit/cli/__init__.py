@@ -4,7 +4,6 @@ errors to exit statuses."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import sys
@@ -51,7 +50,7 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="mixit",
         description="Train the random-attention model spectrum (standard, frozen-qk, frozen-mlp, "
@@ -96,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # after `--seeds 3` arrive here, and belong to the list a command names for them.
         trailing = getattr(args, "trailing_overrides", None)
         if extra and (trailing is None or any(e.startswith("-") for e in extra)):
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            parser.unknown(extra, command)
         if trailing is not None:
             getattr(args, trailing).extend(extra)
         if getattr(args, "target", None) and not args.estimate:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from mixit.common.errors import UsageError
@@ -29,7 +31,20 @@ class OneLineParser(argparse.ArgumentParser):
         super().__init__(*args, **{**kwargs, "allow_abbrev": False})
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+        # "mixit: error:" comes once, from main; a command's own parser names the command.
+        where = self.prog.removeprefix("mixit").strip()
+        raise UsageError(f"{where + ': ' if where else ''}{message} (see --help)")
+
+    def unknown(self, extra: Sequence[str], command: str | None) -> None:
+        """Refuse ``extra``, the arguments no option of ``command`` took, with the option each
+        one most likely meant (difflib), where one is close."""
+        chosen = self._subparsers._group_actions[0].choices.get(command) if command else None
+        options = [s for action in (chosen or self)._actions for s in action.option_strings]
+        guesses = []
+        for argument in extra:
+            close = difflib.get_close_matches(argument.split("=", 1)[0], options, n=1)
+            guesses.append(f"{argument} (did you mean {close[0]}?)" if close else argument)
+        (chosen or self).error(f"unrecognized arguments: {' '.join(guesses)}")
 
 
 def seed_count(text: str) -> int | str:

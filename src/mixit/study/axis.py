@@ -105,9 +105,20 @@ def parse_axis(text: str, task: str, preset: str, overrides: Settings) -> Axis:
         values = tuple(f"{a},{b}" for a, b in zip(values[::2], values[1::2], strict=True))
     if len(values) < 2 or len(set(values)) < len(values):
         raise UsageError(f"--axis {key} needs two or more distinct values, got '{raw}'")
-    if key in overrides:
-        raise UsageError(f"--axis {key} and the override {key}={overrides[key]} disagree")
+    if key in overrides and not any(_same(overrides[key], value) for value in values):
+        raise UsageError(
+            f"--axis {key} and the override {key}={overrides[key]} disagree (an override of the "
+            "axis's key must be one of its values)"
+        )
     return checked(Axis(key, values), task, preset, overrides)
+
+
+def _same(given: Any, value: str) -> bool:
+    """Whether an override and an axis value are one setting (4 and 4.0 are)."""
+    try:
+        return float(given) == float(value)
+    except (TypeError, ValueError):
+        return str(given).strip() == value
 
 
 def checked(
