@@ -25,3 +25,22 @@ def test_the_policy_is_chosen_before_torch_loads():
     code = "import sys, mixit.common.cores, mixit.__main__; print('torch' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert loaded.stdout.strip() == "False", loaded.stderr
+
+
+def test_the_cores_line_is_printed_only_before_training(monkeypatch, capsys):
+    import mixit.__main__ as entry
+    import mixit.cli
+
+    monkeypatch.setattr(entry, "settle_wait_policy", lambda: "mixit: other processes ...")
+    monkeypatch.setattr(mixit.cli, "entry_point", lambda: None)
+    for argv, printed in [
+        (["compare", "--help"], False),
+        (["records", "pack", "out"], False),
+        (["reproduce", "table1", "--no-train"], False),
+        (["compare", "--task", "retrieval", "--estimate"], False),
+        (["compare", "--task", "retrieval"], True),
+        (["train", "--task", "retrieval", "--model", "mixit"], True),
+    ]:
+        monkeypatch.setattr(sys, "argv", ["mixit", *argv])
+        entry.entry_point()
+        assert ("other processes" in capsys.readouterr().err) is printed, argv
