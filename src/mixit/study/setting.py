@@ -86,5 +86,6 @@ def recorded_overrides(overrides: Settings) -> Settings:
     (``train.plateau``), and left out where a user set it to 0, as records from before the
     rule (2026-12-06) are, so that such an output is read again with ``train.plateau=0``."""
     kept = {k: v for k, v in overrides.items() if tuple(k.split(".", 1)) not in EXECUTION_SETTINGS}
-    kept = {PLATEAU_KEY: PLATEAU} | kept
-    return kept if float(kept[PLATEAU_KEY]) else {k: v for k, v in kept.items() if k != PLATEAU_KEY}
+    # First, and a number however given: train.plateau=0.5 and the preset's 0.5 are one.
+    plateau = float(kept.pop(PLATEAU_KEY, PLATEAU))
+    return {PLATEAU_KEY: plateau} | kept if plateau else kept
