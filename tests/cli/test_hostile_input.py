@@ -27,7 +27,7 @@ from mixit.common.errors import UsageError
 from mixit.training.checkpoint import load_checkpoint
 from mixit.training.rundir import RunDir, load_run, read_records
 
-QUICK = ["train.steps=2", "train.eval_every=2", "task.n_train=100", "task.n_test=20"]
+QUICK = ["train.steps=2", "train.eval_every=2", "task.n_train=200", "task.n_test=20"]
 QUICK += ["train.eval_examples=20", "model.n_embd=32", "model.n_head=2", "model.n_layer=1"]
 TRAIN = ["train", "--task", "addition", "--model", "standard", *QUICK]
 COMPARE = ["compare", "--task", "addition", "--models", "standard", *QUICK]

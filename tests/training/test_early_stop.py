@@ -219,3 +219,13 @@ def test_every_preset_stops_on_a_plateau():
             assert PLATEAU_KEY not in spec.presets[preset], (task, preset)
             if task != "custom":  # which needs its data named to resolve
                 assert resolve_config(task, "mixit", preset, 0).train.plateau == PLATEAU, task
+
+
+def test_a_task_too_small_to_hold_rows_out_trains_its_budget_and_says_so(tmp_path, capsys):
+    # 100 training rows: 10 % is 10, fewer than the 20 a stop rule reads; the rule is off
+    # rather than reading the test split or a handful of rows.
+    small = {"task.n_train": 100, "task.n_test": 50} | STUCK
+    summary = run(tmp_path / "run", **small)
+    assert (summary["stopped"], summary["steps_run"]) == ("budget", 240)
+    assert "fewer than 20 out for the stop rule" in capsys.readouterr().err
+    assert STOP_METRIC not in summary["metrics"]

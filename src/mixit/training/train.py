@@ -8,6 +8,7 @@ evaluation), ``model.safetensors`` (weights and MixiT's fixed matrices) and, las
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from mixit.training.setup import Training, setup
 from mixit.training.step import (
     lr_factor,
 )
-from mixit.training.stopping import STOP_METRIC, StopRule
+from mixit.training.stopping import MIN_HELD_ROWS, STOP_METRIC, StopRule
 from mixit.training.writer import RunWriter
 
 
@@ -75,11 +76,6 @@ def run(
     return summary
 
 
-# The fewest held-out rows a validation split is read on: an accuracy on 20 rows already has a
-# standard error of up to 0.11, five tolerances; on fewer it decides nothing.
-MIN_VALIDATION_ROWS = 20
-
-
 def open_run(
     config: RunConfig, out: Path | None, resume: bool, ranks: Ranks = ALONE
 ) -> tuple[RunLoop, range, bool]:
@@ -91,11 +87,11 @@ def open_run(
         spec.make_data(config.task, config.seed), config.train.validation_fraction
     )
     held_out = on_validation(config, data)
-    if held_out and len(data.test) < MIN_VALIDATION_ROWS:
+    if held_out and len(data.test) < MIN_HELD_ROWS:
         raise UsageError(
             f"train.validation_fraction={config.train.validation_fraction} holds out "
             f"{len(data.test)} of the training rows to evaluate on; at least "
-            f"{MIN_VALIDATION_ROWS} are needed (give the task more training rows, or a larger "
+            f"{MIN_HELD_ROWS} are needed (give the task more training rows, or a larger "
             "fraction)"
         )
     training = setup(config, data, ranks)
@@ -107,6 +103,13 @@ def open_run(
     if config.train.halt_at:
         last_step = min(last_step, max(first_step, config.train.halt_at))
     writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
+    fraction = config.train.stop_split_fraction()
+    if fraction and training.stop_split is None and not data.test_is_train and ranks.is_main:
+        print(
+            f"mixit: {len(data.train)} training rows hold fewer than {MIN_HELD_ROWS} out for the "
+            f"stop rule ({fraction:.0%}); it is off, and the run trains its whole budget",
+            file=sys.stderr,
+        )
     keep_vocabulary(spec, config, writer.out)
     return (
         RunLoop.begin(training, schedule, progress, writer),
@@ -158,7 +161,11 @@ class RunLoop:
         state = {key: progress[key] for key in kept} | {"stopped": progress.get("stopped")}
         if "first_loss" in progress:
             state["first_loss"] = progress["first_loss"]
-        rule = StopRule.of(training.config, spec, progress)
+        config, data = training.config, training.data
+        # The rule reads the stop split, a validation run's own split, or a training set that
+        # is the task's score; with none of these (too few rows) it is off.
+        readable = training.stop_split is not None or data.test_is_train
+        rule = StopRule.of(config, spec, progress, readable or on_validation(config, data))
         return cls(training, schedule, writer, state, rule, time.perf_counter())
 
     def after_step(
