@@ -146,10 +146,8 @@ def checked(
         section, name = axis.key.split(".", 1)
         same = repr(getattr(getattr(config, section), name))
         if same in read_as:
-            raise UsageError(
-                f"--axis {axis.key}: {read_as[same]} and {value} are the same value ({same}); "
-                "give distinct values"
-            )
+            twice = f"{read_as[same]} and {value} are the same value ({same})"
+            raise UsageError(f"--axis {axis.key}: {twice}; give distinct values")
         read_as[same] = value
         accepted.append(value)
     if len(accepted) < 2:
