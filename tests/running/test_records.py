@@ -292,6 +292,9 @@ def test_pack_figures_keeps_the_figures_a_report_shows_and_restore_gives_the_res
     (kept / "ablation" / "sink").mkdir(parents=True)
     for name in ("table1/khop.png", "table1/khop.pdf", "ablation/sink/khop.png", "draft.pdf"):
         (kept / name).write_bytes(name.encode())
+    # A measurement's cache (just its key and value) goes too; results that hold more stay.
+    (table / "measurements.json").write_text('{"key": {"scale": "tiny"}, "value": [1, 2]}')
+    (table / "results.json").write_text('{"key": 1, "value": 2, "scale": "tiny"}')
     before = _files(kept)
     assert main(["records", "pack", "--figures", str(kept)]) == 0
     assert sorted(_files(kept)) == [
@@ -300,6 +303,7 @@ def test_pack_figures_keeps_the_figures_a_report_shows_and_restore_gives_the_res
         "retrieval/compare.json",
         "table1/khop.png",
         "table1/report.md",
+        "table1/results.json",
     ]
     again = tmp_path / "again"
     assert main(["records", "restore", str(kept), str(again)]) == 0

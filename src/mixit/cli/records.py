@@ -55,8 +55,9 @@ def add(commands: Any) -> None:
     packing.add_argument(
         "--figures",
         action="store_true",
-        help="pack as well the figures no report stands beside (each PDF beside its PNG, and "
-        "each PNG in a folder without a Markdown file); restore brings them back",
+        help="pack as well the files no reader reads: the figures no report stands beside "
+        "(each PDF beside its PNG, and each PNG in a folder without a Markdown file) and the "
+        "measurement caches; restore brings them back",
     )
     packing.set_defaults(run=run_pack)
     back = actions.add_parser("restore", help="copy kept records (DEST) back into OUT")

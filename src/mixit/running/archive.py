@@ -5,14 +5,17 @@ same place under an output where it lacks it (a file the output has is at least 
 
 With ``figures``, the archive also takes the figures no report stands beside: each PDF that
 has its PNG beside it (the vector copy, for a paper) and each PNG in a folder that holds no
-report (no Markdown file). A reader of the committed output sees every figure beside its
-reports; ``restore`` brings the rest back, as ``--no-train`` would write them.
+report (no Markdown file), and the measurement caches (``measurement_cache``), which a later
+call reuses instead of measuring again and no reader reads. A reader of the committed output
+sees every figure beside its reports; ``restore`` brings the rest back, as ``--no-train``
+would write them.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -105,9 +108,21 @@ def _superseded(name: str, contents: dict[str, bytes], output: Path) -> bool:
     return (output / run / "config.json").is_file() and not cut_off(output / run)
 
 
+def measurement_cache(path: Path) -> bool:
+    """Whether ``path`` is a measurement's cache: JSON holding just its ``key`` and ``value``,
+    as ``mixit.study.measures.cached_measurement`` writes it."""
+    if path.suffix != ".json":
+        return False
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stored, dict) and sorted(stored) == ["key", "value"]
+
+
 def unshown_figures(output: Path) -> list[Path]:
-    """The figures of OUTPUT (outside its runs/ folders) that no report stands beside: each
-    PDF with its PNG beside it, and each PNG in a folder without a Markdown file."""
+    """The files of OUTPUT (outside its runs/ folders) that no reader reads: each PDF with its
+    PNG beside it, each PNG in a folder without a Markdown file, and each measurement cache."""
     folders = record_folders(output)
     return [
         path
@@ -117,6 +132,7 @@ def unshown_figures(output: Path) -> list[Path]:
         and (
             (path.suffix == ".pdf" and path.with_suffix(".png").is_file())
             or (path.suffix == ".png" and not any(path.parent.glob("*.md")))
+            or measurement_cache(path)
         )
     ]
 
