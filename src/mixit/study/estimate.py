@@ -344,7 +344,7 @@ def format_suite_estimate(
     if lowest < highest:
         total += (
             f"\nin all, {duration(lowest)} to {duration(highest)} of training one run after "
-            "another: at the least every run with a stop rule (train.stop_at, train.patience) "
-            "stops at the first evaluation it may, at the most none does"
+            "another: at the least every run with a stop rule (train.stop_at, train.patience, "
+            "train.plateau) stops at the first evaluation it may, at the most none does"
         )
     return "\n\n".join([*blocks, total])
