@@ -46,6 +46,7 @@ TRAIN_VALUES = [
     ("train.validation_fraction=0.0001", "at least 20 are needed"),
     ("train.compile=maybe", "train.compile"),
     ("train.nonsense=1", "nonsense"),
+    ("train.lrr=1", "unknown key 'train.lrr' (did you mean train.lr?)"),
     ("train.batch_size=-5", "train.batch_size must be >= 1"),
     ("train.steps=-1", "train.steps must be >= 1"),
     ("train.eval_every=-1", "train.eval_every must be >= 1"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import functools
 import types
 import typing
@@ -46,7 +47,11 @@ def apply_overrides(config: RunConfig, overrides: Settings) -> None:
         types_by_name = _field_types(type(section))
         valid = list(types_by_name)
         if name not in valid:
-            raise UsageError(f"unknown key '{key}'; valid {section_name} keys: {', '.join(valid)}")
+            close = difflib.get_close_matches(name, valid, n=1)
+            guess = f" (did you mean {section_name}.{close[0]}?)" if close else ""
+            raise UsageError(
+                f"unknown key '{key}'{guess}; valid {section_name} keys: {', '.join(valid)}"
+            )
         setattr(section, name, convert(key, raw, types_by_name[name]))
 
 
