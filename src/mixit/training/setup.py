@@ -53,6 +53,13 @@ class Training:
     # the rule, if any, reads the run's own evaluation (a validation run's).
     stop_split: TaskData | None = None
 
+    @property
+    def stop_rule_off(self) -> bool:
+        """Whether the run has a stop rule with nothing to read: too few training rows to hold
+        a stop split out (``hold_out_stop_split``), no validation run, no training-set score."""
+        fraction = self.config.train.stop_split_fraction()
+        return bool(fraction) and self.stop_split is None and not self.data.test_is_train
+
     @functools.cached_property
     def spec(self) -> TaskSpec:
         """The task the run trains on, looked up once for the whole run."""

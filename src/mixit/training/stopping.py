@@ -85,7 +85,8 @@ class StopRule:
         starts = [i for i, (step, _) in enumerate(self.history) if now - step >= self.stretch]
         if not starts:
             return False
-        window = [value for _, value in self.history[min(starts[-1], len(self.history) - 3) :]]
+        first = min(starts[-1], len(self.history) - PLATEAU_EVALUATIONS)
+        window = [value for _, value in self.history[first:]]
         sign = 1.0 if self.higher_is_better else -1.0
         return all(math.isfinite(v) for v in window) and all(
             sign * (value - window[0]) <= self.margin for value in window[1:]

@@ -103,11 +103,11 @@ def open_run(
     if config.train.halt_at:
         last_step = min(last_step, max(first_step, config.train.halt_at))
     writer = RunWriter(out if ranks.is_main else None, config, resume_step=first_step)
-    fraction = config.train.stop_split_fraction()
-    if fraction and training.stop_split is None and not data.test_is_train and ranks.is_main:
+    if training.stop_rule_off and ranks.is_main:
         print(
             f"mixit: {len(data.train)} training rows hold fewer than {MIN_HELD_ROWS} out for the "
-            f"stop rule ({fraction:.0%}); it is off, and the run trains its whole budget",
+            f"stop rule ({config.train.stop_split_fraction():.0%}); it is off, and the run "
+            "trains its whole budget",
             file=sys.stderr,
         )
     keep_vocabulary(spec, config, writer.out)
@@ -161,11 +161,7 @@ class RunLoop:
         state = {key: progress[key] for key in kept} | {"stopped": progress.get("stopped")}
         if "first_loss" in progress:
             state["first_loss"] = progress["first_loss"]
-        config, data = training.config, training.data
-        # The rule reads the stop split, a validation run's own split, or a training set that
-        # is the task's score; with none of these (too few rows) it is off.
-        readable = training.stop_split is not None or data.test_is_train
-        rule = StopRule.of(config, spec, progress, readable or on_validation(config, data))
+        rule = StopRule.of(training.config, spec, progress, not training.stop_rule_off)
         return cls(training, schedule, writer, state, rule, time.perf_counter())
 
     def after_step(
