@@ -282,8 +282,17 @@ def test_packing_again_keeps_the_archived_files_the_folders_do_not_hold(tmp_path
     assert sum(name.startswith("retrieval/runs/") for name in names) == 3
 
 
-def test_pack_figures_keeps_the_figures_a_report_shows_and_restore_gives_the_rest_back(
-    tmp_path, trained_suite
+# What stays outside the archive: with --figures the figure a report shows (and a PDF with no
+# PNG beside it, no copy of a figure shown); with --retire, for a superseded output, no figure.
+PACKED_FIGURES = {
+    "--figures": ["draft.pdf", "table1/khop.png"],
+    "--retire": [],
+}
+
+
+@pytest.mark.parametrize("option", sorted(PACKED_FIGURES))
+def test_pack_figures_and_retire_keep_what_a_reader_reads_and_restore_gives_the_rest_back(
+    tmp_path, trained_suite, option
 ):
     kept = _kept_suite(tmp_path, trained_suite)
     table = kept / "table1"
@@ -296,20 +305,18 @@ def test_pack_figures_keeps_the_figures_a_report_shows_and_restore_gives_the_res
     (table / "measurements.json").write_text('{"key": {"scale": "tiny"}, "value": [1, 2]}')
     (table / "results.json").write_text('{"key": 1, "value": 2, "scale": "tiny"}')
     before = _files(kept)
-    assert main(["records", "pack", "--figures", str(kept)]) == 0
-    assert sorted(_files(kept)) == [
-        "draft.pdf",  # no PNG beside it: not a copy of a figure shown
+    assert main(["records", "pack", option, str(kept)]) == 0
+    reports = [
         "records.tar.gz",
         "retrieval/compare.json",
-        "table1/khop.png",
         "table1/report.md",
         "table1/results.json",
     ]
+    assert sorted(_files(kept)) == sorted(reports + PACKED_FIGURES[option])
     again = tmp_path / "again"
     assert main(["records", "restore", str(kept), str(again)]) == 0
     assert _files(again) == before
-    # nothing left to pack: the figure beside its report stays
-    assert main(["records", "pack", "--figures", str(kept)]) == 2
+    assert main(["records", "pack", option, str(kept)]) == 2  # nothing left to pack
 
 
 @pytest.mark.parametrize("bad", ["../outside.json", "/etc/passwd"])

@@ -5,6 +5,7 @@ publish an output into results/ without its runs, and give old runs today's name
     mixit records keep --suite --resumable runs/suite-llama-rules results/suite-llama-rules
     mixit records pack results/suite-llama-rules
     mixit records pack --figures results/tiny-rules-seed0
+    mixit records pack --retire results/tiny-seed0
     mixit records restore results/suite-llama-rules runs/suite-llama-rules
     mixit records publish runs/presets-tiny-200 results/tiny-tuned-seed200
     mixit records rename runs/axis-lookup --apply
@@ -22,7 +23,7 @@ from typing import Any
 from mixit.cli.options import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.paper.shared_runs import mark_same_runs
-from mixit.running.archive import ARCHIVE, pack, restore, unshown_figures
+from mixit.running.archive import ARCHIVE, every_figure, pack, restore, unshown_figures
 from mixit.running.records import RUNS, Kept, record_folders, save, save_suite
 from mixit.running.renames import renames
 from mixit.study.publish import publish
@@ -58,6 +59,13 @@ def add(commands: Any) -> None:
         help="pack as well the files no reader reads: the figures no report stands beside "
         "(each PDF beside its PNG, and each PNG in a folder without a Markdown file) and the "
         "measurement caches; restore brings them back",
+    )
+    packing.add_argument(
+        "--retire",
+        action="store_true",
+        help="as --figures, and pack the figures the reports show as well: for an output a "
+        "later one supersedes (its reports, claims and values stay; restore brings the figures "
+        "back)",
     )
     packing.set_defaults(run=run_pack)
     back = actions.add_parser("restore", help="copy kept records (DEST) back into OUT")
@@ -118,10 +126,13 @@ def run_keep(args: argparse.Namespace) -> int:
 def run_pack(args: argparse.Namespace) -> int:
     if not args.output.is_dir():
         raise UsageError(f"{args.output} is not a folder")
-    if not record_folders(args.output) and not (args.figures and unshown_figures(args.output)):
-        lacking = " and no figure to pack" if args.figures else ""
+    figures = every_figure(args.output) if args.retire else []
+    if args.figures and not args.retire:
+        figures = unshown_figures(args.output)
+    if not record_folders(args.output) and not figures:
+        lacking = " and no figure to pack" if args.figures or args.retire else ""
         raise UsageError(f"{args.output} has no {RUNS}/ folder to pack{lacking}")
-    count = pack(args.output, figures=args.figures)
+    count = pack(args.output, figures=args.figures, retire=args.retire)
     print(f"packed {count} files into {args.output / ARCHIVE}")
     return 0
 

@@ -9,6 +9,10 @@ report (no Markdown file), and the measurement caches (``measurement_cache``), w
 call reuses instead of measuring again and no reader reads. A reader of the committed output
 sees every figure beside its reports; ``restore`` brings the rest back, as ``--no-train``
 would write them.
+
+With ``retire`` as well, the archive takes every figure: for an output a later one supersedes,
+whose reports, claims and values stay readable where they are and whose figures are read
+after ``restore``.
 """
 
 from __future__ import annotations
@@ -137,18 +141,33 @@ def unshown_figures(output: Path) -> list[Path]:
     ]
 
 
-def pack(output: Path, *, figures: bool = False) -> int:
+def every_figure(output: Path) -> list[Path]:
+    """The files of OUTPUT (outside its runs/ folders) that ``retire`` packs: its
+    ``unshown_figures`` and every PNG and PDF a report shows."""
+    folders = record_folders(output)
+    shown = [
+        path
+        for path in sorted(output.rglob("*"))
+        if path.is_file()
+        and path.suffix in (".png", ".pdf")
+        and not any(path.is_relative_to(folder) for folder in folders)
+    ]
+    return sorted(set(unshown_figures(output)) | set(shown))
+
+
+def pack(output: Path, *, figures: bool = False, retire: bool = False) -> int:
     """OUTPUT's runs/ folders as one archive, ``OUTPUT/records.tar.gz``, with the files of an
-    archive already there that the folders do not hold, and with ``figures`` its
-    ``unshown_figures``; the folders and figures go once it is in place (written under a
+    archive already there that the folders do not hold, with ``figures`` its
+    ``unshown_figures``, and with ``retire`` ``every_figure``; the folders and figures go once
+    it is in place (written under a
     temporary name, then renamed). Sorted, with no times or owners, so the same files give the
     same bytes. The files it holds."""
     folders = record_folders(output)
     for folder in folders:
         refuse_links(folder)
-    if figures:
+    if figures or retire:
         refuse_links(output)
-    moved = unshown_figures(output) if figures else []
+    moved = every_figure(output) if retire else unshown_figures(output) if figures else []
     contents = dict(archived_files(output))
     for path in [p for folder in folders for p in sorted(folder.rglob("*"))] + moved:
         if path.is_file():
