@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from mixit.common.errors import UsageError
 from mixit.paper import extend as extension
 from mixit.paper.extend import (
     EXTENSION,
@@ -99,12 +100,24 @@ def test_the_most_decisive_then_the_cheapest_family_trains_first():
 
 
 def test_the_plan_builds_each_run_at_its_familys_factor(tmp_path):
-    (tmp_path / EXTENSION).write_text(json.dumps({"factors": {"table1/retrieval": 4}}))
+    record = {"factors": {"table1/retrieval": 4}, "rounds": [], "stopped": "cap", "open": []}
+    (tmp_path / EXTENSION).write_text(json.dumps(record))
     _, configs = _plan(100)([], Reproduction(out=tmp_path))
     assert configs[Run(TASK, "standard", 0)].train.steps == 400
 
 
-def test_a_damaged_record_is_refused(tmp_path):
-    (tmp_path / EXTENSION).write_text("{garbage")
-    with pytest.raises(Exception, match="not an extension record"):
+@pytest.mark.parametrize(
+    "stored, fragment",
+    [
+        ("{garbage", "not a UTF-8 JSON file"),
+        ('{"factors": {"table1/retrieval": "4"}}', "factors.table1/retrieval: input should be"),
+        (
+            '{"factors": {"table1/retrieval": 0}, "rounds": [], "stopped": "", "open": []}',
+            "at least 1",
+        ),
+    ],
+)
+def test_a_damaged_record_is_refused(tmp_path, stored, fragment):
+    (tmp_path / EXTENSION).write_text(stored)
+    with pytest.raises(UsageError, match=fragment):
         read_extension(tmp_path)

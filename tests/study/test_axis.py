@@ -32,6 +32,7 @@ def planted(value, scores, matches, chance=0.1, learned=True):
     return {
         "task": "retrieval",
         "metric": "test_accuracy",
+        "higher_is_better": True,
         "seeds": SEEDS,
         "chance": chance,
         "rows": rows,

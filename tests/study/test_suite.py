@@ -162,8 +162,8 @@ def test_a_suite_refused_for_bad_input_leaves_no_folder(tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "fragment"),
     [
-        ("compare.json", "[]", "not a compare.json this version reads"),
-        ("compare.json", '{"rows": [{"model": "standard"}]}', "not a compare.json"),
+        ("compare.json", "[]", "compare.json: the whole file: input should be a valid dict"),
+        ("compare.json", '{"rows": [{"model": "standard"}]}', "compare.json: higher_is_better: "),
         ("compare.json", "{garbage", "is not a UTF-8 JSON file"),
         ("results.csv", "a,b\n1,2\n", "not a results.csv this version reads"),
     ],

@@ -3,11 +3,13 @@ new one, never half of it; a folder that cannot be made is the user's error, not
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,57 @@ def read_json(path: str | Path, what: str) -> Any:
         raise UsageError(f"{what}: cannot read it: {error.strerror}") from None
     except ValueError:  # not UTF-8, or not JSON
         raise UsageError(f"{what}: is not a UTF-8 JSON file") from None
+
+
+@contextlib.contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """A hidden folder inside ``out`` to write a set of files into: when the block ends
+    cleanly, each moves to the same place under ``out`` (a rename, so each is whole); when it
+    raises, none does. Either way the folder goes: files written from what a stored file holds
+    are written all, or not at all."""
+    stage = Path(tempfile.mkdtemp(prefix=".staged.", dir=make_dir(out)))
+    try:
+        yield stage
+        for path in sorted(p for p in stage.rglob("*") if p.is_file()):
+            target = out / path.relative_to(stage)
+            make_dir(target.parent)
+            os.replace(path, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+# What a stored file of the right types but inconsistent with itself (a model in one list and
+# not another, lists of different lengths) raises when a report reads it: a command that writes
+# from such files writes them ``staged`` and turns these into one UsageError.
+READ_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError)
+
+
+def read_record(path: str | Path, shape: Any, what: str, remedy: str) -> Any:
+    """The JSON in ``path`` (``read_json``) held to ``shape``, the TypedDict of the file's keys
+    (pydantic, strictly: no value converted): a value of another type, or a key the shape
+    requires and the file lacks, is a UsageError naming the place, ending in ``remedy``. The
+    file's own value is returned, with any key the shape does not name."""
+    return checked_record(read_json(path, what), shape, what, remedy)
+
+
+def checked_record(value: Any, shape: Any, what: str, remedy: str) -> Any:
+    """``value``, read from a stored file named ``what``, held to ``shape`` (``read_record``)."""
+    from pydantic import ValidationError
+
+    try:
+        _adapter(shape).validate_python(value, strict=True)
+    except ValidationError as error:
+        first = error.errors()[0]
+        place = ".".join(map(str, first["loc"])) or "the whole file"
+        raise UsageError(f"{what}: {place}: {first['msg'].lower()}; {remedy}") from None
+    return value
+
+
+@functools.cache
+def _adapter(shape: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(shape)
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -84,7 +84,7 @@ def freeze(
             "this model's config records no frozen groups (no mixit_frozen): name them, "
             "freeze(model, groups=['qk'])"
         )
-    if isinstance(groups, str) or not all(isinstance(name, str) for name in groups):
+    if not isinstance(groups, list | tuple) or not all(isinstance(name, str) for name in groups):
         raise UsageError(f"groups is a list of group names, e.g. ['qk'], got {groups!r}")
     held = (
         model.decoder.param_groups()

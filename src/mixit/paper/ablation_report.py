@@ -17,7 +17,7 @@ from mixit.paper.claims import experiment_of
 from mixit.paper.differences import DIFFERENCES, EQUATIONS, WHOLE
 from mixit.paper.registry import EXPERIMENTS
 from mixit.paper.verdicts import write_claims
-from mixit.study.experiment import REPRODUCED, Claim, Reproduction, Run
+from mixit.study.experiment import REPRODUCED, Claim, Reproduction, Run, read_claims
 from mixit.study.measures import seeds_text
 from mixit.study.references import per_seed, unlearned_reference
 from mixit.study.setting import Setting
@@ -136,12 +136,12 @@ def dependence(out: Path, setting: Setting) -> dict[str, str]:
 def annotate_claims(out: Path) -> None:
     """Rewrite ``OUT/claims.json`` and ``claims.md``, if a reproduction wrote them, with what
     the ablation now says each verdict turns on."""
-    try:
-        stored = json.loads((out / "claims.json").read_text())
-        claims = [Claim.from_json(claim) for claim in stored.pop("claims")]
-        setting = Setting.from_record(stored)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    path = out / "claims.json"
+    if not path.is_file():
         return
+    stored = read_claims(path, "reproduce without --no-train writes it again")
+    claims = [Claim.from_json(claim) for claim in stored["claims"]]
+    setting = Setting.from_record(stored)
     write_claims(out, claims, setting, dependence(out, setting))
 
 

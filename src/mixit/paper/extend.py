@@ -13,14 +13,16 @@ and the seconds.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple
+
+# typing_extensions, not typing: pydantic reads TypedDicts of Python 3.11 only from there.
+from typing_extensions import TypedDict
 
 from mixit.common.errors import UsageError
-from mixit.common.io import write_json
+from mixit.common.io import read_record, write_json
 from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import experiment_of
@@ -61,12 +63,11 @@ def read_extension(out: Path) -> ExtensionRecord:
     path = out / EXTENSION
     if not path.is_file():
         return {"factors": {}, "rounds": [], "stopped": "decided", "open": []}
-    try:
-        stored = json.loads(path.read_text())
-        factors = {str(name): int(factor) for name, factor in stored["factors"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        raise UsageError(f"{path} is not an extension record; remove it to plan without") from None
-    return {**stored, "factors": factors}
+    remedy = "remove it to plan without"
+    stored = read_record(path, ExtensionRecord, str(path), remedy)
+    if any(factor < 1 for factor in stored["factors"].values()):
+        raise UsageError(f"{path}: factors: each is at least 1; {remedy}")
+    return stored
 
 
 def extended(

@@ -20,7 +20,7 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.paper.claims import experiment_of
-from mixit.study.experiment import NOT_RUN, Experiment, Reproduction, Run
+from mixit.study.experiment import NOT_RUN, Experiment, Reproduction, Run, read_claims
 from mixit.study.results import KEYS, csv_problem
 from mixit.study.setting import Setting
 from mixit.tasks.base import PLATEAU_KEY
@@ -96,14 +96,10 @@ def stored_verdicts(out: Path, setting: Setting) -> dict[str, str]:
     path = out / "claims.json"
     if not path.is_file():
         return {}
-    try:
-        stored = json.loads(path.read_text())
-        judged = {c["id"]: c["verdict"] for c in stored["claims"] if c["verdict"] != NOT_RUN}
-        differences = setting_differences(setting, stored)
-        if not (isinstance(stored["scale"], str) and isinstance(stored["seeds"], int)):
-            raise TypeError("its scale or seeds")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        raise UsageError(f"--no-train would replace {path}: it is damaged ({error!r})") from None
+    stored = read_claims(path, "--no-train would replace it: restore it, or reproduce without")
+    judged = {c["id"]: c.get("verdict", NOT_RUN) for c in stored["claims"]}
+    judged = {claim: verdict for claim, verdict in judged.items() if verdict != NOT_RUN}
+    differences = setting_differences(setting, stored)
     if judged and differences:
         raise UsageError(
             f"--no-train would replace the verdicts of {path}, judged under another setting: "

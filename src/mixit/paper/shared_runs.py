@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from mixit.paper.verdicts import write_claims
-from mixit.study.experiment import SCALES, SEEDS, Claim
+from mixit.study.experiment import SCALES, SEEDS, Claim, read_claims
 from mixit.study.setting import Setting
 
 CLAIMS_FILE = "claims.json"
@@ -48,7 +48,7 @@ def mark_same_runs(results: Path) -> dict[str, dict[str, str]]:
     outputs = sorted(path.parent for path in results.glob(f"*/{CLAIMS_FILE}"))
     marked: dict[str, dict[str, str]] = {}
     for output in outputs:
-        stored = json.loads((output / CLAIMS_FILE).read_text())
+        stored = read_claims(output / CLAIMS_FILE, "restore it, or leave it out of the folder")
         claims = [Claim.from_json(claim) for claim in stored["claims"]]
         before = [claim.same_runs_as for claim in claims]
         for claim in claims:

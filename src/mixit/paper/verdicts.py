@@ -3,11 +3,11 @@ earlier call wrote under the same setting, and each claim's verdicts by seed ran
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mixit.common.errors import UsageError
 from mixit.common.io import JSONObject, write_json, write_text
 from mixit.paper.claims import CLAIMS
 from mixit.study.experiment import (
@@ -18,6 +18,7 @@ from mixit.study.experiment import (
     SEEDS,
     TUNED_ON_SEEDS,
     Claim,
+    read_claims,
 )
 from mixit.study.measures import seeds_label, seeds_text
 from mixit.study.setting import Setting
@@ -64,14 +65,11 @@ def verdicts_by_seeds(out: Path, setting: Setting) -> dict[str, dict[str, str]]:
 
 def _stored_claims(out: Path) -> JSONObject:
     """OUT/claims.json, or a record no setting matches when it is missing or unreadable."""
+    path = out / "claims.json"
     try:
-        stored = json.loads((out / "claims.json").read_text())
-        claims = stored.get("claims") if isinstance(stored, dict) else None
-        if isinstance(claims, list) and all(isinstance(c, dict) and "id" in c for c in claims):
-            return stored
-    except (OSError, ValueError):
-        pass
-    return {"claims": []}
+        return read_claims(path, "") if path.is_file() else {"claims": []}
+    except UsageError:
+        return {"claims": []}
 
 
 def merge_claims(out: Path, judged: Sequence[Claim], setting: Setting) -> list[Claim]:

@@ -6,7 +6,11 @@ public contract says."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Required
+
+# typing_extensions, not typing: pydantic reads TypedDicts of Python 3.11 only from there
+# (common.io.read_record checks a stored file against these shapes).
+from typing_extensions import TypedDict
 
 from mixit.config.overrides import Setting
 
@@ -16,8 +20,8 @@ class TableRow(TypedDict, total=False):
     size and time, how far each seed trained and why it stopped, whether each was still rising
     at its end, and for frozen attention its logit spread at initialisation."""
 
-    model: str
-    mean: float
+    model: Required[str]
+    mean: Required[float]
     std: float
     values: list[float]
     params_trainable: int
@@ -75,12 +79,12 @@ class Extension(TypedDict):
 class ComparisonResult(TypedDict, total=False):
     task: str
     metric: str
-    higher_is_better: bool
+    higher_is_better: Required[bool]
     preset: str
     seeds: list[int]
     overrides: dict[str, Setting]
     chance: float | None
-    rows: list[TableRow]
+    rows: Required[list[TableRow]]
     evaluated_on: str
     tuned: dict[str, dict[str, Any]]
     litmus: LitmusResult
@@ -118,11 +122,11 @@ class AxisResult(TypedDict, total=False):
     reference stopped learning (None: none), each model's break point and score, the values the
     task refused, and for ``--axis auto`` where the models separated."""
 
-    key: str
-    values: list[Any]
-    points: list[AxisPoint]
-    stopped_at: Any
-    break_points: list[BreakPoint]
-    scores: list[AxisScore]
+    key: Required[str]
+    values: Required[list[Any]]
+    points: Required[list[AxisPoint]]
+    stopped_at: Required[Any]
+    break_points: Required[list[BreakPoint]]
+    scores: Required[list[AxisScore]]
     left_out: list[str]
     separated_at: Any

@@ -11,9 +11,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+# typing_extensions, not typing: pydantic reads TypedDicts of Python 3.11 only from there.
+from typing_extensions import TypedDict
+
 from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
-from mixit.common.io import read_json
+from mixit.common.io import checked_record, read_json
 from mixit.config.overrides import Setting, Settings, with_settings
 from mixit.config.schema import RunConfig, TrainConfig
 from mixit.cost.predict import Timing, fewest_pieces, get_target
@@ -53,6 +56,15 @@ def earliest_stop(train: TrainConfig) -> int:
     return min(firsts)
 
 
+class TunedChoice(TypedDict):
+    """What an estimate reads of a model's record in tuning.json (``TuningRecord.to_json``):
+    the settings tuning chose, and the seed and folder of the halving's winning run."""
+
+    overrides: dict[str, Setting]
+    seed: int
+    run_dir: str
+
+
 def finished_tuning(plan: Comparison) -> dict[str, dict[str, Setting]]:
     """Each model's tuned overrides from ``plan.out/tuning.json``, for the models whose record
     there is this plan's: the halving's winning run it names is the run that the plan's
@@ -68,6 +80,7 @@ def finished_tuning(plan: Comparison) -> dict[str, dict[str, Setting]]:
     for model in plan.models:
         record = records.get(model) if isinstance(records, dict) else None
         try:
+            checked_record(record, TunedChoice, str(path), "")
             # The record names the halving's winner, run at the base's own budget.
             settings = {k: v for k, v in record["overrides"].items() if k != "train.steps"}
             settings["train.validation_fraction"] = VALIDATION_FRACTION

@@ -12,10 +12,14 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required
 
-from mixit.common.io import JSONObject
-from mixit.config.overrides import Settings
+# typing_extensions, not typing: pydantic reads TypedDicts of Python 3.11 only from there.
+from typing_extensions import TypedDict
+
+from mixit.common.errors import UsageError
+from mixit.common.io import JSONObject, read_record
+from mixit.config.overrides import Setting, Settings
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import LOCAL, Launch
 from mixit.study.words import UNJUDGED, Verdict
@@ -141,6 +145,56 @@ def against_standard(label: str, task: str, seeds: range, scale: str) -> Headlin
     return Headline(label, tuple(mixit), reference=tuple(standard))
 
 
+class ClaimRecord(TypedDict, total=False):
+    """A claim as claims.json holds it (``Claim.to_json``): its fields, by name, the first
+    three always there."""
+
+    id: Required[str]
+    statement: Required[str]
+    rule: Required[str]
+    measured: dict[str, Any]
+    verdict: str
+    construction: str
+    ablation: str
+    by_seeds: dict[str, str]
+    independent_of: list[str]
+    seen_seeds: list[int]
+    no_reference: list[str]
+    rule_verdict: str
+    unfinished: list[str]
+    failing: list[str]
+    undecided: list[str]
+    runs: list[str]
+    same_runs_as: str
+
+
+class ClaimsFile(TypedDict, total=False):
+    """``OUT/claims.json``: the setting its claims were judged under (``Setting.record``) and
+    the claims."""
+
+    scale: Required[str]
+    seeds: Required[int]
+    first_seed: int
+    overrides: dict[str, Setting]
+    tuned: str | None
+    tuned_on_seeds: list[int]
+    tune: str | None
+    presets: str | None
+    confirmed_on_seeds: list[int]
+    claims: Required[list[ClaimRecord]]
+
+
+def read_claims(path: Path, remedy: str) -> ClaimsFile:
+    """A claims.json held to ``ClaimsFile``, each claim with only the keys a ``Claim`` has:
+    anything else is one UsageError naming the place, ending in ``remedy``."""
+    stored = read_record(path, ClaimsFile, str(path), remedy)
+    for number, claim in enumerate(stored["claims"]):
+        unknown = sorted(set(claim) - set(ClaimRecord.__annotations__))
+        if unknown:
+            raise UsageError(f"{path}: claims.{number}: no claim has {unknown[0]!r}; {remedy}")
+    return stored
+
+
 @dataclass
 class Claim:
     """One finding of the paper, the rule that judges it (fixed in code before any run) and
@@ -187,7 +241,8 @@ class Claim:
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any]) -> Claim:
-        """A claim as claims.json holds it; a key it does not have is a TypeError."""
+        """A claim as claims.json holds it (``ClaimRecord``); a key it does not have is a
+        TypeError."""
         return cls(**stored)
 
     def judge(self, holds: bool | None, measured: Mapping[str, Any]) -> Claim:

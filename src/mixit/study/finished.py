@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mixit.common.errors import UsageError
-from mixit.common.io import read_json, write_json
+from mixit.common.io import read_record, write_json
 from mixit.study.compare import judged_again
 from mixit.study.comparison import ComparisonResult
 from mixit.study.results import KEYS, csv_problem
@@ -31,15 +31,17 @@ def finished_tasks(
     return finished
 
 
-def judged_now(out: Path, results: Mapping[str, ComparisonResult]) -> dict[str, ComparisonResult]:
+def judged_now(
+    out: Path, results: Mapping[str, ComparisonResult], into: Path
+) -> dict[str, ComparisonResult]:
     """Each finished task's compare.json judged again under today's reading rules from the run
-    records its results.csv names (nothing retrained), written back where the reading moved.
-    Every task is judged before any is written, so one whose records are not all there
-    (``judged_again`` refuses it) leaves every file as it was."""
+    records its results.csv names (nothing retrained), written where the reading moved to the
+    same place under ``into`` (``common.io.staged``, so that a later refusal leaves every file
+    as it was)."""
     again = {task: judged_again(result, out / task) for task, result in results.items()}
     for task, result in again.items():
         if result != results[task]:
-            write_json(out / task / "compare.json", result)
+            write_json(into / task / "compare.json", result)
     return again
 
 
@@ -47,17 +49,7 @@ def checked_comparison(folder: Path) -> ComparisonResult:
     """A finished task's compare.json, and its results.csv, checked for what the suite's files
     read, so that one from another version is refused (UsageError) before anything is written."""
     path = folder / "compare.json"
-    result = read_json(path, str(path))
-    rows = result.get("rows") if isinstance(result, dict) else None
-    shaped = isinstance(rows, list) and all(
-        isinstance(row, dict) and isinstance(row.get("model"), str)
-        and isinstance(row.get("mean"), int | float) for row in rows
-    )  # fmt: skip
-    if not shaped or not isinstance(result.get("higher_is_better"), bool):
-        raise UsageError(
-            f"{path}: not a compare.json this version reads (rows with a model and a mean, "
-            "and higher_is_better); run the suite again without --report"
-        )
+    result = read_record(path, ComparisonResult, str(path), "run the suite again without --report")
     problem = csv_problem(folder / "results.csv", (*KEYS, "metric", "value"))
     if problem:
         raise UsageError(f"{problem}; run the suite again without --report")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
-from mixit.common.io import make_dir, read_json, write_json, write_text
+from mixit.common.io import READ_ERRORS, make_dir, read_json, staged, write_json, write_text
 from mixit.common.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.config.overrides import Settings
 from mixit.running.launchers import Launch
@@ -106,11 +106,20 @@ def suite(
         for task in tasks:
             comparison_of(study.on(task, study.out / task), models_of, first).configs()
     out = make_dir(study.out)
-    if report_only:
-        results = judged_now(out, finished_tasks(out, tasks))
-    else:
+    if not report_only:
         results = {task: run_study(study.on(task, out / task)) for task in tasks}
-    write_suite_files(out, tasks, results, preset, seeds, earlier)
+        write_suite_files(out, tasks, results, preset, seeds, earlier)
+        return results
+    finished = finished_tasks(out, tasks)
+    with staged(out) as stage:
+        try:
+            results = judged_now(out, finished, stage)
+            write_suite_files(out, tasks, results, preset, seeds, earlier, stage)
+        except READ_ERRORS as error:
+            raise UsageError(
+                f"a compare.json in {out} is not one this version reads ({error!r}); run the "
+                "suite again without --report"
+            ) from None
     return results
 
 
@@ -121,15 +130,17 @@ def write_suite_files(
     preset: str,
     seeds: int | str,
     earlier: tuple[Path, Mapping[str, Any]] | None = None,
+    into: Path | None = None,
 ) -> None:
     """The suite's own files from its finished tasks' ``results``: results.csv, the heatmap,
     summary.md and suite.json, with ``earlier`` (an earlier suite's folder and its tasks'
-    compare.json) set beside them."""
+    compare.json) set beside them; written into ``out``, or ``into`` (``staged``)."""
     unfinished = [task for task in tasks if task not in results]
     rows = [row for task in results for row in read_results_csv(out / task / "results.csv")]
-    write_rows(out / "results.csv", rows)
+    into = into or out
+    write_rows(into / "results.csv", rows)
     scores = {task: relative_scores(result) for task, result in results.items()}
-    heatmap(out / "heatmap.png", scores, results)
+    heatmap(into / "heatmap.png", scores, results)
     costs = {task: logged_cost(out / task / "runs") for task in results}
     summary = summary_markdown(scores, results, preset, seeds, costs, unfinished)
     record: dict[str, Any] = {"tasks": list(tasks), "scores": scores, "unfinished": unfinished}
@@ -138,8 +149,8 @@ def write_suite_files(
         then = beside_rows(results, compared)
         summary += "\n" + "\n\n".join(beside_section(then, folder)) + "\n"
         record["beside"] = {"folder": str(folder), "rows": then}
-    write_text(out / "summary.md", summary)
-    write_json(out / "suite.json", record)
+    write_text(into / "summary.md", summary)
+    write_json(into / "suite.json", record)
 
 
 class LoggedCost(TypedDict):

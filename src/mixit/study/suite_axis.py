@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.common.io import make_dir, read_json, write_json, write_text
+from mixit.common.io import READ_ERRORS, make_dir, read_record, staged, write_json, write_text
 from mixit.config.overrides import Setting, Settings
 from mixit.running.launchers import Launch
 from mixit.study.axis import (
@@ -99,6 +99,10 @@ def axis_tasks(axis: str, tasks: Sequence[str] | None) -> tuple[list[str], list[
     return [task for task in chosen if task not in knobless], knobless
 
 
+# What a stored file that --report cannot read asks for.
+RUN_AGAIN = "run the suite again without --report"
+
+
 def suite_along_axes(
     axes: Mapping[str, Axis],
     out: Path,
@@ -114,7 +118,9 @@ def suite_along_axes(
     out = make_dir(out)
     if report_only:
         results = {
-            task: read_json(out / task / "axis.json", f"{task}'s axis.json")
+            task: read_record(
+                out / task / "axis.json", AxisResult, f"{task}'s axis.json", RUN_AGAIN
+            )
             for task in axes
             if (out / task / "axis.json").is_file()
         }
@@ -128,6 +134,27 @@ def suite_along_axes(
             for task, axis in axes.items()
         }
     unfinished = [task for task in axes if task not in results]
+    with staged(out) as stage:
+        try:
+            write_axes(stage, results, unfinished, [*axes], without_knob)
+        except READ_ERRORS as error:
+            if not report_only:
+                raise
+            raise UsageError(
+                f"an axis.json in {out} is not one this version reads ({error!r}); {RUN_AGAIN}"
+            ) from None
+    return results
+
+
+def write_axes(
+    out: Path,
+    results: Mapping[str, AxisResult],
+    unfinished: Sequence[str],
+    tasks: Sequence[str],
+    without_knob: Sequence[str],
+) -> None:
+    """The suite's files from each task's axis.json: axis.csv, the heatmap, summary.md and
+    suite.json."""
     write_text(out / "axis.csv", tasks_csv(results))
     scores = {t: {s["model"]: s["relative"] for s in r["scores"]} for t, r in results.items()}
     heatmap(out / "heatmap.png", scores, _as_comparisons(results), AXIS_LEGEND)
@@ -136,9 +163,8 @@ def suite_along_axes(
         task: {k: result[k] for k in ("key", "values", "stopped_at", "break_points", "scores")}
         for task, result in results.items()
     }
-    record = {"tasks": list(axes), "axes": summary, "unfinished": unfinished}
+    record = {"tasks": list(tasks), "axes": summary, "unfinished": list(unfinished)}
     write_json(out / "suite.json", record | {"without_knob": list(without_knob)})
-    return results
 
 
 def tasks_csv(results: Mapping[str, Mapping[str, Any]]) -> str:
