@@ -214,6 +214,11 @@ COMMANDS = [
     (["bench", "--seq-len", "0"], "argument --seq-len: must be >= 1"),
     (["bench", "--batch", "-1"], "argument --batch: must be >= 1"),
     (["generate", "nowhere", "--prompt-ids", "1,2"], "does not exist"),
+    (
+        ["generate", "nowhere", "--prompt-ids", "-1,2"],
+        "expected one argument (a value that starts with '-' is written --prompt-ids=VALUE)",
+    ),
+    (["generate", "nowhere", "--prompt-ids=-1,2"], "does not exist"),
     (["export-hf", "nowhere", "anywhere"], "does not exist"),
     (["analyze", "attention", "nowhere"], "does not exist"),
     (["analyze", "everything", "nowhere"], "everything"),

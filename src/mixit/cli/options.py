@@ -21,6 +21,9 @@ from mixit.training.devices import check_ranks_fit, gpu_count
 FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the task and model catalogue's lines
 
 
+LACKING_VALUE = re.compile(r"argument (--[\w-]+)(?:/[\w-]+)*: expected one argument")
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports bad input as one line and exit status 2 (no usage dump), and
     never takes an abbreviation for an option: ``--npr 2`` would pass for ``--nproc 2`` yet
@@ -33,6 +36,10 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # "mixit: error:" comes once, from main; a command's own parser names the command.
         where = self.prog.removeprefix("mixit").strip()
+        # argparse reads a value that starts with '-' (and is no plain number) as an option.
+        lacking = LACKING_VALUE.fullmatch(message)
+        if lacking:
+            message += f" (a value that starts with '-' is written {lacking[1]}=VALUE)"
         raise UsageError(f"{where + ': ' if where else ''}{message} (see --help)")
 
     def unknown(self, extra: Sequence[str], command: str | None) -> None:
