@@ -25,7 +25,7 @@ from mixit.cli import (
     sweep,
     train,
 )
-from mixit.cli.limits import check_out
+from mixit.cli.limits import check_out, command_lock_of
 from mixit.cli.options import FORMATTER, OVERRIDE, OneLineParser, catalogue
 from mixit.common.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
 
@@ -100,10 +100,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             getattr(args, trailing).extend(extra)
         if getattr(args, "target", None) and not args.estimate:
             raise UsageError("--target goes with --estimate: it predicts, it does not train")
-        if hasattr(args, "force"):  # the commands that write into --out
-            check_out(args)
         args.argv = argv
-        return args.run(args)
+        if not hasattr(args, "force"):  # the commands that write into --out have --force
+            return args.run(args)
+        check_out(args)
+        with command_lock_of(args):
+            return args.run(args)
     except UsageError as error:
         print(f"mixit: error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -73,7 +73,7 @@ def add(commands: Any) -> None:
     add_extend_options(parser)
     parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
     add_launch_options(parser)
-    parser.set_defaults(run=run, resumable=True)
+    parser.set_defaults(run=run, resumable=True, default_out=default_out)
 
 
 def estimate(
@@ -97,11 +97,16 @@ def estimate(
     return text
 
 
+def default_out(args: argparse.Namespace) -> str:
+    """The folder the command writes when ``--out`` names none."""
+    return f"runs/compare/{args.task}"
+
+
 def run(args: argparse.Namespace) -> int:
     models = model_names(args.models)
     overrides = dotted_overrides(args)
     refuse_tuning_along(args, settings_to_tune(tune_choice(args), overrides))
-    out = args.out or f"runs/compare/{args.task}"
+    out = args.out or default_out(args)
     if args.estimate:
         print(estimate(args, models, overrides, out))
         return 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
+from mixit.common.io import command_lock
 from mixit.inference.export_hf import FORMS, export_hf
 
 
@@ -31,5 +33,8 @@ def add(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    print(f"written: {export_hf(args.run_dir, args.out_dir, args.overwrite, args.form)}")
+    # A second export into the same folder meanwhile is refused, naming this one.
+    with command_lock(Path(args.out_dir), "export-hf"):
+        written = export_hf(args.run_dir, args.out_dir, args.overwrite, args.form)
+    print(f"written: {written}")
     return 0

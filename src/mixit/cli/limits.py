@@ -5,11 +5,13 @@ resolved) and how much more it may train where a reading is open (``--extend``,
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 
 from mixit.common.errors import UsageError
-from mixit.common.io import committed_results
+from mixit.common.io import command_lock, committed_results
 
 
 def add_extend_options(parser: argparse.ArgumentParser) -> None:
@@ -68,3 +70,16 @@ def check_out(args: argparse.Namespace) -> None:
             "(mixit records restore it there first), or --force to write into it"
         )
     print(f"mixit: writing into the committed output {where} (--force)", file=sys.stderr)
+
+
+def command_lock_of(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """The lock a command that writes into ``--out`` holds on it while it runs
+    (``common.io.command_lock``), so that a second writer there exits 2 naming the first;
+    ``--out`` left out is the command's ``default_out``. None for an estimate (it writes
+    nothing) or a torchrun worker (the command that launched it holds the lock)."""
+    out = getattr(args, "out", None)
+    if out is None and hasattr(args, "default_out"):
+        out = args.default_out(args)
+    if out is None or getattr(args, "estimate", False) or "WORLD_SIZE" in os.environ:
+        return contextlib.nullcontext()
+    return command_lock(Path(out), args.command)

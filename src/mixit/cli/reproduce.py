@@ -92,7 +92,7 @@ def add(commands: Any) -> None:
         help=f"'all' or one of: {_experiment_names()}; then dotted overrides applied to every "
         "training run, e.g. train.steps=50",
     )
-    parser.set_defaults(run=run, trailing_overrides="what", resumable=True)
+    parser.set_defaults(run=run, trailing_overrides="what", resumable=True, default_out=default_out)
 
 
 def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
@@ -116,8 +116,13 @@ def _add_tuning_choices(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def default_out(args: argparse.Namespace) -> str:
+    """The folder the command writes when ``--out`` names none."""
+    return f"runs/reproduce-{args.scale}"
+
+
 def run(args: argparse.Namespace) -> int:
-    out = args.out or f"runs/reproduce-{args.scale}"
+    out = args.out or default_out(args)
     experiment, overrides = args.what[0], command_line_overrides(args.what[1:])
     auto = args.seeds == AUTO
     how = Reproduction(

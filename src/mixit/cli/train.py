@@ -49,7 +49,12 @@ def add(commands: Any) -> None:
         action="store_true",
         help="train anew into a folder that holds a finished run or a run of another config",
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, default_out=default_out)
+
+
+def default_out(args: argparse.Namespace) -> str:
+    """The folder the command writes when ``--out`` names none."""
+    return f"runs/{args.task}/{args.model}/seed{args.seed}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         config = resolve_config(args.task, args.model, args.preset, args.seed, overrides)
         check_ranks_fit(args.nproc, config.train.device)
         return _torchrun(args.nproc, args.argv)
-    out = args.out or f"runs/{args.task}/{args.model}/seed{args.seed}"
+    out = args.out or default_out(args)
     summary = train(
         args.task,
         args.model,

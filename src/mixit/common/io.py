@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -137,6 +138,36 @@ class DirLock:
 
     def release(self) -> None:
         self._handle.close()
+
+
+@contextlib.contextmanager
+def command_lock(out: Path, command: str) -> Iterator[None]:
+    """Hold, for a whole command, the one lock on the folder ``out`` resolves to (links
+    followed): a second command that would write there is refused at once, naming the first
+    (its pid and command). The lock file lives outside the folder (in the temporary
+    directory, named by the folder's resolved path), so a refused command leaves nothing in
+    it; the kernel drops the lock when its holder exits, crash or not."""
+    import fcntl
+
+    where = str(Path(out).resolve())
+    locks = make_dir(Path(tempfile.gettempdir()) / f"mixit-locks-{os.getuid()}")
+    handle = (locks / f"{hashlib.sha256(where.encode()).hexdigest()[:20]}.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another mixit process"
+        handle.close()
+        raise UsageError(
+            f"{out} ({where}) is being written by {holder}; wait for it, or use another --out"
+        ) from None
+    try:
+        handle.truncate(0)
+        handle.write(f"process {os.getpid()} (mixit {command})")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
 
 
 # A value as JSON holds it, and an object of them: what the files mixit writes are made of.
