@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from mixit.cli import run_tool
-from mixit.cli.options import OneLineParser, count
+from mixit.cli.options import count
+from mixit.cli.parser import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
 

@@ -17,7 +17,8 @@ import torch
 
 from mixit.analysis.throughput import language_model_step, time_interleaved
 from mixit.cli import run_tool
-from mixit.cli.options import OneLineParser, count
+from mixit.cli.options import count
+from mixit.cli.parser import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
 from mixit.models.build import hf_settings

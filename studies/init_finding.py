@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from mixit.cli import run_tool
-from mixit.cli.options import OneLineParser, count, folder_name, whole_number
+from mixit.cli.options import count, folder_name, whole_number
+from mixit.cli.parser import OneLineParser
 from mixit.common.io import make_dir, write_json, write_text
 from mixit.running.launchers import Launch
 from mixit.study.compare import compare

@@ -23,7 +23,8 @@ from typing import TypedDict
 import torch
 
 from mixit.cli import run_tool
-from mixit.cli.options import OneLineParser, count, positive
+from mixit.cli.options import count, positive
+from mixit.cli.parser import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import get_target, predict, shapes

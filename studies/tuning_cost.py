@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from mixit.cli import run_tool
-from mixit.cli.options import OneLineParser, count
+from mixit.cli.options import count
+from mixit.cli.parser import OneLineParser
 from mixit.common.io import make_dir, write_json
 from mixit.study.compare import Comparison, compare
 from mixit.tasks import TASKS

@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 from mixit.cli import run_tool
-from mixit.cli.options import OneLineParser, count, counts, positive
+from mixit.cli.options import count, counts, positive
+from mixit.cli.parser import OneLineParser
 from mixit.paper import estimate_reproduction, reproduce, width
 from mixit.running.launchers import Launch
 from mixit.study.experiment import Reproduction

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mixit.cli import run_tool
-from mixit.cli.options import OneLineParser
+from mixit.cli.parser import OneLineParser
 
 # docs/build/ is not a package: its figures/ modules are found beside this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -2,13 +2,16 @@
 whole family's budget, judges again, and stops once decided, at the cap or at --max-hours."""
 
 import json
+import shlex
 
 import pytest
 
-from mixit.cli import main
+from mixit.cli import build_parser, main
+from mixit.cli.compare import next_command
 from mixit.config.schema import RunConfig
 from mixit.study import extend as extension
 from mixit.study.extend import EXTEND_CAP, extend, open_by_rising
+from mixit.study.litmus import CROSSES
 from mixit.study.results import read_results_csv
 from mixit.training.resolve import resolve_config
 
@@ -103,3 +106,33 @@ def test_compare_extend_trains_the_family_again_at_twice_the_budget(tmp_path, mo
     }  # fmt: skip
     assert "extended: 4 -> 8 steps for mixit" in capsys.readouterr().out
     assert main([*argv, "--out", str(tmp_path / "d"), "--max-hours", "0", *quick]) == 2
+
+
+def _open(why: dict) -> dict:
+    rows = [{"model": "frozen-qk", "matches": True}, {"model": "mixit", "matches": None, **why}]
+    return {"litmus": {"tolerance": 0.02, "rows": rows}, "seeds": [0, 1, 2]}
+
+
+ASKED = ["compare", "--task", "addition", "--seeds", "3", "train.steps=40"]
+
+
+@pytest.mark.parametrize(
+    "why, done, then",
+    [
+        ({"still_rising": True}, {}, [*ASKED, "--extend"]),
+        (
+            {"why": CROSSES},
+            {},
+            ["compare", "--task", "addition", "train.steps=40", "--seeds", "auto"],
+        ),
+        ({"still_rising": True}, {"extension": {}}, None),  # extended already, to its cap
+        ({"why": CROSSES}, {"seeds_auto": {}}, None),
+        ({"matches": False}, {}, None),  # decided: nothing is open
+    ],
+)
+def test_an_open_reading_prints_the_command_that_would_decide_it(why, done, then):
+    step = next_command(ASKED, {**_open(why), **done})
+    assert step == ("" if then is None else shlex.join(then))
+    if then is not None:  # a command the parser takes as it is printed
+        args, extra = build_parser().parse_known_args(shlex.split(step))
+        assert args.command == "compare" and not extra

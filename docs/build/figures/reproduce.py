@@ -3,6 +3,7 @@ docs/reproduce.md's judgements."""
 
 from __future__ import annotations
 
+import shlex
 import statistics
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from figures.common import (
     before_the_pass,
     earlier,
 )
+from mixit.cli.compare import next_command
 from mixit.paper.verdicts import format_measurements
 from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.study.results import read_results_csv
@@ -263,10 +265,16 @@ def c2_budget() -> str:
 
 def transcript(folder: str) -> str:
     """README: what ``mixit compare`` printed for a committed comparison, as its table is
-    printed from ``compare.json`` (``table.format_table``), as an indented code block."""
+    printed from ``compare.json`` (``table.format_table``), and the next command it gives for
+    what is open (``cli.compare.next_command``, from the command the folder's README gives),
+    as an indented code block."""
     result = _json(common.RESULTS / folder / "compare.json")
-    lines = [f"    {line}".rstrip() for line in format_table(result).splitlines()]
-    return "\n" + "\n".join(lines) + "\n"
+    readme = (common.RESULTS / folder / "README.md").read_text().splitlines()
+    argv = shlex.split(next(line for line in readme if line.startswith("    mixit compare")))
+    shown = format_table(result).splitlines()
+    step = next_command(argv[1:], result)
+    shown += [f"next, to decide what is open: mixit {step}"] if step else []
+    return "\n" + "\n".join(f"    {line}".rstrip() for line in shown) + "\n"
 
 
 def _why(claim: dict) -> str:

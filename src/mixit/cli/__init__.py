@@ -26,7 +26,8 @@ from mixit.cli import (
     train,
 )
 from mixit.cli.limits import check_out, command_lock_of
-from mixit.cli.options import FORMATTER, OVERRIDE, OneLineParser, catalogue
+from mixit.cli.options import FORMATTER, OVERRIDE, catalogue
+from mixit.cli.parser import OneLineParser
 from mixit.common.errors import RunsFailed, RunsPending, Terminated, TrainingDiverged, UsageError
 
 EXIT_USAGE = 2

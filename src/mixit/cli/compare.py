@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ from mixit.study.estimate import (
     tuning_estimate_line,
     tuning_seconds,
 )
-from mixit.study.litmus import AUTO, AUTO_SEEDS
+from mixit.study.litmus import AUTO, AUTO_SEEDS, undecided_by_interval
 from mixit.study.plan import Study
 from mixit.study.table import format_table
 
@@ -135,6 +137,31 @@ def run(args: argparse.Namespace) -> int:
         print(format_axis(along_axis(axis, Path(out), overrides, compare_at)))
         print(f"results: {out}/axis.json", file=sys.stderr)
         return 0
-    print(format_table(compare_at(out, overrides)))
+    result = compare_at(out, overrides)
+    print(format_table(result))
+    step = next_command(args.argv, result)
+    if step:
+        print(f"next, to decide what is open: mixit {step}")
     print(f"results: {out}/compare.json", file=sys.stderr)
     return 0
+
+
+def next_command(argv: Sequence[str], result: Mapping[str, Any]) -> str:
+    """The command that would decide the readings ``result`` left open, from the one that
+    made it (``argv``): where a run was still rising and no extension ran, the same with
+    ``--extend`` (every model's budget doubled and judged again, to the cap); where only the
+    interval over seeds left one open, the same with ``--seeds auto``; "" when nothing is
+    open, or nothing more of these would decide it."""
+    rows = result.get("litmus", {}).get("rows", [])
+    if not any(row["matches"] is None for row in rows):
+        return ""
+    if any(row.get("still_rising") for row in rows) and "extension" not in result:
+        return shlex.join([*argv, "--extend"])
+    if undecided_by_interval(result["litmus"]) and "seeds_auto" not in result:
+        kept = list(argv)
+        for at, word in enumerate(argv):
+            if word == "--seeds" or word.startswith("--seeds="):
+                del kept[at : at + (1 if "=" in word else 2)]
+                break
+        return shlex.join([*kept, "--seeds", "auto"])
+    return ""

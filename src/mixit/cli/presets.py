@@ -10,7 +10,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mixit.cli.options import OneLineParser, count, whole_number
+from mixit.cli.options import count, whole_number
+from mixit.cli.parser import OneLineParser
 from mixit.paper.presets import tune_presets
 from mixit.study.experiment import SCALES
 

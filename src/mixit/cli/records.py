@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mixit.cli.options import OneLineParser
+from mixit.cli.parser import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.paper.shared_runs import mark_same_runs
 from mixit.running.archive import ARCHIVE, every_figure, pack, restore, unshown_figures

@@ -110,6 +110,18 @@ def suite(
         results = {task: run_study(study.on(task, out / task)) for task in tasks}
         write_suite_files(out, tasks, results, preset, seeds, earlier)
         return results
+    return reported(out, tasks, preset, seeds, earlier)
+
+
+def reported(
+    out: Path,
+    tasks: Sequence[str],
+    preset: str,
+    seeds: int | str,
+    earlier: tuple[Path, Mapping[str, Any]] | None,
+) -> dict[str, ComparisonResult]:
+    """``--report``: the finished tasks judged again and the suite's files written from them,
+    all or none (``staged``): a compare.json this version cannot read is one UsageError."""
     finished = finished_tasks(out, tasks)
     with staged(out) as stage:
         try:
