@@ -10,7 +10,7 @@ pytest.importorskip("transformers")
 
 from mixit.cli import main
 from mixit.common.errors import UsageError
-from mixit.common.trust import TRUST_ENV
+from mixit.common.trust import TRUST_ENV, trust
 from mixit.models.build import trust_module
 from mixit.training.resolve import resolve_config
 from mixit.training.rundir import load_run, new_model, stored_config
@@ -222,3 +222,33 @@ def test_an_option_an_arch_model_would_not_apply_is_refused(extra, fragment, tmp
     error = capsys.readouterr().err.strip()
     assert fragment in error and "\n" not in error
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("trusted_how", ["by the command line", "by name in the environment"])
+def test_a_trusted_module_shadowed_by_a_planted_file_is_refused(
+    trusted_how, tmp_path, monkeypatch, capsys
+):
+    # The user trusts their own module; a shared folder they run from plants a file of the
+    # same name, which `python -m` imports first, and a run whose stored config names it.
+    own, shared, run = tmp_path / "own", tmp_path / "shared", tmp_path / "run"
+    own.mkdir(), shared.mkdir()
+    (own / "mymodels.py").write_text("def build(config):\n    raise ValueError('own ran')\n")
+    (shared / "mymodels.py").write_text(PLANTED)
+    monkeypatch.syspath_prepend(str(own))
+    monkeypatch.setenv(TRUST_ENV, "")
+    argv = ["train", "--task", "retrieval", "--model", "standard", "--out", str(run)]
+    assert main([*argv, "train.steps=2", "train.eval_every=2", "task.n_train=64"]) == 0
+    config = json.loads((run / "config.json").read_text())
+    config["model"]["arch"] = "module:mymodels:build"
+    (run / "config.json").write_text(json.dumps(config))
+    if trusted_how == "by the command line":
+        trust("mymodels")
+    else:
+        monkeypatch.setenv(TRUST_ENV, "mymodels")
+    monkeypatch.chdir(shared)
+    monkeypatch.syspath_prepend(str(shared))
+    capsys.readouterr()
+    assert main(["analyze", "covariance", str(run)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert f"resolves to {shared / 'mymodels.py'}" in error and "\n" not in error, error
+    assert not (shared / "planted-ran").exists()

@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib.machinery import PathFinder
 from pathlib import Path
 
 MISSING = "missing"
 
 
-def module_file(module_name: str) -> Path | None:
-    """The source file of a module (a dotted name, or the path of a ``.py`` file), found
-    without importing it or its packages: nothing runs to name it. None where it is not found
-    or has no file (a builtin)."""
+def module_file(module_name: str, path: Sequence[str] | None = None) -> Path | None:
+    """The source file of a module (a dotted name, or the path of a ``.py`` file), found on
+    ``path`` (default ``sys.path``) without importing it or its packages: nothing runs to
+    name it. None where it is not found or has no file (a builtin)."""
     if module_name.endswith(".py"):
         return Path(module_name)
     parts = module_name.split(".")
-    search: list[str] | None = None
+    search = None if path is None else list(path)
     for depth in range(1, len(parts) + 1):
         spec = PathFinder.find_spec(".".join(parts[:depth]), search)
         if spec is None:

@@ -5,6 +5,12 @@ custom task's data generator (``task.generator``) is imported only when its modu
 trusted. The command line trusts the module its own options name; ``MIXIT_TRUST_MODULES``
 (comma-separated) carries that to the processes a reproduction trains in, and lets a user
 opt in for a run folder someone shared.
+
+Trust is in a file, not a name: the command line records the file the name resolves to
+(``NAME=PATH``), and a name resolving elsewhere later (a file of that name planted in the
+folder a command runs from, which ``python -m`` puts first on the import path) is refused.
+A name a user trusts bare is refused where a file in the current folder shadows another of
+that name further along the import path.
 """
 
 from __future__ import annotations
@@ -13,34 +19,80 @@ import importlib
 import importlib.util
 import inspect
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from mixit.common.digest import module_file
 from mixit.common.errors import UsageError
 
 TRUST_ENV = "MIXIT_TRUST_MODULES"
 
 
 def trust(module_name: str) -> None:
-    """Let this process and those it starts import ``module_name``."""
-    trusted = [m for m in os.environ.get(TRUST_ENV, "").split(",") if m]
-    os.environ[TRUST_ENV] = ",".join(dict.fromkeys([*trusted, module_name]))
+    """Let this process and those it starts import ``module_name``, as the file it resolves
+    to now."""
+    found = origin(module_name)
+    entry = f"{module_name}={found}" if found else module_name
+    kept = [e for e in _entries() if e.partition("=")[0] != module_name]
+    os.environ[TRUST_ENV] = ",".join([*kept, entry])
+
+
+def _entries() -> list[str]:
+    return [entry for entry in os.environ.get(TRUST_ENV, "").split(",") if entry]
 
 
 def is_trusted(module_name: str) -> bool:
-    return module_name in os.environ.get(TRUST_ENV, "").split(",")
+    """Whether ``module_name`` is trusted as the file it resolves to now (the module doc)."""
+    for entry in _entries():
+        name, _, path = entry.partition("=")
+        if name != module_name:
+            continue
+        if path:
+            return origin(module_name) == path
+        return not shadowed(module_name)
+    return False
+
+
+def origin(module_name: str, path: Sequence[str] | None = None) -> str | None:
+    """The file ``module_name`` resolves to on ``path`` (default ``sys.path``), resolved,
+    found without importing anything (``digest.module_file``); None where there is none."""
+    try:
+        found = module_file(module_name, path)
+    except (ImportError, ValueError):
+        return None
+    return str(found.resolve()) if found is not None and found.is_file() else None
+
+
+def shadowed(module_name: str) -> bool:
+    """Whether a file in the current folder hides another of the same module name further
+    along the import path (what a planted module in a shared folder does)."""
+    here = Path.cwd().resolve()
+    elsewhere = [p for p in sys.path if Path(p or ".").resolve() != here]
+    found, beyond = origin(module_name), origin(module_name, elsewhere)
+    return found is not None and beyond is not None and found != beyond
 
 
 def require_trusted(setting: str, module_name: str, option: str) -> None:
     """A UsageError unless ``module_name`` is trusted (see ``trusted_function``)."""
-    if not is_trusted(module_name):
+    if is_trusted(module_name):
+        return
+    found = origin(module_name)
+    named = [e.partition("=")[2] for e in _entries() if e.partition("=")[0] == module_name]
+    if named:
+        trusted = named[0] or f"the {module_name} this folder does not shadow"
         raise UsageError(
-            f"{setting} names code to run (module {module_name}), and mixit imports none that "
-            f"it was not asked to: name it with {option}, or set {TRUST_ENV}={module_name} if "
-            "you trust it"
+            f"{setting} names module {module_name}, which resolves to {found}, not the file "
+            f"trusted ({trusted}): a file of that name in the current folder hides it; run "
+            f"from another folder, or trust the file: {TRUST_ENV}={module_name}={found}"
         )
+    raise UsageError(
+        f"{setting} names code to run (module {module_name}), and mixit imports none that "
+        f"it was not asked to: name it with {option}, or set {TRUST_ENV}={module_name} if "
+        "you trust it"
+    )
 
 
 def _imported(module_name: str) -> ModuleType:
