@@ -49,3 +49,19 @@ def test_the_committed_tiny_table7_report_flags_mixits_covariance():
 def test_a_title_names_the_scale_and_the_seeds():
     assert text.ran("tiny", range(100, 103)) == "tiny, seeds 100-102"
     assert text.ran("small", range(0, 1)) == "small, seed 0"
+
+
+def test_table7_says_when_training_reverses_the_claims_order(monkeypatch):
+    """The committed tiny run's numbers after training: MixiT's tokens more correlated than the
+    random transformer's at depth 8, the order the claim gives at initialisation reversed."""
+    trained = {
+        "random depth 8": {"covariance": 0.1957, "correlation": 0.191},
+        "mixit depth 8": {"covariance": 8.8307, "correlation": 0.565},
+    }
+    monkeypatch.setattr(table7, "TRAINED_DEPTHS", (2, 8))
+    note = table7.trained_order_note(trained)
+    assert note.startswith("After training, the order at depth 8 contradicts the claim")
+    assert "MixiT 0.565, the random transformer 0.191" in note
+    kept = {**trained, "mixit depth 8": {"covariance": 0.1, "correlation": 0.05}}
+    assert "is still the claim's" in table7.trained_order_note(kept)
+    assert table7.trained_order_note({}) == ""

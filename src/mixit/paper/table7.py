@@ -157,6 +157,7 @@ def report(
             "with those at initialisation or between depths; the correlation is the scale-free "
             "reading:",
             markdown_table(["model", "covariance", "correlation"], trained_rows),
+            trained_order_note(trained),
         ]
     )
     results = {
@@ -166,6 +167,24 @@ def report(
         "after_training": trained,
     }
     return Report(markdown, results, judge(results))
+
+
+def trained_order_note(trained: Mapping[str, Mapping[str, float]]) -> str:
+    """Whether, after training, the deepest pair of trained runs keeps the claim's order (the
+    random transformer's tokens more correlated than MixiT's), or reverses it."""
+    both = [d for d in TRAINED_DEPTHS if all(f"{m} depth {d}" in trained for m in MODELS)]
+    if not both:
+        return ""
+    depth = max(both)
+    mixit, random = trained[f"mixit depth {depth}"], trained[f"random depth {depth}"]
+    values = f"MixiT {mixit['correlation']:.3f}, the random transformer {random['correlation']:.3f}"
+    if mixit["correlation"] > random["correlation"]:
+        return (
+            f"After training, the order at depth {depth} contradicts the claim ({values}): the "
+            "claim and its rule are about initialisation, and these runs do not carry it past "
+            "training."
+        )
+    return f"After training, the order at depth {depth} is still the claim's ({values})."
 
 
 def _gaps_note(gaps: Mapping[str, list[str]]) -> str:
