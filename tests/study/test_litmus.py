@@ -38,8 +38,11 @@ def test_learned_attention_solves_retrieval_and_fixed_mixing_does_not(tmp_path):
     accuracy = {row["model"]: row["mean"] for row in result["rows"]}
     assert accuracy["standard"] > 0.9
     assert accuracy["mixit"] < accuracy["standard"] - 0.3
-    (mixit,) = result["litmus"]["rows"]  # the end-to-end reading: retrieval needs a circuit
-    assert not mixit["matches"] and "input-dependent attention is needed" in mixit["reading"]
+    # The end-to-end reading, on one seed: what was compared, no claim of a circuit.
+    (mixit,) = result["litmus"]["rows"]
+    assert not mixit["matches"] and mixit["reading"].startswith(
+        "mixit falls short of the reference on 1 seed: too few to say which component"
+    )
 
 
 @pytest.mark.parametrize("metric", ["test_accuracy", "log_ppl"])
@@ -47,7 +50,7 @@ def test_litmus_reads_each_variant_against_standard_in_the_metrics_direction(met
     worse = -1.0 if metric == "test_accuracy" else 1.0  # the sign of "worse than standard"
     means = {"standard": 3.0, "frozen-qk": 3.0 + 0.01 * worse, "mixit": 3.0 + 0.5 * worse}
     means["random"] = 3.0 - 0.2 * worse  # better than standard
-    rows = [{"model": m, "mean": v} for m, v in means.items()]
+    rows = [{"model": m, "mean": v, "values": [v] * 3} for m, v in means.items()]
     result = {"metric": metric, "higher_is_better": metric == "test_accuracy", "rows": rows}
     readings = {r.model: r for r in litmus(result, 0.02)}
     assert sorted(readings) == ["frozen-qk", "mixit", "random"]

@@ -11,6 +11,7 @@ import mixit
 from mixit.config.schema import ModelConfig
 from mixit.models.attention import MIXERS, MixerTraits, Tap, projection
 from mixit.models.variants import VARIANTS, Variant
+from mixit.study.litmus import litmus
 from mixit.training.rundir import load_run
 
 
@@ -87,7 +88,15 @@ def test_a_mixer_and_variant_of_a_test_train_and_are_judged(registered, tmp_path
     assert 0.0 <= rows["causal-mean"]["mean"] <= 1.0
     (reading,) = result["litmus"]["rows"]  # read against the standard model, as any variant
     assert reading["model"] == "causal-mean"
-    assert reading["reading"] in (MEAN.if_matches, MEAN.if_short)
+    # One seed: the reading says what was compared; three give the variant's own sentence.
+    compared = "reaches" if reading["matches"] else "falls short of"
+    assert reading["reading"].startswith(f"causal-mean {compared} the reference on 1 seed")
+    planted = {"metric": "test_accuracy", "higher_is_better": True, "seeds": [0, 1, 2]}
+    planted["rows"] = [
+        {"model": "standard", "mean": 1.0, "values": [1.0, 1.0, 1.0]},
+        {"model": "causal-mean", "mean": 0.5, "values": [0.5, 0.5, 0.5]},
+    ]
+    assert [r.reading for r in litmus(planted, 0.02)] == [MEAN.if_short]
     (run_dir,) = (tmp_path / "runs").glob("retrieval-causal-mean-*")
     model, config = load_run(run_dir)
     assert config.variant == "causal-mean"

@@ -124,14 +124,7 @@ def report(
         "mean correlation between tokens",
         log_x=True,
     )
-    trained = {}
-    for depth in TRAINED_DEPTHS:
-        for run in _trained_runs(scale, depth):
-            model, config = load_run(summaries[run]["run_dir"])
-            data = get_task("lm").make_data(config.task, 0)
-            trained[f"{run.model} depth {depth}"] = token_covariance(
-                model, data.test.inputs[:SEQUENCES]
-            )
+    trained = _after_training(scale, summaries)
     # PAPER's values are at DEPTHS; fewer depths (a test's) compare with the first of them.
     pairs = {m: zip(covariance[m], PAPER[m], strict=False) for m in MODELS}
     gaps = {m: [against_paper(mean(v), paper) for v, paper in pairs[m]] for m in MODELS}
@@ -167,6 +160,19 @@ def report(
         "after_training": trained,
     }
     return Report(markdown, results, judge(results))
+
+
+def _after_training(scale: str, summaries: Summaries) -> dict[str, Mapping[str, float]]:
+    """``{"MODEL depth D": token_covariance}`` of the trained runs, on the test windows."""
+    trained = {}
+    for depth in TRAINED_DEPTHS:
+        for run in _trained_runs(scale, depth):
+            model, config = load_run(summaries[run]["run_dir"])
+            data = get_task("lm").make_data(config.task, 0)
+            trained[f"{run.model} depth {depth}"] = token_covariance(
+                model, data.test.inputs[:SEQUENCES]
+            )
+    return trained
 
 
 def trained_order_note(trained: Mapping[str, Mapping[str, float]]) -> str:

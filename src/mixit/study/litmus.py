@@ -176,7 +176,7 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
                 spread=statistics.stdev(paired) if len(paired) > 1 else None,
                 interval=interval,
                 matches=matches,
-                reading=why if matches is None else _reading(model, matches),
+                reading=why if matches is None else _reading(model, matches, len(reference)),
                 why=why if matches is None else "",
                 trained=_training(result, model) if matches is False else "",
                 logit_spread_at_init=row.get("logit_spread_at_init"),
@@ -276,9 +276,22 @@ def _below_chance(result: Mapping[str, Any], row: Mapping[str, Any], tolerance: 
     )
 
 
-def _reading(model: str, matches: bool) -> str:
+# Fewer seeds than this carry no sentence on which component a task needs (a variant's
+# ``if_matches`` / ``if_short``): one seed's gap may be its draw, and the reading has no interval.
+MECHANISM_SEEDS = 3
+
+
+def _reading(model: str, matches: bool, seeds: int) -> str:
+    """What a verdict says: with ``MECHANISM_SEEDS`` or more, what the task needs (the
+    variant's sentence); with fewer, only what was compared."""
     variant = VARIANTS[model]
-    return variant.if_matches if matches else variant.if_short
+    if seeds >= MECHANISM_SEEDS:
+        return variant.if_matches if matches else variant.if_short
+    compared = "reaches the reference" if matches else "falls short of the reference"
+    return (
+        f"{model} {compared} on {seeds} seed{'s' * (seeds > 1)}: too few to say which component "
+        f"the task needs (--seeds {MECHANISM_SEEDS} or more)"
+    )
 
 
 def _name(model: str) -> str:
