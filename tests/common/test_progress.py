@@ -91,3 +91,17 @@ def test_the_bar_names_the_split_it_scores(monkeypatch, tmp_path, fraction, labe
     evaluated = [line for line in log.getvalue().splitlines() if "loss=" in line]
     other = {"test=": "val=", "val=": "test="}[label]
     assert evaluated and all(label in line and other not in line for line in evaluated)
+
+
+def test_the_runs_progress_weighs_each_run_by_its_predicted_cost(capsys):
+    """A cheap run done first of a costly one: one run of two, a tenth of the work, so after
+    10 s the line says 90 s are left (not the 10 s that counting runs would say)."""
+    bar = progress.WorkBar(
+        {"short": 1.0, "long": 9.0}, mode="bars", desc="training runs", unit="run"
+    )
+    bar.finished("short")
+    shown = {**bar.bar.format_dict, "elapsed": 10.0, "bar_format": progress._WORK_LINE}
+    assert bar.bar.format_meter(**shown).startswith(
+        "mixit: training runs 1/2 runs, 00:10 elapsed, ~01:30 left"
+    )
+    bar.close()

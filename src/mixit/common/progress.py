@@ -9,7 +9,7 @@ A command's ``--progress`` / ``--no-progress`` asks for bars / nothing; without 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TextIO
 
 from tqdm.auto import tqdm
@@ -21,6 +21,9 @@ Progress = Literal["bars", "lines", "off"]
 LINE_SECONDS = 30.0
 
 _LINE = "mixit: {desc} {n_fmt}/{total_fmt} {unit}s, {elapsed} elapsed, ~{remaining} left{postfix}"
+# A ``WorkBar``'s line and bar: its count is in its description, its total is predicted seconds.
+_WORK_LINE = "mixit: {desc}, {elapsed} elapsed, ~{remaining} left{postfix}"
+_WORK_BAR = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 
 
 def progress_mode(asked: bool | Progress | None, stream: TextIO | None = None) -> Progress:
@@ -42,7 +45,7 @@ class LogLines(plain_tqdm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs |= {"mininterval": LINE_SECONDS, "delay": LINE_SECONDS, "miniters": 1}
-        kwargs |= {"bar_format": _LINE, "leave": False}
+        kwargs |= {"bar_format": kwargs.get("bar_format") or _LINE, "leave": False}
         super().__init__(*args, **kwargs)
 
     def set_postfix(self, ordered_dict: Any = None, refresh: bool = True, **kwargs: Any) -> None:
@@ -62,3 +65,28 @@ def progress_bar(iterable: Iterable[Any] | None = None, *, mode: Progress, **kwa
     if mode == "lines":
         return LogLines(iterable, file=sys.stderr, **kwargs)
     return tqdm(iterable, disable=mode == "off", **kwargs)
+
+
+class WorkBar:
+    """Progress over units of unequal cost (runs of different budgets and sizes): it advances
+    by each unit's predicted ``costs`` (``--estimate``'s cost model), so its time left is the
+    time so far scaled by the predicted cost still to do over the cost done, and it counts the
+    units in its description (``training runs 3/22 runs``)."""
+
+    def __init__(self, costs: Mapping[str, float], *, mode: Progress, desc: str, unit: str):
+        self.costs, self.desc, self.unit, self.done = dict(costs), desc, unit, 0
+        layout = _WORK_LINE if mode == "lines" else _WORK_BAR
+        total = sum(self.costs.values())
+        self.bar = progress_bar(total=total, mode=mode, desc=self._count(), bar_format=layout)
+
+    def _count(self) -> str:
+        return f"{self.desc} {self.done}/{len(self.costs)} {self.unit}s"
+
+    def finished(self, name: str) -> None:
+        """Unit ``name`` is done."""
+        self.done += 1
+        self.bar.set_description_str(self._count(), refresh=False)
+        self.bar.update(self.costs[name])
+
+    def close(self) -> None:
+        self.bar.close()

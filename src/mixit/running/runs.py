@@ -24,8 +24,8 @@ from typing import TypeVar
 import torch
 
 from mixit.common.digest import files_digest
-from mixit.common.errors import RunsFailed, TrainingDiverged
-from mixit.common.progress import Progress, progress_bar, progress_mode
+from mixit.common.errors import RunsFailed, TrainingDiverged, UsageError
+from mixit.common.progress import Progress, WorkBar, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import Timing, get_target, predict, shapes
 from mixit.models.build import arch_files
@@ -159,7 +159,7 @@ def _train_locally(
         check_runnable_here(config)
 
     mode = progress_mode(progress)
-    bar = progress_bar(total=len(todo), mode=mode, desc="training runs", unit="run")
+    bar = WorkBar(run_costs(todo), mode=mode, desc="training runs", unit="run")
     # Bars of runs side by side would overwrite each other; a log's lines do not, and there
     # they are what shows that a long run goes on.
     each_run = "lines" if mode == "lines" else ("bars" if each and mode == "bars" else "off")
@@ -174,7 +174,7 @@ def _train_locally(
         else:
             for run in todo[name][1]:
                 summaries[run] = {**trained, "run_dir": str(runs_dir / name)}
-        bar.update()
+        bar.finished(name)
 
     if jobs == ranks == 1:
         for unit in units:
@@ -191,6 +191,19 @@ def _train_locally(
         lines = "lines" if each_run == "lines" else "off"
         _train_in_pool(todo, units, runs_dir, workers, lines, finished)
     bar.close()
+
+
+def run_costs(todo: Mapping[str, tuple[RunConfig, list[Key]]]) -> dict[str, float]:
+    """Each run's predicted seconds on this kind of device (``cost.predict``, as ``--estimate``
+    prices it), for the progress over runs; by its steps alone where the cost model cannot
+    price it (a task whose data it cannot size)."""
+    configs = {name: config for name, (config, _) in todo.items()}
+    target = get_target("h100" if torch.cuda.is_available() else "cpu")
+    try:
+        sized = shapes(configs)
+        return {n: predict(f, shape, target)["run_seconds"] for n, (f, shape) in sized.items()}
+    except UsageError:
+        return {name: float(config.train.steps) for name, config in configs.items()}
 
 
 def _returned(result: RunSummary | str) -> RunSummary:
