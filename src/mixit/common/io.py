@@ -226,7 +226,8 @@ def checked_record(value: Any, shape: Any, what: str, remedy: str) -> Any:
     except ValidationError as error:
         first = error.errors()[0]
         place = ".".join(map(str, first["loc"])) or "the whole file"
-        raise UsageError(f"{what}: {place}: {first['msg'].lower()}; {remedy}") from None
+        ending = f"; {remedy}" if remedy else ""
+        raise UsageError(f"{what}: {place}: {first['msg'].lower()}{ending}") from None
     return value
 
 
