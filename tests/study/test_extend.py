@@ -136,3 +136,19 @@ def test_an_open_reading_prints_the_command_that_would_decide_it(why, done, then
     if then is not None:  # a command the parser takes as it is printed
         args, extra = build_parser().parse_known_args(shlex.split(step))
         assert args.command == "compare" and not extra
+
+
+def test_a_suite_prints_the_command_that_would_decide_its_open_readings(
+    monkeypatch, tmp_path, capsys
+):
+    """Of its tasks' open readings, a run still rising asks first for a longer budget; the
+    command is the suite's own, without --report."""
+    import mixit.cli.suite as suite_command
+
+    planted = {"addition": _open({"why": CROSSES}), "dyck": _open({"still_rising": True})}
+    monkeypatch.setattr(suite_command, "suite", lambda *args, **kwargs: planted)
+    (tmp_path / "summary.md").write_text("# Suite\n")
+    argv = ["suite", "--tasks", "addition,dyck", "--seeds", "3", "--out", str(tmp_path)]
+    assert main([*argv, "--report"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1] == f"next, to decide what is open: mixit {shlex.join(argv)} --extend"

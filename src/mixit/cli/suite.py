@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from mixit.cli.compare import next_command
 from mixit.cli.limits import add_extend_options, add_force_option
 from mixit.cli.options import (
     add_arch_option,
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--beside reads a plain suite; it does not go with --axis")
     plain = partial(suite, beside=args.beside)
     along = partial(suite_along, args.axis) if args.axis is not None else plain
-    along(
+    results = along(
         names(args.tasks, "--tasks"),
         model_names(args.models),
         preset=args.preset,
@@ -149,6 +150,13 @@ def run(args: argparse.Namespace) -> int:
         max_hours=args.max_hours,
     )
     print((Path(args.out) / "summary.md").read_text())
+    if args.axis is None:  # an axis's open readings are its values' own (axis.json)
+        asked = [word for word in args.argv if word != "--report"]
+        steps = [next_command(asked, result) for result in results.values()]
+        # A longer budget first: a run still rising is what more seeds cannot settle.
+        step = max(steps, key=lambda s: (s.endswith(" --extend"), bool(s)), default="")
+        if step:
+            print(f"next, to decide what is open: mixit {step}")
     table = "axis.csv" if args.axis is not None else "results.csv"
     print(f"results: {args.out}/{table}, {args.out}/heatmap.png", file=sys.stderr)
     return 0
