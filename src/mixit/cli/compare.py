@@ -146,22 +146,41 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def next_command(argv: Sequence[str], result: Mapping[str, Any]) -> str:
-    """The command that would decide the readings ``result`` left open, from the one that
-    made it (``argv``): where a run was still rising and no extension ran, the same with
-    ``--extend`` (every model's budget doubled and judged again, to the cap); where only the
-    interval over seeds left one open, the same with ``--seeds auto``; "" when nothing is
-    open, or nothing more of these would decide it."""
+# What decides an open reading, the first that applies first: a longer budget where a run was
+# still rising (more seeds cannot settle that), more seeds where only the interval left it open.
+EXTEND, MORE_SEEDS = "extend", "seeds"
+
+
+def next_step(result: Mapping[str, Any]) -> str:
+    """What would decide the readings ``result`` left open: ``EXTEND`` where a run was still
+    rising and no extension ran, ``MORE_SEEDS`` where only the interval over seeds did and
+    ``--seeds auto`` did not run, "" when nothing is open or neither would decide it."""
     rows = result.get("litmus", {}).get("rows", [])
     if not any(row["matches"] is None for row in rows):
         return ""
     if any(row.get("still_rising") for row in rows) and "extension" not in result:
-        return shlex.join([*argv, "--extend"])
+        return EXTEND
     if undecided_by_interval(result["litmus"]) and "seeds_auto" not in result:
-        kept = list(argv)
-        for at, word in enumerate(argv):
-            if word == "--seeds" or word.startswith("--seeds="):
-                del kept[at : at + (1 if "=" in word else 2)]
-                break
-        return shlex.join([*kept, "--seeds", "auto"])
+        return MORE_SEEDS
     return ""
+
+
+def with_step(argv: Sequence[str], step: str) -> str:
+    """``argv`` (the command that made a reading) with ``step`` taken: ``--extend`` added, or
+    its ``--seeds`` replaced by ``--seeds auto``; "" for no step."""
+    if step == EXTEND:
+        return shlex.join([*argv, "--extend"])
+    if step != MORE_SEEDS:
+        return ""
+    kept = list(argv)
+    for at, word in enumerate(argv):
+        if word == "--seeds" or word.startswith("--seeds="):
+            del kept[at : at + (1 if "=" in word else 2)]
+            break
+    return shlex.join([*kept, "--seeds", "auto"])
+
+
+def next_command(argv: Sequence[str], result: Mapping[str, Any]) -> str:
+    """The command that would decide the readings ``result`` left open (``next_step``), from
+    the one that made it (``argv``); "" when there is none."""
+    return with_step(argv, next_step(result))

@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mixit.cli.compare import next_command
+from mixit.cli.compare import EXTEND, MORE_SEEDS, next_step, with_step
 from mixit.cli.limits import add_extend_options, add_force_option
 from mixit.cli.options import (
     add_arch_option,
@@ -152,9 +152,8 @@ def run(args: argparse.Namespace) -> int:
     print((Path(args.out) / "summary.md").read_text())
     if args.axis is None:  # an axis's open readings are its values' own (axis.json)
         asked = [word for word in args.argv if word != "--report"]
-        steps = [next_command(asked, result) for result in results.values()]
-        # A longer budget first: a run still rising is what more seeds cannot settle.
-        step = max(steps, key=lambda s: (s.endswith(" --extend"), bool(s)), default="")
+        steps = {next_step(result) for result in results.values()}
+        step = with_step(asked, next((s for s in (EXTEND, MORE_SEEDS) if s in steps), ""))
         if step:
             print(f"next, to decide what is open: mixit {step}")
     table = "axis.csv" if args.axis is not None else "results.csv"

@@ -204,9 +204,21 @@ def staged(out: Path) -> Iterator[Path]:
 
 
 # What a stored file of the right types but inconsistent with itself (a model in one list and
-# not another, lists of different lengths) raises when a report reads it: a command that writes
-# from such files writes them ``staged`` and turns these into one UsageError.
+# not another, lists of different lengths) raises when a report reads it.
 READ_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError)
+
+
+@contextlib.contextmanager
+def staged_from_stored(out: Path, what: str, remedy: str) -> Iterator[Path]:
+    """``staged``, for files written from stored ones (``what``: "a compare.json"): one that
+    is inconsistent with itself (``READ_ERRORS``) is one UsageError, and nothing is written."""
+    with staged(out) as stage:
+        try:
+            yield stage
+        except READ_ERRORS as error:
+            raise UsageError(
+                f"{what} in {out} is not one this version reads ({error!r}); {remedy}"
+            ) from None
 
 
 def read_record(path: str | Path, shape: Any, what: str, remedy: str) -> Any:

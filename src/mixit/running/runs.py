@@ -198,11 +198,11 @@ def run_costs(todo: Mapping[str, tuple[RunConfig, list[Key]]]) -> dict[str, floa
     prices it), for the progress over runs; by its steps alone where the cost model cannot
     price it (a task whose data it cannot size)."""
     configs = {name: config for name, (config, _) in todo.items()}
-    target = get_target("h100" if torch.cuda.is_available() else "cpu")
+    target = "h100" if torch.cuda.is_available() else "cpu"
     try:
-        sized = shapes(configs)
-        return {n: predict(f, shape, target)["run_seconds"] for n, (f, shape) in sized.items()}
-    except UsageError:
+        predicted = predicted_timings(configs, None, target)
+        return {name: predicted[name]["run_seconds"] for name in configs}
+    except (UsageError, KeyError):
         return {name: float(config.train.steps) for name, config in configs.items()}
 
 

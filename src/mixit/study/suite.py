@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
-from mixit.common.io import READ_ERRORS, make_dir, read_json, staged, write_json, write_text
+from mixit.common.io import make_dir, read_json, staged_from_stored, write_json, write_text
 from mixit.common.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.config.overrides import Settings
 from mixit.running.launchers import Launch
@@ -123,15 +123,9 @@ def reported(
     """``--report``: the finished tasks judged again and the suite's files written from them,
     all or none (``staged``): a compare.json this version cannot read is one UsageError."""
     finished = finished_tasks(out, tasks)
-    with staged(out) as stage:
-        try:
-            results = judged_now(out, finished, stage)
-            write_suite_files(out, tasks, results, preset, seeds, earlier, stage)
-        except READ_ERRORS as error:
-            raise UsageError(
-                f"a compare.json in {out} is not one this version reads ({error!r}); run the "
-                "suite again without --report"
-            ) from None
+    with staged_from_stored(out, "a compare.json", "run the suite again without --report") as stage:
+        results = judged_now(out, finished, stage)
+        write_suite_files(out, tasks, results, preset, seeds, earlier, stage)
     return results
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.common.io import READ_ERRORS, make_dir, read_record, staged, write_json, write_text
+from mixit.common.io import make_dir, read_record, staged_from_stored, write_json, write_text
 from mixit.config.overrides import Setting, Settings
 from mixit.running.launchers import Launch
 from mixit.study.axis import (
@@ -134,15 +134,11 @@ def suite_along_axes(
             for task, axis in axes.items()
         }
     unfinished = [task for task in axes if task not in results]
-    with staged(out) as stage:
-        try:
-            write_axes(stage, results, unfinished, [*axes], without_knob)
-        except READ_ERRORS as error:
-            if not report_only:
-                raise
-            raise UsageError(
-                f"an axis.json in {out} is not one this version reads ({error!r}); {RUN_AGAIN}"
-            ) from None
+    if not report_only:
+        write_axes(out, results, unfinished, [*axes], without_knob)
+        return results
+    with staged_from_stored(out, "an axis.json", RUN_AGAIN) as stage:
+        write_axes(stage, results, unfinished, [*axes], without_knob)
     return results
 
 
