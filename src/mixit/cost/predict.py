@@ -24,7 +24,7 @@ from mixit.config.schema import RunConfig
 from mixit.cost.counts import counted
 from mixit.cost.memory import step_memory
 from mixit.models.adapters import get_variant
-from mixit.models.attention import mixer_traits
+from mixit.models.mixers import mixer_traits
 from mixit.tasks import IGNORE_INDEX, get_task
 
 GIB = 2**30

@@ -13,13 +13,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MIXERS, LayerCache, Tap, mixer_traits, projection
+from .attention import LayerCache, Tap, projection
+from .mixers import MIXERS, mixer_traits
 from .shape import ModelShape
 from .variants import Variant
 
 PAD = 0  # the token every task pads with (mixit.tasks.base.PAD)
 
-PARAM_GROUPS = ("qk", "vo", "mlp", "norm", "embed", "pos", "unembed")
+PARAM_GROUPS = ("qk", "vo", "mix", "mlp", "norm", "embed", "pos", "unembed")
 
 
 class Trainable(nn.Module):

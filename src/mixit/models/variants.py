@@ -1,9 +1,13 @@
-"""The five variants' definitions: what each named model freezes and which attention it uses
-(``mixit.spectrum`` applies them to any causal LM).
+"""The variants' definitions: what each named model freezes and which token mixer it uses
+(``mixit.spectrum`` applies the paper's to any causal LM).
+
+``SPECTRUM`` is the paper's five, the default of every command; the rows after them go past
+the paper (docs/rows.md) and are trained only when ``--models`` names them.
 
 A Variant names parameter groups, never parameter-name substrings. The groups are exposed by
-the model (see ``Decoder.param_groups``): ``qk`` (W_Q, W_K), ``vo`` (W_V, W_O), ``mlp``
-(W_G, W_U, W_D), ``norm`` (every RMSNorm gain), ``embed``, ``pos``, ``unembed``.
+the model (see ``Decoder.param_groups``): ``qk`` (W_Q, W_K), ``vo`` (W_V, W_O), ``mix`` (a
+trained mixing matrix), ``mlp`` (W_G, W_U, W_D), ``norm`` (every RMSNorm gain), ``embed``,
+``pos``, ``unembed``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,26 @@ class AttentionKind(StrEnum):
 
     SOFTMAX = "softmax"  # softmax(Q K^T / sqrt(n_h)) with RoPE on Q and K (eq. 2.1)
     MIXING = "mixing"  # a fixed random causal matrix per head, A @ V (eq. 2.3)
+    LEARNED_MIXING = "learned-mixing"  # the same matrix, trained from MixiT's draw
+    UNIFORM = "uniform"  # the causal mean: position t averages positions 0..t
+    IDENTITY = "identity"  # no mixing: position t reads itself only
+
+
+# MixiT's family: mixers that apply an (H, T, T) matrix to the values, with no queries or keys.
+# They take MixiT's block (learned positions, the shaped residual) and its construction, so
+# that the rows of the family differ in the matrix alone.
+MATRIX_MIXERS = frozenset(
+    {
+        AttentionKind.MIXING,
+        AttentionKind.LEARNED_MIXING,
+        AttentionKind.UNIFORM,
+        AttentionKind.IDENTITY,
+    }
+)
+
+# h <- lam h + sqrt(1 - lam^2) f(h): the shaped residual keeps the forward pass stable in depth
+# (section 2, following the shaped-transformer analysis).
+_SHAPED = {"residual_lambda": math.sqrt(0.5)}
 
 
 @dataclass(frozen=True)
@@ -35,6 +59,9 @@ class Variant:
     # on a task, and when it falls short.
     if_matches: str = "it matches the standard model"
     if_short: str = "it falls short of the standard model"
+    # A row the paper does not have (docs/rows.md): reports mark it, and it trains only when
+    # named.
+    beyond_paper: bool = False
 
     @property
     def frozen_attention(self) -> bool:
@@ -68,9 +95,7 @@ VARIANTS: dict[str, Variant] = {
             AttentionKind.MIXING,
             frozenset(),
             "fixed random causal mixing (eq. 2.3), learned positions, shaped residual",
-            # Shaped residual h <- lam h + sqrt(1 - lam^2) f(h) keeps the forward pass stable
-            # in depth (section 2, following the shaped-transformer analysis).
-            model_defaults={"residual_lambda": math.sqrt(0.5)},
+            model_defaults=_SHAPED,
             if_matches="no input-dependent attention is needed: fixed mixing suffices",
             if_short="input-dependent attention is needed (a circuit such as an induction head)",
         ),
@@ -82,5 +107,45 @@ VARIANTS: dict[str, Variant] = {
             if_matches="embeddings and output head alone suffice",
             if_short="trained attention or MLP blocks are needed",
         ),
+        Variant(
+            "mixit-learned",
+            AttentionKind.LEARNED_MIXING,
+            frozenset(),
+            "MixiT's mixing matrix trained from its draw (Synthesizer's random mixing, trained)",
+            model_defaults=_SHAPED,
+            if_matches="mixing that does not depend on the input suffices once it is trained",
+            if_short="input-dependent attention is needed: trained fixed mixing falls short too",
+            beyond_paper=True,
+        ),
+        Variant(
+            "uniform",
+            AttentionKind.UNIFORM,
+            frozenset(),
+            "each position averages the ones up to it (a causal mean; no mixing parameters)",
+            model_defaults=_SHAPED,
+            if_matches="an unweighted average of the past suffices",
+            if_short="the task needs mixing that weighs positions apart",
+            beyond_paper=True,
+        ),
+        Variant(
+            "no-mixing",
+            AttentionKind.IDENTITY,
+            frozenset(),
+            "no token mixing: each position reads itself only (the MLP-only control)",
+            model_defaults=_SHAPED,
+            if_matches="no token mixing is needed: each token alone suffices",
+            if_short="the task needs token mixing",
+            beyond_paper=True,
+        ),
     )
 }
+
+# The paper's five, the models every command trains unless ``--models`` names others.
+SPECTRUM: tuple[str, ...] = tuple(name for name, v in VARIANTS.items() if not v.beyond_paper)
+
+
+def beyond_paper(name: str) -> bool:
+    """Whether ``name`` is a row of mixit's the paper does not have (a variant registered
+    elsewhere, unknown here, is not)."""
+    variant = VARIANTS.get(name)
+    return variant is not None and variant.beyond_paper

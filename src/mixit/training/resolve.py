@@ -16,9 +16,10 @@ from mixit.config.schema import MAX_SEED, RunConfig
 from mixit.cost.memory import available_bytes, check_fits
 from mixit.models.adapters import MODELS as SPECTRUM_MODELS
 from mixit.models.adapters import get_variant
-from mixit.models.attention import MixerTraits, mixer_traits
+from mixit.models.attention import MixerTraits
 from mixit.models.build import BUILT_IN, check_arch
 from mixit.models.constructions import construction_overrides
+from mixit.models.mixers import mixer_traits
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
 from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 from mixit.training.devices import present_device
