@@ -59,7 +59,9 @@ class MixerTraits:
     """What a token mixer needs from the rest of the model, read by model, generation,
     export and benchmarks instead of branching on the kind of attention."""
 
-    positions: str  # "rope" (rotated queries and keys) or "learned" (absolute, added at input)
+    # "rope" (rotated queries and keys), "learned" (absolute, added at the input) or, for a
+    # hybrid of both kinds of layer, "rope+learned".
+    positions: str
     cached: tuple[str, ...]  # what incremental decoding keeps per layer: ("k", "v") or ("v",)
     causal: bool  # whether position t reads positions <= t only
     exportable: bool  # whether a Hugging Face LlamaForCausalLM can hold it
@@ -67,6 +69,16 @@ class MixerTraits:
     # The (H, T, T) mixing matrices each layer holds: "none", "fixed" (buffers) or "trained"
     # (parameters).
     matrices: str
+
+    @property
+    def learned_positions(self) -> bool:
+        """Whether the model adds a learned position table at its input."""
+        return "learned" in self.positions.split("+")
+
+    @property
+    def rope(self) -> bool:
+        """Whether some layer rotates its queries and keys."""
+        return "rope" in self.positions.split("+")
 
 
 def rope_tables(block_size: int, head_size: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,7 +97,9 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 @dataclass
 class LayerCache:
     """What incremental decoding keeps per layer: keys and values for softmax attention,
-    values only for MixiT (its mixing weights do not depend on the input, so no keys)."""
+    values only for MixiT's family (``mixit.models.mixers``: its mixing weights do not depend
+    on the input, so no keys). The causal mean and no mixing keep every value too, though a
+    running sum, or the last value, would do: the one cache serves the whole family."""
 
     k: torch.Tensor | None = None  # (B, H, t, hs)
     v: torch.Tensor | None = None  # (B, H, t, hs)

@@ -20,7 +20,7 @@ from torch import nn
 
 from .attention import FixedMixing, MixerTraits, SoftmaxAttention, offset_causal_mask
 from .shape import ModelShape
-from .variants import AttentionKind
+from .variants import AttentionKind, Variant
 
 
 class LearnedMixing(FixedMixing):
@@ -97,3 +97,26 @@ MIXERS: dict[str, type[nn.Module]] = {
 def mixer_traits(kind: str, config: ModelShape) -> MixerTraits:
     """The traits of the token mixer that ``kind`` names, built with ``config``."""
     return MIXERS[kind].traits(config)
+
+
+def variant_traits(variant: Variant, config: ModelShape) -> MixerTraits:
+    """The traits of ``variant``'s model: its mixer's, or, for a hybrid of several mixers,
+    what the model needs of them together (keys cached where any layer caches them, learned
+    positions where any layer learns them), as a lower bound for the memory model (the fewest
+    projections; matrices only where every layer holds the same kind). A hybrid is not
+    exported as a Llama: no stock config holds a different variant per layer."""
+    # A model of no layers, which validation refuses, has its base's traits until then.
+    kinds = {variant.at(layer).attention for layer in range(config.n_layer)} or {variant.attention}
+    if len(kinds) == 1:
+        return mixer_traits(kinds.pop(), config)
+    each = [mixer_traits(kind, config) for kind in sorted(kinds)]
+    positions = {part for traits in each for part in traits.positions.split("+")}
+    matrices = {traits.matrices for traits in each}
+    return MixerTraits(
+        positions="+".join(sorted(positions, key=["rope", "learned"].index)),
+        cached=("k", "v") if any("k" in traits.cached for traits in each) else ("v",),
+        causal=all(traits.causal for traits in each),
+        exportable=False,
+        projections=min(traits.projections for traits in each),
+        matrices=matrices.pop() if len(matrices) == 1 else "none",
+    )

@@ -12,6 +12,7 @@ trained mixing matrix), ``mlp`` (W_G, W_U, W_D), ``norm`` (every RMSNorm gain), 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,13 @@ MATRIX_MIXERS = frozenset(
 _SHAPED = {"residual_lambda": math.sqrt(0.5)}
 
 
+HYBRID_JOIN = "+"  # what a hybrid's name joins its parts with
+HYBRID_SYNTAX = (
+    "BASE+OTHER@LAYERS: BASE's model with OTHER in LAYERS (i, i-j, joined by '.'), "
+    "e.g. mixit+standard@3 or standard+mixit@0-1.3"
+)
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -62,6 +70,19 @@ class Variant:
     # A row the paper does not have (docs/rows.md): reports mark it, and it trains only when
     # named.
     beyond_paper: bool = False
+    # A hybrid's layers built as another variant: (layer, variant name) pairs (``variant_named``).
+    layers: tuple[tuple[int, str], ...] = ()
+
+    def at(self, layer: int) -> Variant:
+        """The variant layer ``layer`` is built as: a hybrid's other variant there, or itself."""
+        other = dict(self.layers).get(layer)
+        return self if other is None else VARIANTS[other]
+
+    @property
+    def rows(self) -> tuple[str, ...]:
+        """The rows of the spectrum it is built from: its own name, or a hybrid's base and
+        the variants of its other layers."""
+        return (self.name.split(HYBRID_JOIN)[0], *(other for _, other in self.layers))
 
     @property
     def frozen_attention(self) -> bool:
@@ -144,8 +165,56 @@ VARIANTS: dict[str, Variant] = {
 SPECTRUM: tuple[str, ...] = tuple(name for name, v in VARIANTS.items() if not v.beyond_paper)
 
 
+def _layer_numbers(text: str) -> list[int]:
+    """``0-2.5`` as [0, 1, 2, 5]; ValueError for anything else."""
+    numbers = []
+    for item in text.split("."):
+        low, dash, high = item.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()) or int(high or low) < int(low):
+            raise ValueError(f"'{text}' is not a list of layers")
+        numbers += range(int(low), int(high or low) + 1)
+    return numbers
+
+
+def variant_named(name: str) -> Variant:
+    """The variant ``name`` names: a row of ``VARIANTS``, or a hybrid (``HYBRID_SYNTAX``): its
+    BASE's variant (every model-wide group, setting and layer not named) with OTHER's mixer and
+    frozen groups in the layers named. ValueError, saying what is accepted, for anything else."""
+    if name in VARIANTS:
+        return VARIANTS[name]
+    base, *parts = name.split(HYBRID_JOIN)
+    layers: dict[int, str] = {}
+    try:
+        if base not in VARIANTS or not parts:
+            raise ValueError(f"'{base}' is not a model")
+        for part in parts:
+            other, _, where = part.partition("@")
+            if other not in VARIANTS:
+                raise ValueError(f"'{other}' is not a model")
+            for layer in _layer_numbers(where):
+                if layer in layers:
+                    raise ValueError(f"layer {layer} is named twice")
+                layers[layer] = other
+    except ValueError as error:
+        raise ValueError(
+            f"unknown model '{name}' ({error}); choose one of: {', '.join(VARIANTS)}, "
+            f"or a hybrid {HYBRID_SYNTAX}"
+        ) from None
+    return dataclasses.replace(
+        VARIANTS[base],
+        name=name,
+        description=f"{base} with {', '.join(parts)}",
+        if_matches=f"{name} matches the reference",
+        if_short=f"{name} falls short of the reference",
+        beyond_paper=True,
+        layers=tuple(sorted(layers.items())),
+    )
+
+
 def beyond_paper(name: str) -> bool:
-    """Whether ``name`` is a row of mixit's the paper does not have (a variant registered
-    elsewhere, unknown here, is not)."""
-    variant = VARIANTS.get(name)
-    return variant is not None and variant.beyond_paper
+    """Whether ``name`` is a row or hybrid of mixit's that the paper does not have (a variant
+    registered elsewhere, unknown here, is not)."""
+    try:
+        return variant_named(name).beyond_paper
+    except ValueError:
+        return False
