@@ -28,7 +28,7 @@ from mixit.cli.parser import OneLineParser
 from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import get_target, predict, shapes
-from mixit.models.variants import VARIANTS
+from mixit.models.variants import SPECTRUM
 from mixit.running.launchers import Launch
 from mixit.running.runs import member_groups, run_dir_name, train_missing
 from mixit.study.suite import SYNTHETIC
@@ -80,7 +80,7 @@ def plan(
     return {
         f"{task}/{model}/{seed}": resolve_config(task, model, "tiny", seed, cut)
         for task in tasks
-        for model in VARIANTS
+        for model in SPECTRUM
         for seed in range(seeds)
     }
 

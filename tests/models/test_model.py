@@ -28,6 +28,9 @@ def expected_trainable(c: ModelConfig, name: str) -> int:
         "frozen-mlp": L * (qk + vo) + norms + 2 * V * n,
         "mixit": L * (vo + mlp) + norms + 2 * V * n + T * n,
         "random": 2 * V * n,
+        "mixit-learned": L * (vo + mlp + c.n_head * T * T) + norms + 2 * V * n + T * n,
+        "uniform": L * (vo + mlp) + norms + 2 * V * n + T * n,
+        "no-mixing": L * (vo + mlp) + norms + 2 * V * n + T * n,
     }
     return counts[name]
 

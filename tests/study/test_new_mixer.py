@@ -9,7 +9,8 @@ from torch import nn
 
 import mixit
 from mixit.config.schema import ModelConfig
-from mixit.models.attention import MIXERS, MixerTraits, Tap, projection
+from mixit.models.attention import MixerTraits, Tap, projection
+from mixit.models.mixers import MIXERS
 from mixit.models.variants import VARIANTS, Variant
 from mixit.study.litmus import litmus
 from mixit.training.rundir import load_run
@@ -33,7 +34,7 @@ class CausalMean(nn.Module):
             causal=True,
             exportable=False,
             projections=2,
-            fixed_matrices=False,
+            matrices="none",
         )
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:

@@ -25,8 +25,9 @@ from mixit.cli.options import (
     seed_count,
     tune_choice,
 )
+from mixit.common.errors import UsageError
 from mixit.config.overrides import Setting
-from mixit.models.variants import VARIANTS
+from mixit.models.variants import HYBRID_SYNTAX, SPECTRUM, VARIANTS
 from mixit.study.axis import along_axis, format_axis, parse_axis
 from mixit.study.compare import Comparison, run_study, settings_to_tune
 from mixit.study.estimate import (
@@ -38,8 +39,16 @@ from mixit.study.estimate import (
     tuning_seconds,
 )
 from mixit.study.litmus import AUTO, AUTO_SEEDS, undecided_by_interval
+from mixit.study.per_layer import (
+    REFERENCE,
+    format_necessity,
+    necessity_map,
+    per_layer_models,
+    write_necessity,
+)
 from mixit.study.plan import Study
 from mixit.study.table import format_table
+from mixit.training.resolve import resolve_config
 
 
 def add(commands: Any) -> None:
@@ -53,8 +62,17 @@ def add(commands: Any) -> None:
     add_force_option(parser)
     parser.add_argument(
         "--models",
-        default=",".join(VARIANTS),
-        help="comma-separated model names (default: all five)",
+        default=None,
+        help="comma-separated model names (default: the paper's five); a hybrid layer by "
+        f"layer is {HYBRID_SYNTAX}",
+    )
+    parser.add_argument(
+        "--per-layer",
+        metavar="VARIANT",
+        default=None,
+        help="train VARIANT in every layer but one and in one layer only (hybrids with "
+        "standard), and read which layers need standard's mixer: OUT/necessity.json and "
+        "necessity.png (docs/rows.md)",
     )
     parser.add_argument(
         "--seeds",
@@ -104,9 +122,27 @@ def default_out(args: argparse.Namespace) -> str:
     return f"runs/compare/{args.task}"
 
 
+def chosen_models(args: argparse.Namespace, overrides: Mapping[str, Setting]) -> list[str]:
+    """``--models``, the paper's five, or ``--per-layer``'s placements at the task's depth."""
+    if args.per_layer is None:
+        return model_names(",".join(SPECTRUM) if args.models is None else args.models)
+    if args.models is not None or args.axis is not None:
+        raise UsageError("--per-layer chooses its own models; leave out --models and --axis")
+    others = [name for name in VARIANTS if name != REFERENCE]
+    if args.per_layer not in others:
+        raise UsageError(f"--per-layer {args.per_layer}: name one of {', '.join(others)}")
+    return per_layer_models(args.per_layer, task_depth(args, overrides))
+
+
+def task_depth(args: argparse.Namespace, overrides: Mapping[str, Setting]) -> int:
+    """The number of layers the task's runs have at this preset with these settings."""
+    config = resolve_config(args.task, REFERENCE, args.preset, args.seed, dict(overrides))
+    return config.model.n_layer
+
+
 def run(args: argparse.Namespace) -> int:
-    models = model_names(args.models)
     overrides = dotted_overrides(args)
+    models = chosen_models(args, overrides)
     refuse_tuning_along(args, settings_to_tune(tune_choice(args), overrides))
     out = args.out or default_out(args)
     if args.estimate:
@@ -139,6 +175,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     result = compare_at(out, overrides)
     print(format_table(result))
+    if args.per_layer is not None:
+        found = necessity_map(result, args.per_layer, task_depth(args, overrides))
+        write_necessity(found, Path(out))
+        print(format_necessity(found))
+        print(f"necessity map: {out}/necessity.png", file=sys.stderr)
     step = next_command(args.argv, result)
     if step:
         print(f"next, to decide what is open: mixit {step}")

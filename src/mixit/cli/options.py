@@ -86,7 +86,10 @@ def counts(text: str) -> list[int]:
 
 def catalogue() -> str:
     tasks = "\n".join(f"  {name:<17} {spec.summary}" for name, spec in TASKS.items())
-    models = "\n".join(f"  {name:<17} {v.description}" for name, v in VARIANTS.items())
+    models = "\n".join(
+        f"  {name:<17} {v.description}{' (beyond the paper)' * v.beyond_paper}"
+        for name, v in VARIANTS.items()
+    )
     return f"tasks:\n{tasks}\n\nmodels:\n{models}"
 
 

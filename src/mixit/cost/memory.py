@@ -34,11 +34,13 @@ def sized_counts(config: RunConfig, mixer: MixerTraits) -> Counts:
     head = m.vocab_size * n
     # The blocks, the embedding and the head, and a learned position table (the norms' gains
     # left out: a lower bound).
-    learned = mixer.positions == "learned"
-    parameters = body + 2 * head + (block * n if learned else 0)
-    matrices = heads * block * block if mixer.fixed_matrices else 0
-    rope = block * (n // max(heads, 1)) if mixer.positions == "rope" else 0
-    buffers = layers * (matrices + rope)
+    learned = mixer.learned_positions
+    matrices = heads * block * block
+    trained = layers * matrices if mixer.matrices == "trained" else 0
+    parameters = body + 2 * head + (block * n if learned else 0) + trained
+    fixed = matrices if mixer.matrices == "fixed" else 0
+    rope = block * (n // max(heads, 1)) if mixer.rope else 0
+    buffers = layers * (fixed + rope)
     return Counts(body, body, head, head, parameters, parameters, FLOAT * buffers)
 
 

@@ -24,7 +24,7 @@ from mixit.config.schema import RunConfig
 from mixit.cost.counts import counted
 from mixit.cost.memory import step_memory
 from mixit.models.adapters import get_variant
-from mixit.models.attention import mixer_traits
+from mixit.models.mixers import mixer_traits
 from mixit.tasks import IGNORE_INDEX, get_task
 
 GIB = 2**30
@@ -105,9 +105,19 @@ def get_target(name: str) -> Target:
     return TARGETS[name]
 
 
-def _mixes_with_keys(config: RunConfig) -> bool:
-    """Softmax attention (it caches keys, so it has queries); MixiT's fixed mixing has none."""
-    return "k" in mixer_traits(get_variant(config.variant).attention, config.model).cached
+def _mixing_flops(config: RunConfig, seq_len: int, training: bool) -> float:
+    """FLOPs per token of the token mixing, layer by layer (a hybrid's layers differ): softmax
+    attention's two (T x T) products, 4 T n forward and 8 more backward; a mixing matrix's one
+    product, 2 T n forward and 2 backward, and 2 more for its own gradient when it trains."""
+    m = config.model
+    variant, total = get_variant(config.variant), 0
+    for layer in range(m.n_layer):
+        traits = mixer_traits(variant.at(layer).attention, m)
+        if "k" in traits.cached:
+            total += 12 if training else 4
+        else:
+            total += (6 if traits.matrices == "trained" else 4) if training else 2
+    return total * seq_len * m.n_embd
 
 
 def _matrix_weights(config: RunConfig, scored_share: float) -> tuple[float, float]:
@@ -125,20 +135,17 @@ def flops_per_token(config: RunConfig, seq_len: int, scored_share: float = 1.0) 
     only a trainable matrix costs 2 more for its own gradient (so the standard model gets the
     usual 6 N). Softmax attention adds 4 T n per layer forward (scores and the weighted sum,
     counted unmasked) and twice that backward: 12 L T n. MixiT's fixed mixing is one
-    weighted sum forward and the gradient for V backward: 4 L T n.
+    weighted sum forward and the gradient for V backward: 4 L T n; a trained mixing matrix 2
+    more for its own gradient. A hybrid counts each layer by its own mixer.
     """
-    m = config.model
     weights, trained = _matrix_weights(config, scored_share)
-    attention = (12 if _mixes_with_keys(config) else 4) * m.n_layer * seq_len * m.n_embd
-    return 4 * weights + 2 * trained + attention
+    return 4 * weights + 2 * trained + _mixing_flops(config, seq_len, training=True)
 
 
 def forward_flops_per_token(config: RunConfig, seq_len: int, scored_share: float = 1.0) -> float:
     """An evaluation's FLOPs per token: the forward pass alone."""
-    m = config.model
     weights, _ = _matrix_weights(config, scored_share)
-    attention = (4 if _mixes_with_keys(config) else 2) * m.n_layer * seq_len * m.n_embd
-    return 2 * weights + attention
+    return 2 * weights + _mixing_flops(config, seq_len, training=False)
 
 
 def run_flops(config: RunConfig, shape: Shape) -> float:

@@ -50,8 +50,9 @@ def generate(
 def cache_bytes_per_token(model: Decoder) -> int:
     """Bytes the decoding cache grows by per token (per sequence)."""
     itemsize = next(model.parameters()).element_size()
-    per_layer = len(model.traits.cached)  # v, or k and v
-    return len(model.blocks) * per_layer * model.config.n_embd * itemsize
+    # Each layer keeps what its mixer caches: k and v, or v alone (a hybrid's layers differ).
+    kept = sum(len(block.attn.traits(model.config).cached) for block in model.blocks)
+    return kept * model.config.n_embd * itemsize
 
 
 def generate_from_run(

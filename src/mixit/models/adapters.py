@@ -30,7 +30,14 @@ from torch import nn
 
 from mixit.common.errors import UsageError
 from mixit.models.attention import mixing_matrices, mixing_std
-from mixit.models.variants import VARIANTS, AttentionKind, Variant
+from mixit.models.fused import split_gpt2
+from mixit.models.variants import (
+    HYBRID_SYNTAX,
+    VARIANTS,
+    AttentionKind,
+    Variant,
+    variant_named,
+)
 
 # The token mixers a model of any architecture can be given: its own softmax attention, or
 # fixed mixing in its place. A variant with another mixer exists on mixit's decoder only.
@@ -39,10 +46,27 @@ MODELS = tuple(name for name, variant in VARIANTS.items() if variant.attention i
 
 
 def get_variant(name: str) -> Variant:
-    """The variant ``name`` names; an unknown name is the user's mistake (exit status 2)."""
-    if name not in VARIANTS:
-        raise UsageError(f"unknown model '{name}'; choose one of: {', '.join(VARIANTS)}")
-    return VARIANTS[name]
+    """The variant ``name`` names, a hybrid's included (``variants.variant_named``); an
+    unknown name is the user's mistake (exit status 2)."""
+    try:
+        return variant_named(name)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def buildable(name: str) -> Variant:
+    """The variant ``name`` names, when a model of any architecture can be made it: one of
+    ``MODELS``, or a hybrid of them; else a UsageError saying which can."""
+    try:
+        chosen = variant_named(name)
+    except ValueError:
+        chosen = None
+    if chosen is None or any(VARIANTS[row].attention not in BUILDABLE for row in chosen.rows):
+        raise UsageError(
+            f"unknown model '{name}' for a model of any architecture; choose from: "
+            f"{', '.join(MODELS)}, or a hybrid of them ({HYBRID_SYNTAX})"
+        )
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -65,55 +89,6 @@ class Parts:
     final_norm: str | None = None
     split: Callable[[nn.Module], None] | None = None  # run on a model first (once is enough)
     mlp_output: str | None = None  # the MLP's output matrix, for the small-output init
-
-
-class SplitQKV(nn.Module):
-    """GPT-2's fused ``c_attn`` (x @ W + b, W (n, 3n)) as three (n, n) projections whose
-    concatenated outputs are the fused one's, so that queries and keys can be frozen apart
-    from values. Its state dict is the fused one's (``weight`` (n, 3n), ``bias`` (3n)), so a
-    converted model saved with ``save_pretrained`` loads back into a plain GPT-2, and a fused
-    state dict loads into it."""
-
-    PARTS = ("query", "key", "value")
-
-    def __init__(self, fused: nn.Module) -> None:
-        super().__init__()
-        n = fused.weight.shape[0]
-        self.query, self.key, self.value = (nn.Linear(n, n) for _ in range(3))
-        with torch.no_grad():
-            for i, part in enumerate((self.query, self.key, self.value)):
-                part.weight.copy_(fused.weight[:, i * n : (i + 1) * n].T)
-                part.bias.copy_(fused.bias[i * n : (i + 1) * n])
-        self.register_state_dict_post_hook(_fuse_state)
-        self.register_load_state_dict_pre_hook(_split_state)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([self.query(x), self.key(x), self.value(x)], dim=-1)  # (B, T, 3n)
-
-
-def _fuse_state(module: nn.Module, state: dict, prefix: str, metadata: Any) -> None:
-    """``SplitQKV``'s state as GPT-2's fused ``Conv1D`` holds it: W (n, 3n), b (3n)."""
-    weights = [state.pop(f"{prefix}{part}.weight") for part in SplitQKV.PARTS]  # (n, n) each
-    biases = [state.pop(f"{prefix}{part}.bias") for part in SplitQKV.PARTS]  # (n,) each
-    state[f"{prefix}weight"] = torch.cat([w.T for w in weights], dim=1)  # (n, 3n)
-    state[f"{prefix}bias"] = torch.cat(biases)  # (3n,)
-
-
-def _split_state(module: nn.Module, state: dict, prefix: str, *rest: Any) -> None:
-    """A fused ``Conv1D`` state (W (n, 3n), b (3n)) as ``SplitQKV``'s three projections."""
-    if f"{prefix}weight" not in state:
-        return
-    weight, bias = state.pop(f"{prefix}weight"), state.pop(f"{prefix}bias")
-    n = weight.shape[0]
-    for i, part in enumerate(SplitQKV.PARTS):
-        state[f"{prefix}{part}.weight"] = weight[:, i * n : (i + 1) * n].T  # (n, n)
-        state[f"{prefix}{part}.bias"] = bias[i * n : (i + 1) * n]
-
-
-def _split_gpt2(model: nn.Module) -> None:
-    for block in model.transformer.h:
-        if not isinstance(block.attn.c_attn, SplitQKV):  # a model converted before
-            block.attn.c_attn = SplitQKV(block.attn.c_attn)
 
 
 LLAMA_PARTS = Parts(
@@ -139,7 +114,7 @@ ADAPTERS: dict[str, Parts] = {
         embedding="transformer.wte",
         positions="transformer.wpe",
         final_norm="transformer.ln_f",
-        split=_split_gpt2,
+        split=split_gpt2,
         mlp_output="mlp.c_proj",
     ),
     "llama": LLAMA_PARTS,
@@ -229,24 +204,43 @@ def _parameters(modules: Sequence[nn.Module]) -> list[nn.Parameter]:
     return [p for module in modules for p in module.parameters()]
 
 
+def block_groups(block: nn.Module, parts: Parts) -> dict[str, list[nn.Parameter]]:
+    """One block's parameters by group: ``qk`` its queries and keys, ``vo`` its values and
+    attention output, ``mlp`` its MLP, ``norm`` every other parameter of it."""
+    held = {
+        "qk": _parameters([_find(block, path) for path in parts.queries_keys]),
+        "vo": _parameters([_find(block, parts.value), _find(block, parts.output)]),
+        "mlp": _parameters([_find(block, parts.mlp)]),
+    }
+    claimed = {id(p) for params in held.values() for p in params}
+    held["norm"] = [p for p in block.parameters() if id(p) not in claimed]
+    return held
+
+
 def parameter_groups(model: nn.Module, parts: Parts) -> dict[str, list[nn.Parameter]]:
     """The parameters of each group a Variant can freeze (``mixit.models.variants``), found through
     ``parts``: ``qk`` the queries and keys, ``vo`` the values and attention output, ``mlp``
     the MLPs, ``norm`` every other block parameter and the final norm."""
     groups: dict[str, list[nn.Parameter]] = {"qk": [], "vo": [], "mlp": [], "norm": []}
     for block in _find(model, parts.blocks):
-        held = {
-            "qk": _parameters([_find(block, path) for path in parts.queries_keys]),
-            "vo": _parameters([_find(block, parts.value), _find(block, parts.output)]),
-            "mlp": _parameters([_find(block, parts.mlp)]),
-        }
-        claimed = {id(p) for params in held.values() for p in params}
-        held["norm"] = [p for p in block.parameters() if id(p) not in claimed]
-        for name, params in held.items():
+        for name, params in block_groups(block, parts).items():
             groups[name].extend(params)
     if parts.final_norm is not None:
         groups["norm"].extend(_find(model, parts.final_norm).parameters())
     return groups
+
+
+def freeze_variant(model: nn.Module, parts: Parts, variant: Variant) -> None:
+    """Freeze what ``variant`` freezes: in each block its layer's variant's groups
+    (``Variant.at``), and the final norm where the variant freezes norms."""
+    for layer, block in enumerate(_find(model, parts.blocks)):
+        held = block_groups(block, parts)
+        for group in variant.at(layer).frozen:
+            for parameter in held[group]:
+                parameter.requires_grad_(False)
+    if "norm" in variant.frozen and parts.final_norm is not None:
+        for parameter in _find(model, parts.final_norm).parameters():
+            parameter.requires_grad_(False)
 
 
 def _matrices(model: nn.Module) -> list[tuple[torch.Tensor, int]]:
@@ -290,7 +284,10 @@ def small_output_init(model: nn.Module, parts: Parts, output_std: float) -> None
                 _find(block, path).weight.normal_(std=output_std)
 
 
-def _mixit(model: nn.Module, parts: Parts, scale: str, seed: int) -> None:
+def _mixit(model: nn.Module, parts: Parts, layers: Sequence[int], scale: str, seed: int) -> None:
+    """Fixed mixing (``scale``, drawn from ``seed``, layer after layer) in place of the
+    attention of the blocks ``layers`` names, and a learned position table where the model
+    has none."""
     config = getattr(model, "config", None)
     if not all(
         hasattr(config, key)
@@ -304,7 +301,9 @@ def _mixit(model: nn.Module, parts: Parts, scale: str, seed: int) -> None:
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     n, block_size = config.hidden_size, config.max_position_embeddings
     generator = torch.Generator().manual_seed(seed)
-    for block in _find(model, parts.blocks):
+    blocks = _find(model, parts.blocks)
+    for layer in layers:
+        block = blocks[layer]
         sigma = mixing_std(scale, n, heads, block_size)  # (H, 1, 1)
         weights = sigma * torch.randn(heads, block_size, block_size, generator=generator)
         attention = FixedMixingAttention(
@@ -324,16 +323,25 @@ def make_variant(
 ) -> None:
     """Turn ``model`` (its parts already split) into ``variant`` in place: freeze the groups
     the variant names; for MixiT, put fixed mixing (``mixing_scale``, drawn from ``seed``)
-    in place of every attention module."""
-    groups = parameter_groups(model, parts)
-    for group in VARIANTS[variant].frozen:
-        for parameter in groups[group]:
-            parameter.requires_grad_(False)
+    in place of every attention module. A hybrid (``variants.HYBRID_SYNTAX``) does so layer
+    by layer."""
+    chosen = buildable(variant)
+    blocks = len(_find(model, parts.blocks))
+    beyond = [layer for layer, _ in chosen.layers if layer >= blocks]
+    if beyond:
+        raise UsageError(
+            f"model '{variant}' names layer {beyond[0]}; this model has 0-{blocks - 1}"
+        )
+    kinds = [chosen.at(layer) for layer in range(blocks)]
+    freeze_variant(model, parts, chosen)
     config = getattr(model, "config", None)
     if config is not None:  # saved with the model: ``mixit.freeze`` applies them after loading
-        config.mixit_frozen = sorted(VARIANTS[variant].frozen)
-    if VARIANTS[variant].attention is AttentionKind.MIXING:
-        _mixit(model, parts, mixing_scale, seed)
+        config.mixit_frozen = sorted(chosen.frozen)
+        if chosen.layers:
+            config.mixit_variant = variant
+    mixing = [layer for layer, v in enumerate(kinds) if v.attention is AttentionKind.MIXING]
+    if mixing:
+        _mixit(model, parts, mixing, mixing_scale, seed)
 
 
 def spectrum(
@@ -353,9 +361,8 @@ def spectrum(
     ``parts`` where no adapter knows the model. ``init="small-output"`` re-initialises each
     model with ``small_output_init`` (``output_std``) before its variant is made."""
     build = _builder(source, settings or {})
-    unknown = [m for m in models if m not in MODELS]
-    if unknown:
-        raise UsageError(f"unknown model '{unknown[0]}'; choose from: {', '.join(MODELS)}")
+    for name in models:
+        buildable(name)
     built = {}
     for variant in models:
         torch.manual_seed(seed)

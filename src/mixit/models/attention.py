@@ -1,4 +1,5 @@
-"""The two token mixers: learned softmax attention (eq. 2.1) and MixiT's fixed mixing (eq. 2.3).
+"""The paper's two token mixers: learned softmax attention (eq. 2.1) and MixiT's fixed mixing
+(eq. 2.3); ``mixit.models.mixers`` holds the rest and the registry a Variant names them in.
 
 Both read ``x`` (B, T, n) and return (B, T, n); both expose ``param_groups()`` so a Variant can
 freeze them by group name. Each has a ``hook_pattern`` tap: when a forward hook is registered
@@ -15,7 +16,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from .shape import ModelShape
-from .variants import AttentionKind
 
 
 class Tap(nn.Identity):
@@ -59,12 +59,26 @@ class MixerTraits:
     """What a token mixer needs from the rest of the model, read by model, generation,
     export and benchmarks instead of branching on the kind of attention."""
 
-    positions: str  # "rope" (rotated queries and keys) or "learned" (absolute, added at input)
+    # "rope" (rotated queries and keys), "learned" (absolute, added at the input) or, for a
+    # hybrid of both kinds of layer, "rope+learned".
+    positions: str
     cached: tuple[str, ...]  # what incremental decoding keeps per layer: ("k", "v") or ("v",)
     causal: bool  # whether position t reads positions <= t only
     exportable: bool  # whether a Hugging Face LlamaForCausalLM can hold it
     projections: int  # n x n weight matrices per layer: W_Q, W_K, W_V, W_O, or fewer
-    fixed_matrices: bool  # whether it holds (H, T, T) fixed mixing matrices as buffers
+    # The (H, T, T) mixing matrices each layer holds: "none", "fixed" (buffers) or "trained"
+    # (parameters).
+    matrices: str
+
+    @property
+    def learned_positions(self) -> bool:
+        """Whether the model adds a learned position table at its input."""
+        return "learned" in self.positions.split("+")
+
+    @property
+    def rope(self) -> bool:
+        """Whether some layer rotates its queries and keys."""
+        return "rope" in self.positions.split("+")
 
 
 def rope_tables(block_size: int, head_size: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,7 +97,9 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 @dataclass
 class LayerCache:
     """What incremental decoding keeps per layer: keys and values for softmax attention,
-    values only for MixiT (its mixing weights do not depend on the input, so no keys)."""
+    values only for MixiT's family (``mixit.models.mixers``: its mixing weights do not depend
+    on the input, so no keys). The causal mean and no mixing keep every value too, though a
+    running sum, or the last value, would do: the one cache serves the whole family."""
 
     k: torch.Tensor | None = None  # (B, H, t, hs)
     v: torch.Tensor | None = None  # (B, H, t, hs)
@@ -100,7 +116,7 @@ class LayerCache:
         return full
 
 
-def _offset_causal_mask(T: int, start: int, device: torch.device) -> torch.Tensor:
+def offset_causal_mask(T: int, start: int, device: torch.device) -> torch.Tensor:
     """(T, start + T): query i (at position start + i) may see keys 0 .. start + i."""
     keys = torch.arange(start + T, device=device)
     return keys[None, :] <= (start + torch.arange(T, device=device))[:, None]
@@ -144,7 +160,7 @@ class SoftmaxAttention(nn.Module):
             causal=True,
             exportable=True,
             projections=4,
-            fixed_matrices=False,
+            matrices="none",
         )
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
@@ -172,7 +188,7 @@ class SoftmaxAttention(nn.Module):
         if start == 0 and real is None and not explicit:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, hs)
         else:
-            mask = _offset_causal_mask(T, start, x.device)  # (T, start + T)
+            mask = offset_causal_mask(T, start, x.device)  # (T, start + T)
             if real is not None:
                 itself = torch.eye(T, dtype=torch.bool, device=x.device)  # (T, T)
                 mask = mask & (real[:, None, None, :] | itself)  # (B, 1, T, T)
@@ -274,10 +290,18 @@ class FixedMixing(nn.Module):
 
     def __init__(self, config: ModelShape) -> None:
         super().__init__()
-        n, H, T = config.n_embd, config.n_head, config.block_size
-        self.n_head = H
+        n = config.n_embd
+        self.n_head = config.n_head
         self.w_v = projection(config, n, n)
         self.w_o = projection(config, n, n)
+        self.causal, self.identity = config.mixing_causal, config.mixing_identity
+        self.hold(self.initial(config))
+        self.hook_pattern = Tap()
+
+    @staticmethod
+    def initial(config: ModelShape) -> torch.Tensor:
+        """The (H, T, T) matrices at initialisation: MixiT's random draw (eq. 2.3)."""
+        n, H, T = config.n_embd, config.n_head, config.block_size
         sigma = mixing_std(config.mixing_scale, n, H, T)  # (H, 1, 1)
         mixing = mixing_matrices(
             sigma * torch.randn(H, T, T),
@@ -287,9 +311,16 @@ class FixedMixing(nn.Module):
         )  # (H, T, T)
         if config.attention_sink:
             mixing[0] = attention_sink_matrix(T, config.sink_first_row_weight)
+        return mixing
+
+    def hold(self, mixing: torch.Tensor) -> None:
+        """Keep the (H, T, T) matrices: a buffer, saved with the weights and never trained."""
         self.register_buffer("mixing", mixing)
-        self.causal, self.identity = config.mixing_causal, config.mixing_identity
-        self.hook_pattern = Tap()
+
+    def rows(self, start: int, T: int) -> torch.Tensor:
+        """Rows start .. start + T of the matrices (H, T, start + T): the top-left block of the
+        (H, T_max, T_max) ones for a short input."""
+        return self.mixing[:, start : start + T, : start + T]
 
     @staticmethod
     def traits(config: ModelShape) -> MixerTraits:
@@ -299,7 +330,7 @@ class FixedMixing(nn.Module):
             causal=config.mixing_causal,
             exportable=False,
             projections=2,
-            fixed_matrices=True,
+            matrices="fixed",
         )
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
@@ -316,8 +347,7 @@ class FixedMixing(nn.Module):
         v = self.w_v(x).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
         if cache is not None:
             v = cache.extend("v", v)  # (B, H, start + T, hs)
-        # Rows start .. start + T of the fixed matrix (the top-left block for short inputs).
-        mixing = self.mixing[:, start : start + T, : start + T]  # (H, T, start + T)
+        mixing = self.rows(start, T)  # (H, T, start + T)
         if real is not None:
             pattern = self.hook_pattern(mask_pads(mixing, real, self.causal, self.identity))
             y = (pattern @ v).transpose(1, 2)  # (B, T, H, hs)
@@ -329,16 +359,3 @@ class FixedMixing(nn.Module):
             # broadcast matmul would first copy them B times (measured 20-25 % slower).
             y = torch.einsum("hts,bhsd->bthd", mixing, v)  # (B, T, H, hs)
         return self.w_o(y.reshape(B, T, n))  # (B, T, n)
-
-
-# A mixer is a module built from the model's shape that declares its traits and its parameter
-# groups, and maps (B, T, n) to (B, T, n); a Variant names it by its key here.
-MIXERS: dict[str, type[SoftmaxAttention] | type[FixedMixing] | type[nn.Module]] = {
-    AttentionKind.SOFTMAX: SoftmaxAttention,
-    AttentionKind.MIXING: FixedMixing,
-}
-
-
-def mixer_traits(kind: str, config: ModelShape) -> MixerTraits:
-    """The traits of the token mixer that ``kind`` names, built with ``config``."""
-    return MIXERS[kind].traits(config)

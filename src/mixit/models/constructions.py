@@ -18,7 +18,7 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.config.overrides import Settings
-from mixit.models.variants import AttentionKind, Variant
+from mixit.models.variants import MATRIX_MIXERS, Variant
 
 # What every model of the authors' code has: biases on every projection (trainer.py:253-254
 # sets attention_bias and mlp_bias) and N(0, 0.02^2) weights and embeddings, biases zero
@@ -72,7 +72,8 @@ def construction_overrides(name: str, variant: Variant, task_settings: Settings)
         return {}  # the dataclass defaults are the equations' reading
     if name != "authors":
         raise UsageError(f"model.construction='{name}' is not one of: equations, authors")
-    mixing = variant.attention is AttentionKind.MIXING
+    # MixiT's family takes MixiT's construction, so that its rows differ in the matrix alone.
+    mixing = variant.attention in MATRIX_MIXERS
     values = _AUTHORS_ALL | (_AUTHORS_MIXING if mixing else {})
     # A task's setting of an option the authors' code gives MixiT alone stays MixiT's.
     mixing_only = _MIXING_ONLY | _AUTHORS_MIXING.keys()

@@ -18,7 +18,15 @@ from torch import nn
 
 from mixit.common.errors import UsageError
 from mixit.config.schema import MixingScale
-from mixit.models.adapters import MODELS, Parts, make_variant, parameter_groups, parts_of
+from mixit.models.adapters import (
+    Parts,
+    buildable,
+    freeze_variant,
+    make_variant,
+    parameter_groups,
+    parts_of,
+)
+from mixit.models.variants import HYBRID_JOIN
 
 # The scales ``mixing_scale`` takes (``models.attention.mixing_std``).
 MIXING_SCALES: tuple[str, ...] = typing.get_args(MixingScale)
@@ -47,7 +55,8 @@ def convert(
     seed: int = 0,
     mixing_scale: str = "sequence",
 ) -> nn.Module:
-    """``model`` as ``variant`` (one of ``MODELS``): changed in place and returned, or, with
+    """``model`` as ``variant`` (one of ``MODELS``, or a hybrid of them layer by layer,
+    ``mixit.models.variants.HYBRID_SYNTAX``): changed in place and returned, or, with
     ``copy=True``, a deep copy changed and ``model`` left as it was. MixiT's mixing matrices
     are drawn from ``seed`` at ``mixing_scale`` (``mixit.models.attention.mixing_std``);
     ``parts`` where no adapter knows the model. ``standard`` changes nothing."""
@@ -55,8 +64,7 @@ def convert(
         raise UsageError(
             f"convert takes a torch nn.Module (a causal LM), got {type(model).__name__}"
         )
-    if variant not in MODELS:
-        raise UsageError(f"unknown variant '{variant}'; choose one of: {', '.join(MODELS)}")
+    buildable(variant)
     if mixing_scale not in MIXING_SCALES:
         raise UsageError(
             f"unknown mixing_scale '{mixing_scale}'; choose one of: {', '.join(MIXING_SCALES)}"
@@ -70,11 +78,16 @@ def freeze(
     model: nn.Module, groups: list[str] | None = None, parts: Parts | None = None
 ) -> nn.Module:
     """Leave ``groups`` of ``model`` without gradients, in place, and return it. By default the
-    groups its config records: ``mixit_frozen`` (``mixit export-hf --as llama``) or the
-    ``frozen`` of a ``MixitForCausalLM``, which also freezes itself when it loads."""
+    groups its config records: ``mixit_frozen`` (``mixit export-hf --as llama``), a hybrid's
+    ``mixit_variant`` (``convert``), layer by layer, or the ``frozen`` of a
+    ``MixitForCausalLM``, which also freezes itself when it loads."""
     if not isinstance(model, nn.Module):
         raise UsageError(f"freeze takes a torch nn.Module, got {type(model).__name__}")
     config = getattr(model, "config", None)
+    hybrid = getattr(config, "mixit_variant", None)
+    if groups is None and isinstance(hybrid, str) and HYBRID_JOIN in hybrid:  # layer by layer
+        freeze_variant(model, _parts(model, parts), buildable(hybrid))
+        return model
     if groups is None:
         groups = getattr(config, "mixit_frozen", None)
         if groups is None and getattr(config, "model_type", None) == "mixit":

@@ -13,13 +13,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MIXERS, LayerCache, Tap, mixer_traits, projection
+from .attention import LayerCache, Tap, projection
+from .mixers import MIXERS, variant_traits
 from .shape import ModelShape
 from .variants import Variant
 
 PAD = 0  # the token every task pads with (mixit.tasks.base.PAD)
 
-PARAM_GROUPS = ("qk", "vo", "mlp", "norm", "embed", "pos", "unembed")
+PARAM_GROUPS = ("qk", "vo", "mix", "mlp", "norm", "embed", "pos", "unembed")
 
 
 class Trainable(nn.Module):
@@ -117,22 +118,40 @@ class Decoder(Trainable):
         self.config, self.variant = config, variant
         n = config.n_embd
         self.tok_emb = nn.Embedding(config.vocab_size, n)
-        self.traits = mixer_traits(variant.attention, config)
+        self.traits = variant_traits(variant, config)
         # MixiT has no queries and keys for RoPE, so it learns absolute positions (section 2).
-        self.pos_emb = (
-            nn.Embedding(config.block_size, n) if self.traits.positions == "learned" else None
-        )
+        self.pos_emb = nn.Embedding(config.block_size, n) if self.traits.learned_positions else None
+        # A hybrid's layers are built each as its own variant (``Variant.at``).
         self.blocks = nn.ModuleList(
-            [Block(config, variant.attention) for _ in range(config.n_layer)]
+            [Block(config, variant.at(layer).attention) for layer in range(config.n_layer)]
         )
         self.norm_final = nn.RMSNorm(n, eps=1e-6)
         self.head = projection(config, n, config.vocab_size, bias=False)
         self.hook_embed = Tap()
         self.hook_final = Tap()
         init_weights(self, config)
+        # Each layer freezes what its own variant does; the groups outside the blocks follow
+        # the model's variant (a hybrid's base).
+        outer = self.outer_groups()
+        for layer, block in enumerate(self.blocks):
+            inner = block.param_groups()
+            for name in variant.at(layer).frozen:
+                for p in inner.get(name, []):
+                    p.requires_grad_(False)
         for name in variant.frozen:
-            for p in self.param_groups()[name]:
+            for p in outer.get(name, []):
                 p.requires_grad_(False)
+
+    def outer_groups(self) -> dict[str, list[nn.Parameter]]:
+        """The groups of the parameters outside the blocks: the final norm's gain, the token
+        and position tables, the output head."""
+        positions = [] if self.pos_emb is None else [self.pos_emb.weight]
+        return {
+            "norm": [self.norm_final.weight],
+            "embed": [self.tok_emb.weight],
+            "pos": positions,
+            "unembed": [self.head.weight],
+        }
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """Every parameter in exactly one named group (see mixit.models.variants)."""
@@ -140,11 +159,8 @@ class Decoder(Trainable):
         for block in self.blocks:
             for name, params in block.param_groups().items():
                 groups[name].extend(params)
-        groups["norm"].append(self.norm_final.weight)
-        groups["embed"].append(self.tok_emb.weight)
-        if self.pos_emb is not None:
-            groups["pos"].append(self.pos_emb.weight)
-        groups["unembed"].append(self.head.weight)
+        for name, params in self.outer_groups().items():
+            groups[name].extend(params)
         return groups
 
     def forward(

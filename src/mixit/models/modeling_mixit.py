@@ -28,7 +28,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 from .attention import LayerCache, SoftmaxAttention
 from .decoder import Decoder
 from .shape import DECODER_FIELDS
-from .variants import AttentionKind, Variant
+from .variants import HYBRID_JOIN, AttentionKind, Variant, variant_named
 
 # The name under which a model's output hands its cache back to ``generate`` (``cache`` in
 # recent transformers, ``past_key_values`` before).
@@ -66,6 +66,8 @@ class MixitConfig(PretrainedConfig):
         super().__init__(**kwargs)
 
     def decoder_variant(self) -> Variant:
+        if HYBRID_JOIN in self.variant:  # a hybrid's layers are named by its name
+            return variant_named(self.variant)
         return Variant(self.variant, AttentionKind(self.attention), frozenset(self.frozen), "")
 
 

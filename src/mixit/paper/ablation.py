@@ -23,7 +23,7 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import make_dir, write_json, write_text
-from mixit.models.variants import VARIANTS
+from mixit.models.variants import SPECTRUM
 from mixit.paper.ablation_report import (
     ablation_markdown,
     annotate_claims,
@@ -59,7 +59,7 @@ def plan_ablation(
         flipped = {
             (task, model): {} if difference == EQUATIONS else flips(difference, task, model)
             for task in tasks
-            for model in VARIANTS
+            for model in SPECTRUM
         }
         _, planned = plan_reproduction(names, how, flipped)
         configs |= {(difference, run): config for run, config in planned.items()}

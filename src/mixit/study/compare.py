@@ -17,7 +17,7 @@ from mixit.common.errors import RunsPending, UsageError
 from mixit.common.io import write_json
 from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
-from mixit.models.variants import VARIANTS
+from mixit.models.variants import variant_named
 from mixit.running.launchers import LOCAL, Launch
 from mixit.running.runs import train_missing
 from mixit.study.comparison import ComparisonResult, Extension, LitmusResult, TableRow
@@ -248,7 +248,7 @@ def comparison_result(
             rules.rising_at_end(run_dir, config, stop)
             for (run_dir, config), stop in zip(runs, row["stopped"], strict=True)
         ]
-        if VARIANTS[model].frozen_attention:
+        if variant_named(model).frozen_attention:
             row["logit_spread_at_init"] = initial_logit_spread(configs[model, first])
     chances = [s["chance"] for summaries in by_model.values() for s in summaries if "chance" in s]
     result: ComparisonResult = {

@@ -28,7 +28,7 @@ from mixit.running.workers import (
 )
 from mixit.study.axis import Axis
 from mixit.study.compare import Comparison
-from mixit.study.text import duration
+from mixit.study.text import duration, name_width
 from mixit.training.resolve import resolve_device
 from mixit.training.stopping import PLATEAU_EVALUATIONS
 from mixit.tuning.rules import (
@@ -181,12 +181,13 @@ def format_comparison_estimate(result: Mapping[str, Any]) -> str:
         "nothing was trained"
     )
     memory = "memory_gib" in result["rows"][0]
-    header = f"{'model':<12} {'runs':>5} {'steps':>7} {'ms/step':>9} {'per run':>10}"
+    width = name_width(row["model"] for row in result["rows"])
+    header = f"{'model':<{width}} {'runs':>5} {'steps':>7} {'ms/step':>9} {'per run':>10}"
     header += f" {'GiB':>8}" if memory else ""
     lines = [title, header, "-" * len(header)]
     for row in result["rows"]:
         line = (
-            f"{row['model']:<12} {row['runs']:>5} {row['steps']:>7,} "
+            f"{row['model']:<{width}} {row['runs']:>5} {row['steps']:>7,} "
             f"{row['step_seconds'] * 1e3:>9.1f} {duration(row['run_seconds']):>10}"
         )
         lines.append(line + (f" {row['memory_gib']:>8.2f}" if memory else ""))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mixit.common.io import JSONObject
-from mixit.models.variants import VARIANTS
+from mixit.models.variants import variant_named
 from mixit.study.comparison import LitmusResult
 from mixit.study.words import READINGS
 from mixit.tasks import get_task
@@ -284,7 +284,7 @@ MECHANISM_SEEDS = 3
 def _reading(model: str, matches: bool, seeds: int) -> str:
     """What a verdict says: with ``MECHANISM_SEEDS`` or more, what the task needs (the
     variant's sentence); with fewer, only what was compared."""
-    variant = VARIANTS[model]
+    variant = variant_named(model)
     if seeds >= MECHANISM_SEEDS:
         return variant.if_matches if matches else variant.if_short
     compared = "reaches the reference" if matches else "falls short of the reference"

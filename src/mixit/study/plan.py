@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.config.overrides import Settings
-from mixit.models.variants import VARIANTS
+from mixit.models.variants import SPECTRUM
 from mixit.running.launchers import LOCAL, Launch
 
 
@@ -73,8 +73,8 @@ class Study:
 
     @property
     def spectrum(self) -> tuple[str, ...]:
-        """The models it trains: those named, or every variant."""
-        return self.models or tuple(VARIANTS)
+        """The models it trains: those named, or the paper's five."""
+        return self.models or SPECTRUM
 
     def on(self, task: str, out: Path, overrides: Settings | None = None) -> Study:
         """The same study of ``task`` alone into ``out``, with ``overrides`` in place of its

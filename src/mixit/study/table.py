@@ -8,8 +8,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mixit.models.variants import beyond_paper
 from mixit.study.extend import EXTEND_CAP, extension_lines
 from mixit.study.litmus import DOES_NOT_DISCRIMINATE, VERDICTS
+from mixit.study.text import name_width
 
 
 def tuning_lines(tuned: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -55,8 +57,9 @@ def _stops(reasons: Sequence[str]) -> str:
 def format_table(result: Mapping[str, Any]) -> str:
     """A plain-text table: model, trainable parameters, metric mean ± std, seconds per run,
     the mean steps each run trained and why the runs stopped (solved, plateau or budget)."""
+    width = name_width(row["model"] for row in result["rows"])
     header = (
-        f"{'model':<12} {'trainable':>10}  {result['metric']:>22}  {'seconds':>8}  "
+        f"{'model':<{width}} {'trainable':>10}  {result['metric']:>22}  {'seconds':>8}  "
         f"{'steps':>7}  stopped"
     )
     changed = " ".join(f"{k}={v}" for k, v in result.get("overrides", {}).items())
@@ -70,12 +73,15 @@ def format_table(result: Mapping[str, Any]) -> str:
         seconds = row["train_seconds"]
         steps = statistics.fmean(row.get("steps_run", [0]))
         lines.append(
-            f"{row['model']:<12} {row['params_trainable']:>10,}  {score:>22}  {seconds:>8.1f}  "
-            f"{steps:>7,.0f}  {_stops(row.get('stopped', []))}"
+            f"{row['model']:<{width}} {row['params_trainable']:>10,}  {score:>22}  "
+            f"{seconds:>8.1f}  {steps:>7,.0f}  {_stops(row.get('stopped', []))}"
         )
     if result.get("chance") is not None:
-        lines.append(f"{'chance':<12} {'':>10}  {result['chance']:>22.4f}")
+        lines.append(f"{'chance':<{width}} {'':>10}  {result['chance']:>22.4f}")
     lines.append(STOPPED_LEGEND)
+    beyond = [row["model"] for row in result["rows"] if beyond_paper(row["model"])]
+    if beyond:
+        lines.append(f"beyond the paper's five: {', '.join(beyond)} (docs/rows.md)")
     if any("read_at" in row for row in result["rows"]):
         lines.append(READ_AT_BEST)
     if result.get("tuned"):
@@ -114,14 +120,16 @@ def litmus_lines(result: Mapping[str, Any]) -> list[str]:
         f"{reading['tolerance']:g} worse in {result['metric']}; per-seed difference, its "
         "spread and 95 % interval):",
     ]
+    width = name_width((row["model"] for row in reading["rows"]), least=11)
     for row in reading["rows"]:
         interval = row.get("interval")
         shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "-"
         lines.append(
-            f"  {row['model']:<11} {row['difference']:+.4f} ± {spread_text(row.get('spread'))}  "
-            f"{shown:>16}  {VERDICTS[row['matches']]:<12}  {row['reading']}"
+            f"  {row['model']:<{width}} {row['difference']:+.4f} ± "
+            f"{spread_text(row.get('spread'))}  {shown:>16}  {VERDICTS[row['matches']]:<12}  "
+            f"{row['reading']}"
         )
-        lines += [f"  {'':<11} {detail}" for detail in row_details(row)]
+        lines += [f"  {'':<{width}} {detail}" for detail in row_details(row)]
     if "does_not_discriminate" in reading:
         lines.append(
             f"the random transformer matches: {DOES_NOT_DISCRIMINATE}; "

@@ -3,7 +3,7 @@ markdown table, how far a number of ours is from the paper's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -14,6 +14,11 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def name_width(names: Iterable[str], least: int = 12) -> int:
+    """The width of a plain-text table's name column: ``least``, or the longest name's."""
+    return max([least, *(len(name) for name in names)])
 
 
 def duration(seconds: float) -> str:

@@ -16,9 +16,10 @@ from mixit.config.schema import MAX_SEED, RunConfig
 from mixit.cost.memory import available_bytes, check_fits
 from mixit.models.adapters import MODELS as SPECTRUM_MODELS
 from mixit.models.adapters import get_variant
-from mixit.models.attention import MixerTraits, mixer_traits
+from mixit.models.attention import MixerTraits
 from mixit.models.build import BUILT_IN, check_arch
 from mixit.models.constructions import construction_overrides
+from mixit.models.mixers import variant_traits
 from mixit.tasks import IGNORE_INDEX, PRESET_NAMES, Split, TaskData, get_task
 from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 from mixit.training.devices import present_device
@@ -53,7 +54,7 @@ def resolve_config(
 def mixer_of(config: RunConfig) -> MixerTraits:
     """The traits of the token mixer ``config``'s variant declares: what the memory model
     sizes its projections, position table and buffers by."""
-    return mixer_traits(get_variant(config.variant).attention, config.model)
+    return variant_traits(get_variant(config.variant), config.model)
 
 
 def check_runnable_here(config: RunConfig) -> None:
@@ -85,11 +86,15 @@ def validate(config: RunConfig) -> None:
     """Check every section of a resolved or stored config (a UsageError names the value)."""
     variant = get_variant(config.variant)
     built_in = config.model.arch == BUILT_IN
-    config.model.validate(
-        uses_rope=built_in and mixer_traits(variant.attention, config.model).positions == "rope"
-    )
+    config.model.validate(uses_rope=built_in and variant_traits(variant, config.model).rope)
     check_arch(config.model.arch)
-    if not built_in and config.variant not in SPECTRUM_MODELS:
+    named = [layer for layer, _ in variant.layers if layer >= config.model.n_layer]
+    if named:
+        raise UsageError(
+            f"model '{config.variant}' names layer {named[0]}, and model.n_layer="
+            f"{config.model.n_layer} has layers 0-{config.model.n_layer - 1}"
+        )
+    if not built_in and not set(variant.rows) <= set(SPECTRUM_MODELS):
         raise UsageError(
             f"model '{config.variant}' exists on mixit's decoder only; model.arch="
             f"{config.model.arch} takes: {', '.join(SPECTRUM_MODELS)}"

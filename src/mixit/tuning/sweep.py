@@ -249,7 +249,8 @@ def best_configs(storage: str) -> list[JSONObject]:
 
 def _split_name(name: str) -> tuple[str, str, str]:
     for task in TASKS:
-        for model in VARIANTS:
+        # Longest first: a name that begins with another's (mixit-learned, mixit) is its own.
+        for model in sorted(VARIANTS, key=len, reverse=True):
             if name.startswith(f"{task}-{model}-"):
                 return task, model, name[len(task) + len(model) + 2 :]
     raise UsageError(f"study '{name}' is not a mixit sweep study (TASK-MODEL-PRESET)")
