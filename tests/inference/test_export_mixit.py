@@ -61,8 +61,7 @@ def exported(tmp_path, variant, **extra):
         ("mixit", "equations"),
         ("mixit", "authors"),
         ("frozen-qk", "authors"),
-        ("mixit-learned", "equations"),
-        ("uniform", "equations"),
+        ("mixit-learned", "equations"),  # a trained matrix: a parameter, not a buffer
         ("mixit+standard@1", "equations"),
     ],
 )

@@ -82,7 +82,7 @@ def test_a_hybrid_decodes_one_token_at_a_time_as_in_one_pass():
     base=st.sampled_from(sorted(VARIANTS)),
     layers=st.dictionaries(st.integers(0, 11), st.sampled_from(sorted(VARIANTS)), max_size=6),
 )
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 def test_a_hybrid_name_builds_each_layer_it_names(base, layers):
     """Any BASE+OTHER@LAYERS name, each layer written alone, parses to those layers."""
     name = base + "".join(f"+{other}@{layer}" for layer, other in layers.items())
