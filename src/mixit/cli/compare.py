@@ -122,16 +122,17 @@ def default_out(args: argparse.Namespace) -> str:
     return f"runs/compare/{args.task}"
 
 
-def chosen_models(args: argparse.Namespace, overrides: Mapping[str, Setting]) -> list[str]:
-    """``--models``, the paper's five, or ``--per-layer``'s placements at the task's depth."""
-    if args.per_layer is None:
+def chosen_models(args: argparse.Namespace, depth: int | None) -> list[str]:
+    """``--models``, the paper's five, or ``--per-layer``'s placements at the task's
+    ``depth``."""
+    if args.per_layer is None or depth is None:
         return model_names(",".join(SPECTRUM) if args.models is None else args.models)
     if args.models is not None or args.axis is not None:
         raise UsageError("--per-layer chooses its own models; leave out --models and --axis")
     others = [name for name in VARIANTS if name != REFERENCE]
     if args.per_layer not in others:
         raise UsageError(f"--per-layer {args.per_layer}: name one of {', '.join(others)}")
-    return per_layer_models(args.per_layer, task_depth(args, overrides))
+    return per_layer_models(args.per_layer, depth)
 
 
 def task_depth(args: argparse.Namespace, overrides: Mapping[str, Setting]) -> int:
@@ -142,7 +143,8 @@ def task_depth(args: argparse.Namespace, overrides: Mapping[str, Setting]) -> in
 
 def run(args: argparse.Namespace) -> int:
     overrides = dotted_overrides(args)
-    models = chosen_models(args, overrides)
+    depth = None if args.per_layer is None else task_depth(args, overrides)
+    models = chosen_models(args, depth)
     refuse_tuning_along(args, settings_to_tune(tune_choice(args), overrides))
     out = args.out or default_out(args)
     if args.estimate:
@@ -175,8 +177,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     result = compare_at(out, overrides)
     print(format_table(result))
-    if args.per_layer is not None:
-        found = necessity_map(result, args.per_layer, task_depth(args, overrides))
+    if args.per_layer is not None and depth is not None:
+        found = necessity_map(result, args.per_layer, depth)
         write_necessity(found, Path(out))
         print(format_necessity(found))
         print(f"necessity map: {out}/necessity.png", file=sys.stderr)

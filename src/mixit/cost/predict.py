@@ -110,13 +110,13 @@ def _mixing_flops(config: RunConfig, seq_len: int, training: bool) -> float:
     attention's two (T x T) products, 4 T n forward and 8 more backward; a mixing matrix's one
     product, 2 T n forward and 2 backward, and 2 more for its own gradient when it trains."""
     m = config.model
-    variant, total = get_variant(config.variant), 0
-    for layer in range(m.n_layer):
-        traits = mixer_traits(variant.at(layer).attention, m)
+    total = 0
+    for kind, layers in get_variant(config.variant).mixers(m.n_layer).items():
+        traits = mixer_traits(kind, m)
         if "k" in traits.cached:
-            total += 12 if training else 4
+            total += layers * (12 if training else 4)
         else:
-            total += (6 if traits.matrices == "trained" else 4) if training else 2
+            total += layers * ((6 if traits.matrices == "trained" else 4) if training else 2)
     return total * seq_len * m.n_embd
 
 

@@ -130,7 +130,7 @@ def export_hf(
 def llama_refusal(model: Decoder, m: ModelConfig) -> str | None:
     """Why a stock Llama cannot hold this model, or None when it can."""
     if model.variant.layers and not model.traits.exportable:
-        return "a hybrid of softmax attention and fixed mixing is not a Llama"
+        return "a hybrid with layers of MixiT's family is not a Llama: they have no queries or keys"
     if not model.traits.exportable:
         return (
             "MixiT is not a Llama: its attention is a fixed mixing matrix with no queries or "

@@ -20,7 +20,7 @@ from torch import nn
 
 from .attention import FixedMixing, MixerTraits, SoftmaxAttention, offset_causal_mask
 from .shape import ModelShape
-from .variants import VARIANTS, AttentionKind, Variant
+from .variants import AttentionKind, Variant
 
 
 class LearnedMixing(FixedMixing):
@@ -105,12 +105,8 @@ def variant_traits(variant: Variant, config: ModelShape) -> MixerTraits:
     positions where any layer learns them), as a lower bound for the memory model (the fewest
     projections; matrices only where every layer holds the same kind). A hybrid is not
     exported as a Llama: no stock config holds a different variant per layer."""
-    # From the layers named, not a walk over every layer: a config not yet validated may ask
-    # for any number of them (a model of none has its base's traits until it is refused).
-    named = {layer: other for layer, other in variant.layers if layer < config.n_layer}
-    kinds = {VARIANTS[other].attention for other in named.values()}
-    if len(named) < config.n_layer or not kinds:
-        kinds.add(variant.attention)
+    # A model of no layers, which validation refuses, has its base's traits until then.
+    kinds = set(variant.mixers(config.n_layer)) or {variant.attention}
     if len(kinds) == 1:
         return mixer_traits(kinds.pop(), config)
     each = [mixer_traits(kind, config) for kind in sorted(kinds)]

@@ -78,6 +78,16 @@ class Variant:
         other = dict(self.layers).get(layer)
         return self if other is None else VARIANTS[other]
 
+    def mixers(self, n_layer: int) -> dict[str, int]:
+        """How many of ``n_layer`` layers each token mixer builds (its name in
+        ``AttentionKind``), read from the layers a hybrid names rather than by visiting every
+        layer: a config not yet validated may ask for any number of them."""
+        named = [VARIANTS[other].attention for layer, other in self.layers if layer < n_layer]
+        counts = {kind: named.count(kind) for kind in dict.fromkeys(named)}
+        if n_layer > len(named):
+            counts[self.attention] = counts.get(self.attention, 0) + n_layer - len(named)
+        return counts
+
     @property
     def rows(self) -> tuple[str, ...]:
         """The rows of the spectrum it is built from: its own name, or a hybrid's base and
