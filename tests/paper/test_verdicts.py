@@ -24,6 +24,7 @@ from mixit.study.experiment import (
     Reproduction,
 )
 from mixit.study.setting import Setting
+from mixit.tasks import get_task
 
 QUICK = {"train.steps": 4, "train.eval_every": 4, "task.num_pairs": 256, "train.eval_examples": 256}
 QUICK |= {"train.batch_size": 32}
@@ -281,6 +282,21 @@ def test_a_claim_that_fails_on_runs_cut_off_while_rising_is_inconclusive(tmp_pat
     text = claims_markdown([failed], Setting("tiny", 1, 0, {}))
     assert "Cut off while still rising" in text and "Inconclusive: C1" in text
     assert "0 of 1 claims run reproduced" in text
+
+
+def test_a_capped_run_that_ended_at_its_ceiling_is_not_cut_off():
+    # #101: the tuning group reached the cap still rising, but this verdict run ended at 1.000.
+    from mixit.study.references import unfinished_runs
+
+    planned = table1.plan("tiny", range(1))
+    configs = {run: run.config("tiny") for run in planned}
+    mixit_run = next(r for r in planned if r.task == "retrieval" and r.model == "mixit")
+    metric = get_task("retrieval").metric
+    summaries = {run: {"metrics": {metric: 1.0}, "stopped": "budget"} for run in planned}
+    args = (table1.EXPERIMENT, "tiny", range(1), summaries, configs, ["C1"], [mixit_run])
+    assert unfinished_runs(*args) == {}
+    summaries[mixit_run] = {"metrics": {metric: 0.5}, "stopped": "budget"}
+    assert "its tuning reached the budget cap" in unfinished_runs(*args)["C1"][0]
 
 
 def c5_results(gaps: dict[str, list[float]]) -> dict:

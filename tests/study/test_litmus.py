@@ -120,6 +120,20 @@ def test_a_variant_capped_while_rising_is_inconclusive_never_short():
     assert "may pull away" in mixit.why
 
 
+def test_a_capped_reference_at_the_ceiling_on_every_seed_does_not_block_a_match():
+    # #101: a perfect score is not "still rising", whatever the tuning seed did on the way.
+    result = _result(standard=[1.0, 1.0, 0.99], mixit=[1.0, 1.0, 1.0])
+    capped = {"capped": True, "steps": 4000, "edge": "interior", "train.lr": 1e-3}
+    result["tuned"] = {"mixit": {"capped": False}, "standard": capped}
+    (mixit,) = litmus(result, 0.02)
+    assert mixit.matches is True and not mixit.still_rising
+    # Short of the ceiling by more than the tolerance: the cap blocks the match again.
+    result["rows"][0]["values"] = [0.97, 0.97, 0.97]
+    result["rows"][1]["values"] = [0.975, 0.975, 0.975]
+    (mixit,) = litmus(result, 0.02)
+    assert mixit.matches is None and "the reference reached the budget cap" in mixit.why
+
+
 def test_a_converged_variant_short_of_a_rising_reference_falls_short_and_says_so():
     """A flat variant at chance against a reference still rising: the gap can only widen."""
     result = _result(standard=[0.90, 0.91, 0.93], mixit=[0.25, 0.24, 0.26])

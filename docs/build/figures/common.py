@@ -27,6 +27,8 @@ OLD_RULES = "old-rules"
 BEFORE_NO_REFERENCE = "before-no-reference"
 # Before the reading rules of 2026-12-01.
 BEFORE_READING_RULES = "before-reading-rules"
+# Before the ceiling reached the budget cap (2026-12-07, docs/reproduce.md).
+BEFORE_CEILING_AT_CAP = "before-ceiling-at-cap"
 CLAIM_IDS = [f"C{i}" for i in range(1, 13)]
 
 

@@ -326,22 +326,34 @@ def rules_moved() -> str:
                     f"| {name} | {task} | {model} | {recorded} | {then} | **{current}** | "
                     f"{' and '.join(by)} |"
                 )
-    claims = []
+    claims, capped = [], []
     for output, before in _json(PASSED)["claims"].items() if PASSED.is_file() else []:
-        verdicts = {c["id"]: c["verdict"] for c in before["claims"]}
-        claims += [
-            f"{output} {c['id']}: {verdicts[c['id']]} → {c['verdict']}"
-            for c in _json(common.RESULTS / output / "claims.json")["claims"]
-            if verdicts[c["id"]] != c["verdict"]
-        ]
+        now = _json(common.RESULTS / output / "claims.json")
+        then = common.earlier(common.RESULTS / output, common.BEFORE_CEILING_AT_CAP)
+        claims += _moved(before, then or now, output)
+        capped += _moved(then, now, output) if then else []
     lines += [
         "",
         f"{moved['2026-12-06']} suite readings moved by the rules of 2026-12-06, "
         f"{moved['2026-12-01']} by those of 2026-12-01 (suites recorded before them). "
         f"Claims judged again: {len(_json(PASSED)['claims']) if PASSED.is_file() else 0} "
         f"outputs, {len(claims)} verdicts moved" + (": " + "; ".join(claims) if claims else "."),
+        f"Since, by the ceiling at the budget cap (2026-12-07): {len(capped)} "
+        f"verdict{'' if len(capped) == 1 else 's'} moved"
+        + (": " + "; ".join(capped) if capped else "."),
     ]
     return "\n".join(lines)
+
+
+def _moved(before: dict[str, Any], after: dict[str, Any], output: str) -> list[str]:
+    """``OUTPUT CLAIM: before → after`` for each claim whose verdict moved between the two
+    claims.json."""
+    verdicts = {c["id"]: c["verdict"] for c in before["claims"]}
+    return [
+        f"{output} {c['id']}: {verdicts[c['id']]} → {c['verdict']}"
+        for c in after["claims"]
+        if verdicts[c["id"]] != c["verdict"]
+    ]
 
 
 def _cells(judged: dict[str, Any]) -> dict[str, str]:

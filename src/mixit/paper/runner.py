@@ -308,7 +308,7 @@ def _judge(
     unlearned = unlearned_references(experiment, scale, seed_range, with_rows)
     ids = [c.id for c in claims]
     capped = capped_runs(experiment, planned, how)
-    unfinished = unfinished_runs(experiment, scale, seed_range, summaries, configs, ids, capped)
+    unfinished = unfinished_runs(experiment, scale, seed_range, with_rows, configs, ids, capped)
     headlines, measured = experiment.headlines(scale, seed_range), built[len(planned) :]
     for judged_claim in claims:
         tasks = {run.task for line in headlines.get(judged_claim.id, []) for run in line.runs}

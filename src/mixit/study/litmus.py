@@ -4,7 +4,8 @@ model on a task, from every seed, or why the standard model cannot be the refere
 Three readings (docs/reproduce.md, "Reading rules"): ``matches``, ``falls short`` and
 ``inconclusive``. A variant falls short only when every seed, and the 95 % interval of the
 paired differences, is beyond the tolerance, and it was trained to the end: not cut off still
-rising (``capped`` in its tuning record, or a verdict seed still rising at its budget's end).
+rising (``capped`` in its tuning record, or a verdict seed still rising at its budget's end;
+neither where every verdict seed ended at the metric's ceiling).
 A metric with no ceiling (log perplexity) is read at the one budget every model trained
 instead, and is inconclusive only when the order of the variant and the reference changed over
 the last doubling. When even the random
@@ -29,11 +30,11 @@ from mixit.study.comparison import LitmusResult
 from mixit.study.words import READINGS
 from mixit.tasks import get_task
 from mixit.tasks.base import harder
+from mixit.tuning.rules import CEILING, short_of_chance
 
 # What counts as having learned is the tuning protocol's too, so its rules hold the tolerance;
 # the reading re-exports it under the name every reader imports.
 from mixit.tuning.rules import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
-from mixit.tuning.rules import short_of_chance
 
 # Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom; the normal's beyond.
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -161,12 +162,12 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
         interval = interval_95(paired)
         matches, why = _verdict([better * d for d in paired], interval, better, tolerance)
         still_rising = False
-        if matches is False and (unfinished := _unfinished(result, model)):
+        if matches is False and (unfinished := _unfinished(result, model, tolerance)):
             matches, why = None, unfinished  # a variant still rising may catch up
             still_rising = result["metric"] not in NO_CEILING
         # A reference still rising may pull away from a match, but only widens a shortfall
         # of a variant that converged on every seed (checked above).
-        reference_rising = _unfinished(result, "standard") if matches is not None else ""
+        reference_rising = _unfinished(result, "standard", tolerance) if matches is not None else ""
         if matches is True and reference_rising:
             matches, why, still_rising = None, f"{reference_rising}: it may pull away", True
         readings.append(
@@ -209,17 +210,22 @@ def _verdict(
     return matches, ""
 
 
-def _unfinished(result: Mapping[str, Any], model: str) -> str:
+def _unfinished(result: Mapping[str, Any], model: str, tolerance: float) -> str:
     """Why ``model``'s runs were not trained to the end, "" when they were: its tuning record
     reached the budget cap still rising, or a verdict seed was still rising at its budget's
     end; for a metric with no ceiling, instead, the order of the variant and the reference
-    changed over the last doubling."""
+    changed over the last doubling. Verdict seeds that all ended within the tolerance of the
+    metric's ceiling were trained to the end, whatever the tuning seed did (#101)."""
     rows = {row["model"]: row for row in result["rows"]}
     record = result.get("tuned", {}).get(model, {})
     if result["metric"] in NO_CEILING:
         return _order_changed(result, model) if model != "standard" else ""
     # The verdict runs trained past the tuning's cap (``--extend``): their own rise decides.
     beyond = result.get("extension", {}).get("steps", 0) > record.get("steps", 0)
+    ceiling = CEILING.get(result["metric"])
+    values = rows[model].get("values", [rows[model]["mean"]])
+    if ceiling is not None and all(ceiling - v <= tolerance + ROUNDING for v in values):
+        return ""
     if record.get("capped") and not beyond:
         return f"{_name(model)} reached the budget cap ({record['steps']:,} steps) still rising"
     seeds = result.get("seeds", [])

@@ -22,7 +22,7 @@ from mixit.study.litmus import DEFAULT_TOLERANCE, NO_CEILING, short_of_chance
 from mixit.study.results import read_results_csv
 from mixit.tasks import get_task
 from mixit.training.rundir import RunSummary
-from mixit.tuning.rules import rising_at_end
+from mixit.tuning.rules import at_top, rising_at_end
 
 
 def per_seed(summaries: Summaries, selected: Collection[Run], metric: str) -> dict[int, float]:
@@ -107,7 +107,8 @@ def unfinished_runs(
     cap still rising (``capped``). A claim reads every run its experiment plans on the tasks
     its headlines name (every task, without headlines). A metric with no ceiling (log
     perplexity) is read at its budget, never unfinished; a run whose folder is gone is
-    judged by ``capped`` alone."""
+    judged by ``capped`` and the final value results.csv keeps of it (``summaries`` as
+    ``recorded_summaries`` gives them)."""
     planned = experiment.plan(scale, seeds)
     seeds_cut = cut_off_runs(planned, summaries, configs, capped)
     found = {}
@@ -145,16 +146,30 @@ def cut_off_runs(
         if get_task(run.task).metric in NO_CEILING:
             continue
         summary = summaries.get(run, {})
-        metrics = Path(summary.get("run_dir", "")) / "metrics.jsonl"
+        folder = summary.get("run_dir")
         stopped = summary.get("stopped", "budget")
-        if run in capped:
+        if run in capped and not ended_at_top(summary, configs.get(run)):
             why = "its tuning reached the budget cap still rising"
-        elif metrics.is_file() and rising_at_end(metrics.parent, configs[run], stopped):
+        elif (
+            folder
+            and (Path(folder) / "metrics.jsonl").is_file()
+            and rising_at_end(Path(folder), configs[run], stopped)
+        ):
             why = "still rising at its budget's end"
         else:
             continue
         seeds_cut.setdefault((run.task, run.model), {}).setdefault(why, set()).add(run.seed)
     return seeds_cut
+
+
+def ended_at_top(summary: RunSummary, config: RunConfig | None) -> bool:
+    """Whether a verdict run ended within the tolerance of its metric's ceiling or its target
+    (``tuning_rules.at_top``): then its tuning group's reaching the budget cap still rising
+    leaves this run's reading decided (#101: a perfect score is not still rising)."""
+    if config is None:
+        return False
+    final = summary.get("metrics", {}).get(get_task(config.task_name).metric)
+    return final is not None and at_top(final, config)
 
 
 def _listed(seeds: Collection[int]) -> str:

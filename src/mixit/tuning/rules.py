@@ -220,10 +220,18 @@ def rising_at_end(run_dir: Path, config: RunConfig, stopped: str) -> bool:
     if len(window) < 2:
         return False
     last = window[-1][metric]
-    tops = [top for top in (CEILING.get(metric), config.train.stop_at) if top is not None]
-    if any(better * (top - last) <= margin for top in tops):
+    if at_top(last, config):
         return False
     return better * (last - window[0][metric]) > margin
+
+
+def at_top(value: float, config: RunConfig) -> bool:
+    """Whether a headline value is within the task's litmus tolerance of the metric's ceiling
+    or of the run's target (``train.stop_at``): a run there has converged, and no budget would
+    raise it by more than the tolerance."""
+    metric, better, margin = headline(config), direction(config), tolerance(config)
+    tops = [top for top in (CEILING.get(metric), config.train.stop_at) if top is not None]
+    return any(better * (top - value) <= margin for top in tops)
 
 
 def best_held_out(run_dir: Path, config: RunConfig) -> tuple[float, int] | None:
