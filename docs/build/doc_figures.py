@@ -39,6 +39,7 @@ from figures.reproduce import (
     transcript,
     tuning_rules_changes,
 )
+from figures.rows import necessity_maps, rows_compared
 from figures.sources import source_sizes
 from figures.speed import (
     bench,
@@ -100,6 +101,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "width-tuning": width_tuning,
     "width-timing": width_timing,
     "source-sizes": source_sizes,
+    "rows-compared": rows_compared,
+    "necessity-maps": necessity_maps,
     "layers": layers,
     "peer-tasks": peer_tasks,
     "modadd-depth": modadd_depth,
@@ -124,6 +127,7 @@ DOCUMENTS = (
     ROOT / "docs" / "width.md",
     ROOT / "docs" / "huggingface.md",
     ROOT / "docs" / "cost.md",
+    ROOT / "docs" / "rows.md",
     *sorted(folder / "README.md" for folder in AXES.values()),
 )
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)

@@ -95,3 +95,34 @@ def test_a_figure_title_says_how_its_runs_were_trained():
     assert tuning_caption(presets, covered=False) == "untuned"
     assert tuning_caption(Setting("tiny", 3, tune="protocol")) == "tuned here"
     assert tuning_caption(Setting("tiny", 3, tuned="sweeps/best.json")) == "rates of best.json"
+
+
+def test_a_model_keeps_its_colour_and_marker_whatever_else_a_figure_plots(tmp_path, drawn):
+    seeds = [[0.9, 1.0], [0.95, 1.0]]
+    line_plot(tmp_path / "a.png", [2, 4], {"standard": seeds, "mixit": seeds}, "t", "x", "y")
+    models = {"random": seeds, "frozen-qk": seeds, "mixit": seeds}
+    line_plot(tmp_path / "b.png", [2, 4], models, "t", "x", "y", bounds=(0.0, 1.0))
+    (first, _), (second, _) = drawn.values()
+    styles = [
+        {c.get_label(): (c.lines[0].get_color(), c.lines[0].get_marker()) for c in ax.containers}
+        for ax in (first.axes[0], second.axes[0])
+    ]
+    assert styles[0]["mixit"] == styles[1]["mixit"]
+    assert len({*styles[0].values(), *styles[1].values()}) == 4  # four models, four styles
+    # Two series on the same values stand apart, and no error bar passes accuracy 1.0.
+    drawn_bars = second.axes[0].containers
+    assert len({tuple(c.lines[0].get_xdata()) for c in drawn_bars}) == 3
+    tops = [
+        seg[:, 1].max() for c in drawn_bars for bars in c.lines[2] for seg in bars.get_segments()
+    ]
+    assert max(tops) <= 1.0
+    # The legend sits below the axes, off the data.
+    assert second.axes[0].get_legend().get_bbox_to_anchor().y0 < second.axes[0].bbox.y0
+
+
+def test_attention_maps_name_positions_with_their_tokens_where_they_fit(tmp_path, drawn):
+    patterns = torch.softmax(torch.randn(1, 1, 4, 4), dim=-1)  # (L, H, T, T)
+    plot_attention_maps(patterns, ["a", "b", "c", "d"], tmp_path / "maps.png", "maps")
+    ((fig, _),) = drawn.values()
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["0 a", "1 b", "2 c", "3 d"]
+    assert "position" in fig._supxlabel.get_text()

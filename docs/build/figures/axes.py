@@ -110,40 +110,47 @@ def axis_values(axis: Path) -> str:
     folders, not ``axis.json``, so an axis still under way shows the values it has."""
     blocks = []
     for folder in _value_folders(axis):
-        compare = json.loads((folder / "compare.json").read_text())
-        tuned = compare.get("tuned") or {}
-        budgets = sorted({t["steps"] for t in tuned.values()})
-        budget = f"; budget {', '.join(f'{b:,}' for b in budgets)} steps" if budgets else ""
-        readings = {row["model"]: row for row in compare["litmus"]["rows"]}
-        seeds = ", ".join(str(seed) for seed in compare["seeds"])
         blocks += [
-            f"- **{folder.name}** ({compare['metric']}; chance {compare['chance']:.3g}{budget}):",
+            *comparison_table(folder.name, json.loads((folder / "compare.json").read_text())),
             "",
-            f"  | model | rate | seeds {seeds} | mean | litmus reading |",
-            "  |---|---:|---|---:|---|",
         ]
-        for row in compare["rows"]:
-            model = row["model"]
-            if model == "standard":
-                reading = "reference"
-            elif model in readings:
-                reading = f"{verdict_words(readings[model])}: {readings[model]['reading']}"
-            else:
-                reading = "no verdict"
-            values = ", ".join(f"{v:.3f}" for v in row["values"])
-            blocks.append(
-                f"  | {model} | {_rate(tuned.get(model))} | {values} | {row['mean']:.3f} "
-                f"| {reading} |"
-            )
-        if compare["litmus"].get("no_reference"):
-            blocks += [
-                "",
-                "  No verdict at this value: the standard model is no reference here ("
-                f"{'; '.join(compare['litmus']['no_reference'])}; next: "
-                f"{compare['litmus']['next']}).",
-            ]
-        blocks.append("")
     return "\n".join(blocks).rstrip()
+
+
+def comparison_table(label: str, compare: dict) -> list[str]:
+    """One comparison as its ``compare.json`` has it, under the bold ``label``: each model's
+    tuned rate, each seed's metric, the mean and the litmus reading."""
+    tuned = compare.get("tuned") or {}
+    budgets = sorted({t["steps"] for t in tuned.values()})
+    budget = f"; budget {', '.join(f'{b:,}' for b in budgets)} steps" if budgets else ""
+    readings = {row["model"]: row for row in compare["litmus"]["rows"]}
+    seeds = ", ".join(str(seed) for seed in compare["seeds"])
+    lines = [
+        f"- **{label}** ({compare['metric']}; chance {compare['chance']:.3g}{budget}):",
+        "",
+        f"  | model | rate | seeds {seeds} | mean | litmus reading |",
+        "  |---|---:|---|---:|---|",
+    ]
+    for row in compare["rows"]:
+        model = row["model"]
+        if model == "standard":
+            reading = "reference"
+        elif model in readings:
+            reading = f"{verdict_words(readings[model])}: {readings[model]['reading']}"
+        else:
+            reading = "no verdict"
+        values = ", ".join(f"{v:.3f}" for v in row["values"])
+        lines.append(
+            f"  | {model} | {_rate(tuned.get(model))} | {values} | {row['mean']:.3f} | {reading} |"
+        )
+    if compare["litmus"].get("no_reference"):
+        lines += [
+            "",
+            "  No verdict at this value: the standard model is no reference here ("
+            f"{'; '.join(compare['litmus']['no_reference'])}; next: "
+            f"{compare['litmus']['next']}).",
+        ]
+    return lines
 
 
 # Each committed axis's README quotes its per-value tables from the block named after it.

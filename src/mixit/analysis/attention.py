@@ -155,10 +155,12 @@ def scores_of_patterns(
 
 def plot_attention_maps(patterns: torch.Tensor, tokens: list[str], path: Path, title: str) -> None:
     """A grid of heat maps (layers x heads) of one example's attention (L, H, T, T), PNG and
-    PDF; beyond ``TICKS`` positions only every k-th token is named, so the labels stay legible."""
+    PDF. The axes are positions: each tick names its position and, where every position has a
+    tick (at most ``TICKS``), the token there; beyond, every k-th position by number alone."""
     L, H, T, _ = patterns.shape
     every = max(1, math.ceil(T / TICKS))
     ticks = list(range(0, T, every))
+    names = [f"{t} {tokens[t]}" if every == 1 else str(t) for t in ticks]
     with styled() as plt:
         width = min(PAGE, 1.7 * H + 0.9)
         fig, axes = plt.subplots(L, H, figsize=(width, width / H * L + 0.5), squeeze=False)
@@ -168,12 +170,11 @@ def plot_attention_maps(patterns: torch.Tensor, tokens: list[str], path: Path, t
                 weights = patterns[layer, head].cpu().numpy()
                 image = ax.imshow(weights, cmap=SEQUENTIAL, vmin=0, vmax=1)
                 ax.set_title(f"layer {layer}, head {head}", fontsize=7)
-                names = [tokens[t] for t in ticks]
                 ax.set_xticks(ticks, names if layer == L - 1 else [], rotation=90, fontsize=5)
                 ax.set_yticks(ticks, names if head == 0 else [], fontsize=5)
                 ax.grid(False)
-        fig.supxlabel("key position (the token attended to)", fontsize=7)
-        fig.supylabel("query position", fontsize=7)
+        fig.supxlabel("key position and token (attended to)", fontsize=7)
+        fig.supylabel("query position and token", fontsize=7)
         fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
         fig.suptitle(title)
         save(fig, path)

@@ -1,16 +1,19 @@
 """Figures for the reports (matplotlib, written without a display), in one style: sized to read
-at one column of a paper (``COLUMN`` inches wide, ``PAGE`` for wide grids), colour-blind-safe
-colours (the ``tableau-colorblind10`` cycle, the ``cividis`` map), and a vector PDF beside every
-PNG (``save``). Every figure has a title and labelled axes."""
+at one column of a paper (``COLUMN`` inches wide, ``PAGE`` for wide grids), one colour, marker
+and line style per model in every figure (``series_style``: Okabe and Ito's colour-blind-safe
+palette, markers and dashes that survive a greyscale print), the ``cividis`` map, metrics
+named in words (``metric_label``), the legend below the axes rather than over the data, and a
+vector PDF beside every PNG (``save``). Every figure has a title and labelled axes."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from mixit.common.io import make_dir
 
@@ -28,6 +31,93 @@ STYLE = {
     "axes.grid": True,
     "grid.alpha": 0.3,
 }
+
+
+# Each model's colour, marker and line style, the same in every figure whatever else it plots.
+MODEL_STYLES = {
+    "standard": ("#000000", "o", "-"),
+    "frozen-mlp": ("#56B4E9", "^", "--"),
+    "frozen-qk": ("#0072B2", "s", "-."),
+    "mixit": ("#D55E00", "D", "-"),
+    "random": ("#999999", "X", ":"),
+    "mixit-plain-residual": ("#E69F00", "o", "--"),
+    "mixit-learned": ("#CC79A7", "v", "--"),
+    "uniform": ("#009E73", "P", "-."),
+    "no-mixing": ("#A08C00", "*", ":"),
+}
+# Series that are not models (tasks, hybrids, measurements) take these in their order.
+OTHER_STYLES = (
+    ("#0072B2", "o", "-"),
+    ("#D55E00", "s", "--"),
+    ("#009E73", "^", "-."),
+    ("#CC79A7", "D", ":"),
+    ("#E69F00", "v", "-"),
+    ("#56B4E9", "P", "--"),
+    ("#000000", "X", "-."),
+    ("#999999", "*", ":"),
+)
+# Metrics in words, for axis labels; a metric not listed is shown by its key.
+METRIC_LABELS = {
+    "test_accuracy": "test accuracy",
+    "test_token_accuracy": "test accuracy per token",
+    "log_ppl": "test log perplexity (nats/token)",
+    "train_accuracy": "training accuracy",
+    "bits_per_param": "bits per trainable parameter",
+}
+# Where a metric's values can lie: no spread band or error bar is drawn past them.
+ACCURACY_BOUNDS = (0.0, 1.0)
+
+
+class SeriesStyle(TypedDict):
+    """matplotlib's keywords for one series."""
+
+    color: str
+    marker: str
+    linestyle: str
+
+
+def series_style(name: str, index: int) -> SeriesStyle:
+    """The style of the series ``name``, the ``index``-th drawn: a model's own wherever it is
+    plotted, else the ``index``-th of the others."""
+    colour, marker, dashes = MODEL_STYLES.get(name) or OTHER_STYLES[index % len(OTHER_STYLES)]
+    return {"color": colour, "marker": marker, "linestyle": dashes}
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric)
+
+
+def legend_below(ax: Any, entries: int) -> None:
+    """The legend under the axes, in up to three columns, off the data (``save`` keeps it in
+    the figure's bounds)."""
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.3),
+        ncol=min(3, max(1, entries)),
+        frameon=False,
+        handlelength=2.4,
+    )
+
+
+def dodged(x: Sequence[float], index: int, count: int, log_x: bool) -> list[float]:
+    """``x`` moved aside by a small step per series (``index`` of ``count``), so that series
+    on the same values (two models at 1.0) stay visible beside each other."""
+    if count < 2 or len(x) < 2:
+        return list(x)
+    shift = 0.012 * (index - (count - 1) / 2)
+    if log_x:
+        return [v * (max(x) / min(x)) ** shift for v in x]
+    return [v + shift * (max(x) - min(x)) for v in x]
+
+
+def clipped_errors(
+    means: Sequence[float], stds: Sequence[float], bounds: tuple[float, float] | None
+) -> list[list[float]]:
+    """Error bars of one std below and above each mean, cut at ``bounds``."""
+    low, high = bounds or (-math.inf, math.inf)
+    below = [m - max(low, m - s) for m, s in zip(means, stds, strict=True)]
+    above = [min(high, m + s) - m for m, s in zip(means, stds, strict=True)]
+    return [below, above]
 
 
 def pyplot():
@@ -50,10 +140,14 @@ def styled() -> Iterator[Any]:
 
 def save(fig: Any, path: Path) -> None:
     """``path`` (a PNG) and a PDF beside it, byte-identical for the same figure (no creation
-    date in the PDF), then the figure closed."""
+    date in the PDF), then the figure closed; cut to what is drawn, a legend below the axes
+    included."""
     make_dir(path.parent)
-    fig.savefig(path, metadata={"Software": None})
-    fig.savefig(path.with_suffix(".pdf"), metadata={"CreationDate": None, "Producer": None})
+    tight = {"bbox_inches": "tight", "pad_inches": 0.03}
+    fig.savefig(path, metadata={"Software": None}, **tight)
+    fig.savefig(
+        path.with_suffix(".pdf"), metadata={"CreationDate": None, "Producer": None}, **tight
+    )
     pyplot().close(fig)
 
 
@@ -77,14 +171,24 @@ def line_plot(
     *,
     log_x: bool = False,
     log_y: bool = False,
+    bounds: tuple[float, float] | None = None,
 ) -> None:
-    """One line per series with its mean over seeds and an error bar of one std."""
+    """One line per series with its mean over seeds and an error bar of one std (cut at the
+    metric's ``bounds``), each series in its own style and moved a little aside (``dodged``)."""
     with styled() as plt:
         fig, ax = plt.subplots(figsize=(COLUMN, 2.6))
-        for name, per_x in series.items():
+        for index, (name, per_x) in enumerate(series.items()):
             means = [statistics.fmean(values) for values in per_x]
             stds = [statistics.stdev(values) if len(values) > 1 else 0.0 for values in per_x]
-            ax.errorbar(x, means, yerr=stds, marker="o", markersize=3, capsize=2, label=name)
+            ax.errorbar(
+                dodged(x, index, len(series), log_x),
+                means,
+                yerr=clipped_errors(means, stds, bounds),
+                markersize=3.5,
+                capsize=2,
+                label=name,
+                **series_style(name, index),
+            )
         ax.set(title=fitted(title), xlabel=xlabel, ylabel=ylabel)
         if log_x:
             ax.set_xscale("log")
@@ -92,19 +196,21 @@ def line_plot(
             ax.minorticks_off()
         if log_y:
             ax.set_yscale("log")
-        ax.legend()
+        legend_below(ax, len(series))
         fig.tight_layout()
         save(fig, path)
 
 
 def bar_plot(path: Path, values: Mapping[str, Sequence[float]], title: str, ylabel: str) -> None:
-    """One bar per name: the mean over seeds with an error bar of one std."""
+    """One bar per name, in its model's colour: the mean over seeds with an error bar of one
+    std."""
     with styled() as plt:
         fig, ax = plt.subplots(figsize=(COLUMN, 2.4))
         names = list(values)
         means = [statistics.fmean(values[name]) for name in names]
         stds = [statistics.stdev(values[n]) if len(values[n]) > 1 else 0.0 for n in names]
-        ax.bar(names, means, yerr=stds, capsize=3)
+        colours = [series_style(name, i)["color"] for i, name in enumerate(names)]
+        ax.bar(names, means, yerr=stds, capsize=3, color=colours)
         ax.set(title=fitted(title), xlabel="model", ylabel=ylabel)
         ax.grid(axis="x", visible=False)
         fig.tight_layout()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.io import JSONObject
-from mixit.common.plots import line_plot
+from mixit.common.plots import ACCURACY_BOUNDS, line_plot
 from mixit.paper.claims import judged, paired, per_seed
 from mixit.study.axis import point_from_runs
 from mixit.study.experiment import Claim, Experiment, Overrides, Report, Run, Summaries, runs
@@ -61,6 +61,7 @@ def report(
         f"Retrieval accuracy vs number of pairs ({ran(scale, seeds)})",
         "largest number of key-value pairs m_max",
         "test accuracy",
+        bounds=ACCURACY_BOUNDS,
     )
     drop = {m: mean(series[m][0]) - mean(series[m][-1]) for m in MODELS}
     rows = [[p, *(mean_std(accuracy[p][m]) for m in MODELS)] for p in pairs]

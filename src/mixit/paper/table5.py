@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mixit.common.plots import line_plot
+from mixit.common.plots import ACCURACY_BOUNDS, line_plot
 from mixit.paper.claims import judged, margin, paired, per_seed
 from mixit.study.experiment import (
     Claim,
@@ -129,6 +129,7 @@ def report(
         f"MixiT accuracy against heads ({ran(scale, seeds)})",
         "number of heads (fixed width)",
         "test accuracy",
+        bounds=ACCURACY_BOUNDS,
         log_x=True,
     )
     rows = [

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mixit.common.plots import line_plot
+from mixit.common.plots import ACCURACY_BOUNDS, line_plot
 from mixit.paper.claims import judged, margin, paired, per_seed
 from mixit.study.experiment import (
     Claim,
@@ -98,6 +98,7 @@ def report(
         f"Addition accuracy against depth ({ran(scale, seeds)})",
         "layers",
         "test accuracy",
+        bounds=ACCURACY_BOUNDS,
     )
     paper = {**PAPER, "mixit-plain-residual": (None,) * len(DEPTHS)}
     rows = [

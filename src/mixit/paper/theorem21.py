@@ -28,7 +28,7 @@ import torch
 from mixit.analysis.covariance import covariance_at_initialisation
 from mixit.analysis.theory import compare, simulate_recursion, solve_sde, upper_indices
 from mixit.common.io import JSONObject
-from mixit.common.plots import PAGE, line_plot, save, styled
+from mixit.common.plots import PAGE, line_plot, save, series_style, styled
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import judged, margin, per_seed
 from mixit.study.experiment import OVERRIDES, Claim, Experiment, Overrides, Report, Run, Summaries
@@ -307,8 +307,8 @@ def _plot_paths(path: Path, traces: dict[str, list[list[list[float]]]]) -> None:
     times = [TAU * i / 10 for i in range(11)]
     with styled() as plt:
         fig, axes = plt.subplots(1, 2, figsize=(PAGE, 2.6))
-        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        for (name, runs_), colour in zip(traces.items(), colours, strict=False):
+        for index, (name, runs_) in enumerate(traces.items()):
+            colour = series_style(name, index)["color"]
             for k, trace in enumerate(runs_):
                 for entry, ax in enumerate(axes):
                     label = name if k == 0 else None

@@ -31,7 +31,7 @@ import torch
 
 from mixit.analysis.attention import attention_patterns, logit_spread, uniformity
 from mixit.common.io import JSONObject
-from mixit.common.plots import line_plot
+from mixit.common.plots import ACCURACY_BOUNDS, line_plot
 from mixit.config.schema import RunConfig
 from mixit.paper import table4, table6
 from mixit.paper.width_reading import CONSTRUCTIONS, DEPTH, reading
@@ -223,6 +223,7 @@ def _retrieval_section(
         f"retrieval against width ({ran(scale, seeds)})",
         "width",
         "test accuracy",
+        bounds=ACCURACY_BOUNDS,
     )
     attention_rows = [
         [
@@ -265,6 +266,7 @@ def _depth_section(
         f"depth {DEPTH} against width ({ran(scale, seeds)})",
         "width",
         "test accuracy",
+        bounds=ACCURACY_BOUNDS,
     )
     markdown = [
         f"Addition at depth {DEPTH}, test accuracy (C8):",

@@ -30,8 +30,8 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json, write_text
-from mixit.common.plots import COLUMN, fitted, save, styled
 from mixit.config.overrides import Settings, parse_overrides
+from mixit.study.axis_figure import BREAKS, plot_axis
 from mixit.study.compare import table_row
 from mixit.study.comparison import AxisPoint, AxisResult, AxisScore, BreakPoint, ComparisonResult
 from mixit.study.litmus import DEFAULT_TOLERANCE, reading
@@ -44,7 +44,7 @@ from mixit.tuning.rules import rising_at_end
 DEFAULT_FACTORS = (0.5, 1, 2, 4)
 # ``--axis auto``: the preset's value, doubled at most this many times (up to 16x).
 AUTO_DOUBLINGS = 4
-HOLDS, BREAKS, UNREAD = "holds", "breaks", "unread"
+HOLDS, UNREAD = "holds", "unread"
 INCONCLUSIVE = Verdict.INCONCLUSIVE
 # A custom task's files: along this key, each value is a (train, test) pair of JSONL files.
 FILES_KEY = "task.data_files"
@@ -306,57 +306,6 @@ def axis_csv(result: Mapping[str, Any]) -> str:
                     }
                 )
     return buffer.getvalue()
-
-
-def plot_axis(path: Path, result: Mapping[str, Any]) -> None:
-    """Each model's mean over seeds with a band of one std, chance dashed, and a cross at
-    each model's break point."""
-    points = result["points"]
-    labels = [str(p["value"]) for p in points]
-    numeric = all(_is_number(label) for label in labels)
-    # Values that are not numbers (file pairs) stand at their places, named by their folder.
-    xs = [float(label) for label in labels] if numeric else [float(i) for i in range(len(points))]
-    if not numeric:
-        labels = [Path(label.split(",")[0]).parent.name or label for label in labels]
-    breaks = {b["model"]: b for b in result["break_points"]}
-    first = points[0]["compare"]
-    with styled() as plt:
-        fig, ax = plt.subplots(figsize=(COLUMN, 2.6))
-        for model in [r["model"] for r in first["rows"]]:
-            values = [next(r for r in p["compare"]["rows"] if r["model"] == model) for p in points]
-            means = [statistics.fmean(r["values"]) for r in values]
-            stds = [statistics.stdev(r["values"]) if len(r["values"]) > 1 else 0 for r in values]
-            (line,) = ax.plot(xs, means, marker="o", markersize=3, label=model)
-            low = [m - s for m, s in zip(means, stds, strict=True)]
-            high = [m + s for m, s in zip(means, stds, strict=True)]
-            ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
-            if model in breaks and breaks[model]["outcome"] == BREAKS:
-                at = [str(p["value"]) for p in points].index(str(breaks[model]["at"]))
-                ax.plot(xs[at], means[at], "x", color=line.get_color(), markersize=8)
-        ax.plot(xs, [p["compare"]["chance"] for p in points], "--", color="grey", label="chance")
-        if numeric:
-            ax.set_xscale("log", base=2)
-            labels = [f"{x:g}" for x in xs]
-        ax.set_xticks(xs, labels)
-        ax.minorticks_off()
-        seeds, tuned = first["seeds"], "tuned" if first.get("tuned") else "untuned"
-        shown = f"seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}"
-        ax.set(
-            title=fitted(f"{first['task']} along {result['key']} ({shown}, {tuned}; x: breaks)"),
-            xlabel=result["key"],
-            ylabel=first["metric"],
-        )
-        ax.legend()
-        fig.tight_layout()
-        save(fig, path)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def format_axis(result: Mapping[str, Any]) -> str:
