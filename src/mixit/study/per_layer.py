@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from mixit.common.io import write_json
-from mixit.common.plots import COLUMN, fitted, save, styled
+from mixit.common.plots import COLUMN, SEQUENTIAL, fitted, metric_label, save, styled
 from mixit.models.variants import HYBRID_JOIN
 
 REFERENCE = "standard"
@@ -165,7 +165,7 @@ def draw_necessity(found: NecessityMap, path: Path) -> None:
     with styled() as plt:
         # Wide enough for a cell's two short lines at 7 pt, one column at the least.
         fig, ax = plt.subplots(figsize=(max(COLUMN, 1.8 + 0.6 * len(cells)), 2.2))
-        image = ax.imshow(values, cmap="viridis", vmin=low, vmax=high, aspect="auto")
+        image = ax.imshow(values, cmap=SEQUENTIAL, vmin=low, vmax=high, aspect="auto")
         for row, (means, verdicts) in enumerate(zip(values, marks, strict=True)):
             for layer, (mean, verdict) in enumerate(zip(means, verdicts, strict=True)):
                 text = f"{mean:.2f}\n{MARKS[verdict]}"
@@ -179,6 +179,6 @@ def draw_necessity(found: NecessityMap, path: Path) -> None:
             f"everywhere {found['variant_mean']:.2f}; each cell against {REFERENCE}"
         )
         ax.set_title(fitted(title))
-        fig.colorbar(image, ax=ax, label=found["metric"])
+        fig.colorbar(image, ax=ax, label=metric_label(found["metric"]))
         fig.tight_layout()
         save(fig, path)
