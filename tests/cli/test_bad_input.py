@@ -188,6 +188,12 @@ COMMANDS = [
     (["bench", "--models", ""], "--models names no model"),
     (["bench", "--presets", ""], "--presets names nothing"),
     (["compare", "--task", "addition", "--modles", "mixit"], "--modles (did you mean --models?)"),
+    (["compare", "--task", "retreival"], "unknown task 'retreival' (did you mean retrieval?)"),
+    (["suite", "--tasks", "dyk"], "unknown task 'dyk' (did you mean dyck?)"),
+    (
+        ["compare", "--task", "dyck", "--models", "mixt"],
+        "unknown model 'mixt' (did you mean mixit?)",
+    ),
     (["bench", "--presets", "retrieval", "model.n_layer=4"], "--presets does not read KEY=VALUE"),
     (["bench", "--presets", "retrieval", "--models", "mixit"], "--presets does not read --models"),
     (["bench", "--cost-check", "--rounds", "3"], "--cost-check does not read --rounds"),

@@ -63,7 +63,8 @@ def test_converting_twice_splits_gpt2_once():
 def test_bad_conversions_are_one_line_errors():
     config = resolve_config("retrieval", "standard", "tiny", 0, {**SIZES, "model.arch": "hf:llama"})
     with pytest.raises(
-        UsageError, match="unknown model 'frozen-q' for a model of any architecture"
+        UsageError,
+        match=r"unknown model 'frozen-q' \(did you mean frozen-qk\?\) for a model of any",
     ):
         mixit.convert(fresh("llama", config), "frozen-q")
     with pytest.raises(UsageError, match=r"has no Hugging Face config\.model_type"):

@@ -1,5 +1,15 @@
 """Errors the command line turns into one clear line and an exit status."""
 
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(name: str, choices: Iterable[str], prefix: str = "") -> str:
+    """`` (did you mean PREFIXX?)`` for the choice X closest to a mistyped ``name`` (difflib),
+    "" where none is close: what an unknown name's one-line error adds."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {prefix}{close[0]}?)" if close else ""
+
 
 class UsageError(Exception):
     """Bad input from the user (unknown name, bad value, missing file): exit status 2."""

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import functools
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from mixit.common.errors import UsageError
+from mixit.common.errors import UsageError, did_you_mean
 from mixit.config.schema import ADDED_LATER, RunConfig, check_choice
 
 # A setting's value as the command line gives it (text) or a program does (a number, a flag,
@@ -47,8 +46,7 @@ def apply_overrides(config: RunConfig, overrides: Settings) -> None:
         types_by_name = _field_types(type(section))
         valid = list(types_by_name)
         if name not in valid:
-            close = difflib.get_close_matches(name, valid, n=1)
-            guess = f" (did you mean {section_name}.{close[0]}?)" if close else ""
+            guess = did_you_mean(name, valid, prefix=f"{section_name}.")
             raise UsageError(
                 f"unknown key '{key}'{guess}; valid {section_name} keys: {', '.join(valid)}"
             )

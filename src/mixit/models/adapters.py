@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from mixit.common.errors import UsageError
+from mixit.common.errors import UsageError, did_you_mean
 from mixit.models.attention import mixing_matrices, mixing_std
 from mixit.models.fused import split_gpt2
 from mixit.models.variants import (
@@ -63,7 +63,8 @@ def buildable(name: str) -> Variant:
         chosen = None
     if chosen is None or any(VARIANTS[row].attention not in BUILDABLE for row in chosen.rows):
         raise UsageError(
-            f"unknown model '{name}' for a model of any architecture; choose from: "
+            f"unknown model '{name}'{did_you_mean(name, MODELS)} for a model of any "
+            "architecture; choose from: "
             f"{', '.join(MODELS)}, or a hybrid of them ({HYBRID_SYNTAX})"
         )
     return chosen

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from mixit.common.errors import did_you_mean
+
 
 class AttentionKind(StrEnum):
     """The names of the built-in token mixers (``attention.MIXERS``); a mixer added there
@@ -207,8 +209,8 @@ def variant_named(name: str) -> Variant:
                 layers[layer] = other
     except ValueError as error:
         raise ValueError(
-            f"unknown model '{name}' ({error}); choose one of: {', '.join(VARIANTS)}, "
-            f"or a hybrid {HYBRID_SYNTAX}"
+            f"unknown model '{name}'{did_you_mean(name, VARIANTS)} ({error}); choose one of: "
+            f"{', '.join(VARIANTS)}, or a hybrid {HYBRID_SYNTAX}"
         ) from None
     return dataclasses.replace(
         VARIANTS[base],

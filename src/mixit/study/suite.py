@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
-from mixit.common.errors import UsageError
+from mixit.common.errors import UsageError, did_you_mean
 from mixit.common.io import make_dir, read_json, staged_from_stored, write_json, write_text
 from mixit.common.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.config.overrides import Settings
@@ -53,7 +53,8 @@ def suite_tasks(tasks: Sequence[str] | None) -> list[str]:
     tasks = list(tasks or SYNTHETIC)
     unknown = [task for task in tasks if task not in TASKS]
     if unknown:
-        raise UsageError(f"unknown task '{unknown[0]}'; choose from: {', '.join(TASKS)}")
+        guess = did_you_mean(unknown[0], TASKS)
+        raise UsageError(f"unknown task '{unknown[0]}'{guess}; choose from: {', '.join(TASKS)}")
     return tasks
 
 

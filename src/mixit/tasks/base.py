@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from mixit.common.errors import UsageError
+from mixit.common.errors import UsageError, did_you_mean
 from mixit.common.io import JSONObject
 from mixit.config.overrides import Settings
 from mixit.data.vocabulary import Vocabulary
@@ -313,5 +313,7 @@ def check_positive(config: Any, *names: str) -> None:
 
 def get_task(name: str) -> TaskSpec:
     if name not in TASKS:
-        raise UsageError(f"unknown task '{name}'; choose one of: {', '.join(TASKS)}")
+        raise UsageError(
+            f"unknown task '{name}'{did_you_mean(name, TASKS)}; choose one of: {', '.join(TASKS)}"
+        )
     return TASKS[name]
