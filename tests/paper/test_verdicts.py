@@ -276,12 +276,29 @@ def test_a_claim_that_fails_on_runs_cut_off_while_rising_is_inconclusive(tmp_pat
     )
     assert list(found) == ["C1"]  # C2 reads k-hop, not retrieval's MixiT
     assert "mixit on retrieval: its tuning reached the budget cap" in found["C1"][0]
-    failed = claim("C1").judge(False, {}).hold_back(found["C1"])
+    failed = claim("C1").judge(False, {}).hold_back({"retrieval": found["C1"]})
     assert failed.verdict == INCONCLUSIVE and failed.rule_verdict == NOT_REPRODUCED
-    assert claim("C1").judge(True, {}).hold_back(found["C1"]).verdict == REPRODUCED
+    assert claim("C1").judge(True, {}).hold_back({"retrieval": found["C1"]}).verdict == REPRODUCED
     text = claims_markdown([failed], Setting("tiny", 1, 0, {}))
     assert "Cut off while still rising" in text and "Inconclusive: C1" in text
     assert "0 of 1 claims run reproduced" in text
+
+
+def test_a_claim_failed_on_a_converged_task_is_not_held_open_by_another_tasks_rise():
+    # C7 needs both tasks: Dyck-1's failure on converged runs decides it, however addition's
+    # runs still rise (rule of 2026-12-07); a rising Dyck-1 would leave it open.
+    from mixit.paper import table5
+
+    gains = {"addition": ([0.2, 0.3], [0.9, 0.95]), "dyck": ([0.97, 0.97], [0.975, 0.975])}
+    results = {"accuracy": {t: [low, high] for t, (low, high) in gains.items()}, "gain": {}}
+    results["accuracy"]["sentiment"] = [[0.7, 0.7], [0.7, 0.7]]
+    (c7,) = table5.judge(results)
+    assert c7.verdict == NOT_REPRODUCED and c7.failing == ["dyck"]
+    rising = {"addition": ["mixit on addition: still rising at its budget's end (seeds 1)"]}
+    assert c7.hold_back(rising).verdict == NOT_REPRODUCED and c7.unfinished == []
+    (c7,) = table5.judge(results)
+    held = c7.hold_back(rising | {"dyck": ["mixit on dyck: still rising (seeds 0)"]})
+    assert held.verdict == INCONCLUSIVE and len(held.unfinished) == 2
 
 
 def test_a_capped_run_that_ended_at_its_ceiling_is_not_cut_off():

@@ -27,7 +27,7 @@ from mixit.study.experiment import SCALES, Claim, Experiment, Reproduction, Run
 from mixit.study.measures import seeds_text
 from mixit.study.references import (
     recorded_summaries,
-    unfinished_runs,
+    unfinished_by_task,
     unlearned_references,
 )
 from mixit.study.results import write_results_csv
@@ -308,7 +308,7 @@ def _judge(
     unlearned = unlearned_references(experiment, scale, seed_range, with_rows)
     ids = [c.id for c in claims]
     capped = capped_runs(experiment, planned, how)
-    unfinished = unfinished_runs(experiment, scale, seed_range, with_rows, configs, ids, capped)
+    unfinished = unfinished_by_task(experiment, scale, seed_range, with_rows, configs, ids, capped)
     headlines, measured = experiment.headlines(scale, seed_range), built[len(planned) :]
     for judged_claim in claims:
         tasks = {run.task for line in headlines.get(judged_claim.id, []) for run in line.runs}
@@ -317,7 +317,7 @@ def _judge(
         judged_claim.construction = construction
         judged_claim.independent_of = list(experiment.independent_of)
         judged_claim.refuse(unlearned.get(judged_claim.id, {}))
-        judged_claim.hold_back(unfinished.get(judged_claim.id, []))
+        judged_claim.hold_back(unfinished.get(judged_claim.id, {}))
     return claims
 
 

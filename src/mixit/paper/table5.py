@@ -111,7 +111,11 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
     measured: dict[str, Any] = {"gain": results["gain"]}
     if ceiling:
         measured["at_the_ceiling"] = ceiling
-    return [judged("C7", readings, measured)]
+    verdict = judged("C7", readings, measured)
+    verdict.failing = [
+        t for t, reading in zip(C7_TASKS, readings.values(), strict=True) if reading is False
+    ]
+    return [verdict]
 
 
 def report(

@@ -13,6 +13,7 @@ from mixit.paper.claims import CLAIMS
 from mixit.study.experiment import (
     INCONCLUSIVE,
     NO_REFERENCE,
+    NOT_REPRODUCED,
     NOT_RUN,
     OVERRIDES,
     SEEDS,
@@ -218,6 +219,8 @@ def _reference_lines(claim: Claim) -> list[str]:
         lines.append(f"- **No reference:** {'; '.join(claim.no_reference)}")
         if claim.verdict != NO_REFERENCE:
             lines.append(f"- **Failed on tasks with a reference:** {', '.join(claim.failing)}")
+    elif claim.failing and claim.verdict == NOT_REPRODUCED:
+        lines.append(f"- **Failed on:** {', '.join(claim.failing)} (every task must hold)")
     if claim.unfinished:
         lines.append(f"- **Cut off while still rising:** {'; '.join(claim.unfinished)}")
     if claim.undecided:

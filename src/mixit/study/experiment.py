@@ -226,7 +226,8 @@ class Claim:
     # The runs the claim reads that were cut off while still rising; a "not reproduced" on
     # them is INCONCLUSIVE, and ``rule_verdict`` keeps what the rule alone said.
     unfinished: list[str] = field(default_factory=list)
-    # A claim over several tasks (C5): those its rule failed on (``refuse`` reads them).
+    # A claim over several tasks (C5, C7): those its rule failed on (``refuse`` and
+    # ``hold_back`` read them).
     failing: list[str] = field(default_factory=list)
     # The comparisons its seeds left undecided (claims.per_seed): the verdict is INCONCLUSIVE.
     undecided: list[str] = field(default_factory=list)
@@ -266,11 +267,17 @@ class Claim:
         self.verdict = NO_REFERENCE
         return self
 
-    def hold_back(self, unfinished: Sequence[str]) -> Claim:
-        """A "not reproduced" on runs cut off while still rising (``unfinished``: one line per
-        model and task) becomes INCONCLUSIVE; an inconclusive verdict names them too."""
-        if unfinished and self.verdict in (NOT_REPRODUCED, INCONCLUSIVE):
-            self.unfinished = list(unfinished)
+    def hold_back(self, unfinished: Mapping[str, Sequence[str]]) -> Claim:
+        """A "not reproduced" on runs cut off while still rising (``unfinished``: by task, one
+        line per model) becomes INCONCLUSIVE; an inconclusive verdict names them too. A claim
+        that reads several tasks is held back only by the tasks it failed on (``failing``,
+        rule of 2026-12-07): a failure on a task whose runs all converged stands, whatever
+        still rises on the others, since every task must hold."""
+        lines = [line for task_lines in unfinished.values() for line in task_lines]
+        if self.verdict == NOT_REPRODUCED and any(t not in unfinished for t in self.failing):
+            return self
+        if lines and self.verdict in (NOT_REPRODUCED, INCONCLUSIVE):
+            self.unfinished = lines
             self.rule_verdict = self.verdict
             self.verdict = INCONCLUSIVE
         return self

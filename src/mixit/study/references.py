@@ -102,27 +102,45 @@ def unfinished_runs(
     capped: Collection[Run] = (),
 ) -> dict[str, list[str]]:
     """Per claim of ``claim_ids`` (``experiment``'s), the runs it reads that were cut off
-    while still rising, one line per task and model: a verdict run still rising at its
-    budget's end (``tuning_rules.rising_at_end``), or a run whose tuning reached the budget
-    cap still rising (``capped``). A claim reads every run its experiment plans on the tasks
-    its headlines name (every task, without headlines). A metric with no ceiling (log
-    perplexity) is read at its budget, never unfinished; a run whose folder is gone is
-    judged by ``capped`` and the final value results.csv keeps of it (``summaries`` as
-    ``recorded_summaries`` gives them)."""
+    while still rising, one line per task and model (``unfinished_by_task``, every task's
+    lines in turn)."""
+    by_task = unfinished_by_task(experiment, scale, seeds, summaries, configs, claim_ids, capped)
+    return {
+        claim: [line for lines in tasks.values() for line in lines]
+        for claim, tasks in by_task.items()
+    }
+
+
+def unfinished_by_task(
+    experiment: Experiment,
+    scale: str,
+    seeds: range,
+    summaries: Summaries,
+    configs: Mapping[Run, RunConfig],
+    claim_ids: Collection[str],
+    capped: Collection[Run] = (),
+) -> dict[str, dict[str, list[str]]]:
+    """``{claim: {task: lines}}``: per claim of ``claim_ids`` (``experiment``'s) and task, the
+    runs it reads that were cut off while still rising, one line per model: a verdict run
+    still rising at its budget's end (``tuning_rules.rising_at_end``), or a run whose tuning
+    reached the budget cap still rising (``capped``). A claim reads every run its experiment
+    plans on the tasks its headlines name (every task, without headlines). A metric with no
+    ceiling (log perplexity) is read at its budget, never unfinished; a run whose folder is
+    gone is judged by ``capped`` and the final value results.csv keeps of it (``summaries``
+    as ``recorded_summaries`` gives them)."""
     planned = experiment.plan(scale, seeds)
     seeds_cut = cut_off_runs(planned, summaries, configs, capped)
-    found = {}
+    found: dict[str, dict[str, list[str]]] = {}
     for claim in claim_ids:
         reads = tasks_read(experiment, scale, seeds).get(claim) or {run.task for run in planned}
-        found[claim] = [
-            f"{model} on {task}: "
-            + "; ".join(
-                f"{why} (seeds {_listed(cut)})" for why, cut in seeds_cut[task, model].items()
-            )
-            for task, model in sorted(seeds_cut)
-            if task in reads
-        ]
-    return {claim: found_lines for claim, found_lines in found.items() if found_lines}
+        for task, model in sorted(seeds_cut):
+            if task in reads:
+                why = "; ".join(
+                    f"{cause} (seeds {_listed(cut)})"
+                    for cause, cut in seeds_cut[task, model].items()
+                )
+                found.setdefault(claim, {}).setdefault(task, []).append(f"{model} on {task}: {why}")
+    return found
 
 
 def tasks_read(experiment: Experiment, scale: str, seeds: range) -> dict[str, set[str]]:
