@@ -265,20 +265,20 @@ def test_a_claim_whose_reference_did_not_learn_gets_no_verdict(tmp_path):
 
 def test_a_claim_that_fails_on_runs_cut_off_while_rising_is_inconclusive(tmp_path):
     from mixit.study.experiment import INCONCLUSIVE
-    from mixit.study.references import unfinished_runs
+    from mixit.study.references import unfinished_by_task
 
     planned = table1.plan("tiny", range(1))
     configs = {run: run.config("tiny") for run in planned}
     mixit_run = next(r for r in planned if r.task == "retrieval" and r.model == "mixit")
     summaries = {run: {"metrics": {}, "stopped": "target"} for run in planned}
-    found = unfinished_runs(
+    found = unfinished_by_task(
         table1.EXPERIMENT, "tiny", range(1), summaries, configs, ["C1", "C2"], [mixit_run]
     )
     assert list(found) == ["C1"]  # C2 reads k-hop, not retrieval's MixiT
-    assert "mixit on retrieval: its tuning reached the budget cap" in found["C1"][0]
-    failed = claim("C1").judge(False, {}).hold_back({"retrieval": found["C1"]})
+    assert "mixit on retrieval: its tuning reached the budget cap" in found["C1"]["retrieval"][0]
+    failed = claim("C1").judge(False, {}).hold_back(found["C1"])
     assert failed.verdict == INCONCLUSIVE and failed.rule_verdict == NOT_REPRODUCED
-    assert claim("C1").judge(True, {}).hold_back({"retrieval": found["C1"]}).verdict == REPRODUCED
+    assert claim("C1").judge(True, {}).hold_back(found["C1"]).verdict == REPRODUCED
     text = claims_markdown([failed], Setting("tiny", 1, 0, {}))
     assert "Cut off while still rising" in text and "Inconclusive: C1" in text
     assert "0 of 1 claims run reproduced" in text
@@ -303,7 +303,7 @@ def test_a_claim_failed_on_a_converged_task_is_not_held_open_by_another_tasks_ri
 
 def test_a_capped_run_that_ended_at_its_ceiling_is_not_cut_off():
     # #101: the tuning group reached the cap still rising, but this verdict run ended at 1.000.
-    from mixit.study.references import unfinished_runs
+    from mixit.study.references import unfinished_by_task
 
     planned = table1.plan("tiny", range(1))
     configs = {run: run.config("tiny") for run in planned}
@@ -311,9 +311,9 @@ def test_a_capped_run_that_ended_at_its_ceiling_is_not_cut_off():
     metric = get_task("retrieval").metric
     summaries = {run: {"metrics": {metric: 1.0}, "stopped": "budget"} for run in planned}
     args = (table1.EXPERIMENT, "tiny", range(1), summaries, configs, ["C1"], [mixit_run])
-    assert unfinished_runs(*args) == {}
+    assert unfinished_by_task(*args) == {}
     summaries[mixit_run] = {"metrics": {metric: 0.5}, "stopped": "budget"}
-    assert "its tuning reached the budget cap" in unfinished_runs(*args)["C1"][0]
+    assert "its tuning reached the budget cap" in unfinished_by_task(*args)["C1"]["retrieval"][0]
 
 
 def c5_results(gaps: dict[str, list[float]]) -> dict:

@@ -92,25 +92,6 @@ def recorded_summaries(
     return recorded
 
 
-def unfinished_runs(
-    experiment: Experiment,
-    scale: str,
-    seeds: range,
-    summaries: Summaries,
-    configs: Mapping[Run, RunConfig],
-    claim_ids: Collection[str],
-    capped: Collection[Run] = (),
-) -> dict[str, list[str]]:
-    """Per claim of ``claim_ids`` (``experiment``'s), the runs it reads that were cut off
-    while still rising, one line per task and model (``unfinished_by_task``, every task's
-    lines in turn)."""
-    by_task = unfinished_by_task(experiment, scale, seeds, summaries, configs, claim_ids, capped)
-    return {
-        claim: [line for lines in tasks.values() for line in lines]
-        for claim, tasks in by_task.items()
-    }
-
-
 def unfinished_by_task(
     experiment: Experiment,
     scale: str,
@@ -158,7 +139,7 @@ def cut_off_runs(
     capped: Collection[Run] = (),
 ) -> dict[tuple[str, str], dict[str, set[int]]]:
     """``{(task, model): {why: seeds}}``: the ``planned`` runs cut off while still rising,
-    as ``unfinished_runs`` reads them."""
+    as ``unfinished_by_task`` reads them."""
     seeds_cut: dict[tuple[str, str], dict[str, set[int]]] = {}
     for run in planned:
         if get_task(run.task).metric in NO_CEILING:
