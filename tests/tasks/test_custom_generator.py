@@ -103,6 +103,8 @@ HOSTILE = {
     "exits": "import sys\n\ndef examples(size, n, seed):\n    sys.exit(0)\n",
     "exits-on-import": "import sys\nsys.exit(0)\n\ndef examples(size, n, seed):\n    return []\n",
     "broken": "def examples(size, n, seed)\n    return []\n",
+    "hangs": "import time\n\ndef examples(size, n, seed):\n    try:\n        time.sleep(60)\n"
+    "    except Exception:\n        pass\n    return []\n",
 }
 
 
@@ -113,11 +115,14 @@ HOSTILE = {
         ("exits", "failed at task.size=6: it called sys.exit(0)"),
         ("exits-on-import", "failed while loading: it called sys.exit(0)"),
         ("broken", "failed while loading: SyntaxError"),
+        ("hangs", "was still running after 0.5 s giving examples at task.size=6"),
     ],
 )
 def test_hostile_generators_are_one_line_usage_errors(tmp_path, monkeypatch, kind, fragment):
-    """A generator that never stops is read no further than it needs; one that exits, or
-    will not load, is named in one line instead of ending the command with its status."""
+    """A generator that never stops is read no further than it needs, and one that hangs (its
+    own ``except Exception`` aside) no longer than the time limit; one that exits, or will not
+    load, is named in one line instead of ending the command with its status."""
+    monkeypatch.setattr("mixit.common.trust.USER_CODE_SECONDS", 0.5)
     source = tmp_path / f"{kind.replace('-', '_')}.py"
     source.write_text(HOSTILE[kind])
     monkeypatch.setenv(TRUST_ENV, "")

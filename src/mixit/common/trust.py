@@ -19,8 +19,11 @@ import importlib
 import importlib.util
 import inspect
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,6 +32,36 @@ from mixit.common.digest import module_file
 from mixit.common.errors import UsageError
 
 TRUST_ENV = "MIXIT_TRUST_MODULES"
+# Wall seconds that user code may take to give what a command asked of it (a generator's
+# examples): a generator that hangs, or computes on without yielding, is stopped then.
+USER_CODE_SECONDS = 300.0
+
+
+class TooSlow(BaseException):
+    """User code ran past ``time_limit``'s seconds. A BaseException, so that the user's own
+    ``except Exception`` does not swallow it."""
+
+
+@contextmanager
+def time_limit(seconds: float | None = None) -> Iterator[None]:
+    """Raise ``TooSlow`` in the code inside once ``seconds`` (default ``USER_CODE_SECONDS``)
+    of wall time have passed. It needs the main thread, where a signal can interrupt Python
+    code; elsewhere it sets no limit."""
+    seconds = USER_CODE_SECONDS if seconds is None else seconds
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise TooSlow(f"was still running after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def trust(module_name: str) -> None:

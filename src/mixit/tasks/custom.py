@@ -26,7 +26,7 @@ import numpy as np
 
 from mixit.common.digest import source_files
 from mixit.common.errors import UsageError
-from mixit.common.trust import require_trusted, said, trusted_function
+from mixit.common.trust import TooSlow, require_trusted, said, time_limit, trusted_function
 from mixit.data import (
     default_cache_dir,
     encode_texts,
@@ -154,8 +154,11 @@ def generated_pairs(config: CustomConfig) -> tuple[list, list]:
     function, _ = trusted_function(setting, config.generator, GENERATOR_OPTION)
     n = config.n_train + config.n_test
     try:  # an endless generator is read no further than READ_AT_MOST examples a row
-        given = function(size=config.size, n=n, seed=config.data_seed)
-        examples = list(itertools.islice(given, READ_AT_MOST * n))
+        with time_limit():
+            given = function(size=config.size, n=n, seed=config.data_seed)
+            examples = list(itertools.islice(given, READ_AT_MOST * n))
+    except TooSlow as slow:
+        raise UsageError(f"{setting} {slow} giving examples at task.size={config.size}") from None
     except (Exception, SystemExit) as error:  # the user's code refused, raised or exited
         raise UsageError(f"{setting} failed at task.size={config.size}: {said(error)}") from None
     distinct: dict[str, tuple[object, object]] = {}
