@@ -13,12 +13,11 @@ trained mixing matrix), ``mlp`` (W_G, W_U, W_D), ``norm`` (every RMSNorm gain), 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-
-from mixit.common.errors import did_you_mean
 
 
 class AttentionKind(StrEnum):
@@ -208,8 +207,12 @@ def variant_named(name: str) -> Variant:
                     raise ValueError(f"layer {layer} is named twice")
                 layers[layer] = other
     except ValueError as error:
+        # An exported model's code holds this module and imports nothing of mixit, so the
+        # guess is difflib's here rather than common.errors.did_you_mean's.
+        close = difflib.get_close_matches(name, VARIANTS, n=1)
+        guess = f" (did you mean {close[0]}?)" if close else ""
         raise ValueError(
-            f"unknown model '{name}'{did_you_mean(name, VARIANTS)} ({error}); choose one of: "
+            f"unknown model '{name}'{guess} ({error}); choose one of: "
             f"{', '.join(VARIANTS)}, or a hybrid {HYBRID_SYNTAX}"
         ) from None
     return dataclasses.replace(
