@@ -110,14 +110,25 @@ def dodged(x: Sequence[float], index: int, count: int, log_x: bool) -> list[floa
     return [v + shift * (max(x) - min(x)) for v in x]
 
 
+def clipped_band(
+    means: Sequence[float], stds: Sequence[float], bounds: tuple[float, float] | None
+) -> tuple[list[float], list[float]]:
+    """The band of one std below and above each mean, cut at ``bounds`` (a metric's range)."""
+    low, high = bounds or (-math.inf, math.inf)
+    below = [max(low, m - s) for m, s in zip(means, stds, strict=True)]
+    above = [min(high, m + s) for m, s in zip(means, stds, strict=True)]
+    return below, above
+
+
 def clipped_errors(
     means: Sequence[float], stds: Sequence[float], bounds: tuple[float, float] | None
 ) -> list[list[float]]:
     """Error bars of one std below and above each mean, cut at ``bounds``."""
-    low, high = bounds or (-math.inf, math.inf)
-    below = [m - max(low, m - s) for m, s in zip(means, stds, strict=True)]
-    above = [min(high, m + s) - m for m, s in zip(means, stds, strict=True)]
-    return [below, above]
+    below, above = clipped_band(means, stds, bounds)
+    return [
+        [m - b for m, b in zip(means, below, strict=True)],
+        [a - m for m, a in zip(means, above, strict=True)],
+    ]
 
 
 def pyplot():

@@ -3,7 +3,6 @@ and where each model breaks."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 from mixit.common.plots import (
     ACCURACY_BOUNDS,
     COLUMN,
+    clipped_band,
     fitted,
     legend_below,
     metric_label,
@@ -37,7 +37,7 @@ def plot_axis(path: Path, result: Mapping[str, Any]) -> None:
         labels = [Path(label.split(",")[0]).parent.name or label for label in labels]
     breaks = {b["model"]: b for b in result["break_points"]}
     first = points[0]["compare"]
-    bounds = ACCURACY_BOUNDS if first["metric"] in CEILING else (-math.inf, math.inf)
+    bounds = ACCURACY_BOUNDS if first["metric"] in CEILING else None
     models = [r["model"] for r in first["rows"]]
     with styled() as plt:
         fig, ax = plt.subplots(figsize=(COLUMN, 2.6))
@@ -47,8 +47,7 @@ def plot_axis(path: Path, result: Mapping[str, Any]) -> None:
             stds = [statistics.stdev(r["values"]) if len(r["values"]) > 1 else 0 for r in values]
             style = series_style(model, index)
             ax.plot(xs, means, markersize=3.5, label=model, **style)
-            low = [max(bounds[0], m - s) for m, s in zip(means, stds, strict=True)]
-            high = [min(bounds[1], m + s) for m, s in zip(means, stds, strict=True)]
+            low, high = clipped_band(means, stds, bounds)
             ax.fill_between(xs, low, high, color=style["color"], alpha=0.15, linewidth=0)
             if model in breaks and breaks[model]["outcome"] == BREAKS:
                 at = [str(p["value"]) for p in points].index(str(breaks[model]["at"]))

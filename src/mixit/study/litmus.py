@@ -30,11 +30,11 @@ from mixit.study.comparison import LitmusResult
 from mixit.study.words import READINGS
 from mixit.tasks import get_task
 from mixit.tasks.base import harder
-from mixit.tuning.rules import CEILING, short_of_chance
 
 # What counts as having learned is the tuning protocol's too, so its rules hold the tolerance;
 # the reading re-exports it under the name every reader imports.
 from mixit.tuning.rules import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
+from mixit.tuning.rules import near_ceiling, short_of_chance
 
 # Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom; the normal's beyond.
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -222,9 +222,8 @@ def _unfinished(result: Mapping[str, Any], model: str, tolerance: float) -> str:
         return _order_changed(result, model) if model != "standard" else ""
     # The verdict runs trained past the tuning's cap (``--extend``): their own rise decides.
     beyond = result.get("extension", {}).get("steps", 0) > record.get("steps", 0)
-    ceiling = CEILING.get(result["metric"])
     values = rows[model].get("values", [rows[model]["mean"]])
-    if ceiling is not None and all(ceiling - v <= tolerance + ROUNDING for v in values):
+    if all(near_ceiling(v, result["metric"], tolerance + ROUNDING) for v in values):
         return ""
     if record.get("capped") and not beyond:
         return f"{_name(model)} reached the budget cap ({record['steps']:,} steps) still rising"

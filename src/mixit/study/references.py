@@ -22,7 +22,7 @@ from mixit.study.litmus import DEFAULT_TOLERANCE, NO_CEILING, short_of_chance
 from mixit.study.results import read_results_csv
 from mixit.tasks import get_task
 from mixit.training.rundir import RunSummary
-from mixit.tuning.rules import at_top, rising_at_end
+from mixit.tuning.rules import at_top, headline, rising_at_end
 
 
 def per_seed(summaries: Summaries, selected: Collection[Run], metric: str) -> dict[int, float]:
@@ -112,8 +112,9 @@ def unfinished_by_task(
     planned = experiment.plan(scale, seeds)
     seeds_cut = cut_off_runs(planned, summaries, configs, capped)
     found: dict[str, dict[str, list[str]]] = {}
+    read_by_claim = tasks_read(experiment, scale, seeds)
     for claim in claim_ids:
-        reads = tasks_read(experiment, scale, seeds).get(claim) or {run.task for run in planned}
+        reads = read_by_claim.get(claim) or {run.task for run in planned}
         for task, model in sorted(seeds_cut):
             if task in reads:
                 why = "; ".join(
@@ -167,7 +168,7 @@ def ended_at_top(summary: RunSummary, config: RunConfig | None) -> bool:
     leaves this run's reading decided (#101: a perfect score is not still rising)."""
     if config is None:
         return False
-    final = summary.get("metrics", {}).get(get_task(config.task_name).metric)
+    final = summary.get("metrics", {}).get(headline(config))
     return final is not None and at_top(final, config)
 
 

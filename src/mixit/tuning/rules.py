@@ -230,8 +230,16 @@ def at_top(value: float, config: RunConfig) -> bool:
     or of the run's target (``train.stop_at``): a run there has converged, and no budget would
     raise it by more than the tolerance."""
     metric, better, margin = headline(config), direction(config), tolerance(config)
-    tops = [top for top in (CEILING.get(metric), config.train.stop_at) if top is not None]
-    return any(better * (top - value) <= margin for top in tops)
+    target = config.train.stop_at
+    reached = target is not None and better * (target - value) <= margin
+    return reached or near_ceiling(value, metric, margin)
+
+
+def near_ceiling(value: float, metric: str, margin: float) -> bool:
+    """Whether ``value`` is within ``margin`` of ``metric``'s ceiling (accuracy 1.0); never
+    for a metric without one."""
+    ceiling = CEILING.get(metric)
+    return ceiling is not None and ceiling - value <= margin
 
 
 def best_held_out(run_dir: Path, config: RunConfig) -> tuple[float, int] | None:
