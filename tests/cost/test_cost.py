@@ -7,7 +7,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from mixit.cli import main
 from mixit.cost.counts import counted
-from mixit.cost.memory import sized_counts, training_bytes
+from mixit.cost.memory import mixer_of, sized_counts, training_bytes
 from mixit.cost.predict import (
     GIB,
     TARGETS,
@@ -17,7 +17,7 @@ from mixit.cost.predict import (
     shapes,
 )
 from mixit.models.variants import VARIANTS
-from mixit.training.resolve import mixer_of, resolve_config
+from mixit.training.resolve import resolve_config
 from mixit.training.rundir import new_model
 
 CPU = TARGETS["cpu"]

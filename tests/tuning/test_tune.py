@@ -19,7 +19,8 @@ from mixit.running.runs import run_dir_name
 from mixit.study.compare import Comparison
 from mixit.study.estimate import estimate_comparison, tuning_estimate_line, tuning_seconds
 from mixit.tasks import get_task
-from mixit.tasks.base import Split, TaskData, hold_out_validation
+from mixit.tasks.base import Split, TaskData
+from mixit.tasks.splits import hold_out_validation
 from mixit.training.resolve import resolve_config
 from mixit.training.rundir import read_records
 from mixit.training.train import run as train_run

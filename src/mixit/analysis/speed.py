@@ -33,7 +33,8 @@ from mixit.cost.predict import flops_per_token
 from mixit.inference.export_hf import llama_config
 from mixit.inference.generate import cache_bytes_per_token, generate
 from mixit.tasks import TASKS
-from mixit.training.resolve import mixer_of, resolve_config, resolve_device
+from mixit.training.devices import present_device
+from mixit.training.resolve import resolve_config
 from mixit.training.step import use_tensor_cores
 
 PEAK_SIZE = {"cpu": 1024, "cuda": 8192}  # the square matmul of a peak: a GPU's needs a large one
@@ -193,7 +194,7 @@ def bench(
     Rows: ``impl`` "mixit" (the default eager path), "mixit+compile" (``train.compile``, with
     its ``compile_s``) and "hf"; each with its training FLOPs per token and MFU.
     """
-    target = resolve_device(device)
+    target = present_device(device)
     for config in configs.values():
         check_bench_fits(config, seq_len, batch, target)
     peaks = matmul_peaks(target)
@@ -271,7 +272,7 @@ def check_bench_fits(config: RunConfig, seq_len: int, batch: int, device: torch.
     shaped.model.block_size = max(shaped.model.block_size, seq_len)
     shaped.train.batch_size, shaped.train.micro_batches = batch, 1
     shape = f"--seq-len {seq_len}, --batch {batch}"
-    check_fits(shaped, seq_len, mixer_of(shaped), device, shape)
+    check_fits(shaped, seq_len, device, shape)
 
 
 def bench_configs(

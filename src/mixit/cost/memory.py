@@ -19,9 +19,17 @@ import torch
 from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig
 from mixit.cost.counts import Counts
+from mixit.models.adapters import get_variant
 from mixit.models.attention import MixerTraits
+from mixit.models.mixers import variant_traits
 
 FLOAT = 4  # bytes per fp32 value
+
+
+def mixer_of(config: RunConfig) -> MixerTraits:
+    """The traits of the token mixer ``config``'s variant declares: what the memory model
+    sizes its projections, position table and buffers by."""
+    return variant_traits(get_variant(config.variant), config.model)
 
 
 def sized_counts(config: RunConfig, mixer: MixerTraits) -> Counts:
@@ -107,12 +115,11 @@ def available_bytes(device: torch.device) -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def check_fits(
-    config: RunConfig, seq_len: int, mixer: MixerTraits, device: torch.device, shape: str = ""
-) -> None:
+def check_fits(config: RunConfig, seq_len: int, device: torch.device, shape: str = "") -> None:
     """Refuse, in one line with both figures, a run whose estimate exceeds free memory;
     ``shape`` names the sizes as the command took them (default: the config's keys)."""
-    needed, free = training_bytes(config, seq_len, mixer), available_bytes(device)
+    free = available_bytes(device)
+    needed = training_bytes(config, seq_len, mixer_of(config))
     if needed > free:
         hint = "" if shape else " (more train.micro_batches hold less of a batch at once)"
         shape = shape or (
@@ -126,10 +133,10 @@ def check_fits(
         )
 
 
-def check_loads(config: RunConfig, mixer: MixerTraits) -> None:
+def check_loads(config: RunConfig) -> None:
     """Refuse, in one line, loading a stored run whose model alone exceeds the host's free
     memory (a damaged or foreign ``config.json`` naming huge sizes)."""
-    counts = sized_counts(config, mixer)
+    counts = sized_counts(config, mixer_of(config))
     needed = FLOAT * counts.parameters + counts.buffer_bytes
     free = available_bytes(torch.device("cpu"))
     if needed > free:

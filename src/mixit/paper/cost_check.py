@@ -47,7 +47,8 @@ from mixit.paper.runner import plan_reproduction
 from mixit.running.runs import run_dir_name
 from mixit.study.experiment import Reproduction
 from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
-from mixit.training.resolve import resolve_device, stored_config
+from mixit.training.devices import present_device
+from mixit.training.resolve import stored_config
 from mixit.training.setup import setup
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def cost_check(
     on ``device``: its measured step seconds and training memory against those the device's
     target (``target_of``) predicts, and the share of the device's measured matmul peak the
     step reaches (the figures a target's constants are calibrated from: docs/cost.md)."""
-    where = resolve_device(device)
+    where = present_device(device)
     _, planned = plan_reproduction(["all"], Reproduction(scale, seeds=1, overrides=overrides or {}))
     distinct = {run_dir_name(config): config for config in planned.values()}
     peaks = {name: gflops * 1e9 for name, gflops in matmul_peaks(where).items()}

@@ -17,7 +17,7 @@ from mixit.running.workers import worker_threads
 from mixit.study.estimate import plan_timings, wall_seconds
 from mixit.study.experiment import Experiment, Reproduction, Run
 from mixit.study.text import duration
-from mixit.training.resolve import resolve_device
+from mixit.training.devices import present_device
 from mixit.tuning import rules
 
 
@@ -104,7 +104,7 @@ def _estimate(
         "seeds": how.seeds,
         "jobs": how.jobs,
         "threads_per_job": worker_threads(how.jobs),
-        "device": str(resolve_device("auto")),
+        "device": str(present_device("auto")),
         grouped_by: {
             group: {
                 "runs": len(names),

@@ -29,7 +29,7 @@ from mixit.running.workers import (
 from mixit.study.axis import Axis
 from mixit.study.compare import Comparison
 from mixit.study.text import duration, name_width
-from mixit.training.resolve import resolve_device
+from mixit.training.devices import present_device
 from mixit.training.stopping import PLATEAU_EVALUATIONS
 from mixit.tuning.rules import (
     BUDGET_CAP,
@@ -151,7 +151,7 @@ def estimate_comparison(
             row["micro_batches_to_fit"] = timing["micro_batches_to_fit"]
         rows.append(row)
     if target is None:
-        device = resolve_device(configs[models[0], seed].train.device)
+        device = present_device(configs[models[0], seed].train.device)
         where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
     else:
         where = f"predicted for {get_target(target).describe()}"

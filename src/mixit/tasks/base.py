@@ -60,21 +60,6 @@ def next_token_targets(split: Split) -> torch.Tensor:
     return targets
 
 
-def hold_out_validation(data: TaskData, fraction: float) -> TaskData:
-    """``fraction`` of the training rows (a fixed random choice) become the split the run is
-    evaluated on, the rest is trained on; the test split is set aside. Memorization, scored on
-    its training set by design, is returned as it is."""
-    if not fraction or data.test_is_train:
-        return data
-    order = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(0))
-    held = max(1, int(len(data.train) * fraction))
-    rows = {"train": order[held:], "validation": order[:held]}
-    train, validation = (
-        Split(data.train.inputs[rows[k]], data.train.targets[rows[k]]) for k in rows
-    )
-    return dataclasses.replace(data, train=train, test=validation)
-
-
 def scored_answers(split: Split) -> torch.Tensor:
     """Each row's answer, its scored target tokens moved to the front in order, IGNORE_INDEX
     after them: (N, A) for the longest answer's length A, equal rows for equal answers wherever

@@ -33,9 +33,9 @@ from mixit.config.schema import RunConfig
 from mixit.models.attention import SoftmaxAttention
 from mixit.models.build import RunModel
 from mixit.tasks import IGNORE_INDEX
-from mixit.training.rundir import RunSummary
+from mixit.training.rundir import RunSummary, resumed
 from mixit.training.step import apply_gradients, mixed_precision
-from mixit.training.train import RunLoop, close_run, open_run, resumed, run
+from mixit.training.train import RunLoop, close_run, open_run, run
 
 
 def member_key(config: RunConfig) -> str | None:

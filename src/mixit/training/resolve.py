@@ -13,10 +13,9 @@ import torch
 from mixit.common.errors import UsageError
 from mixit.config.overrides import Settings, apply_overrides, from_dict
 from mixit.config.schema import MAX_SEED, RunConfig
-from mixit.cost.memory import available_bytes, check_fits
+from mixit.cost.memory import available_bytes, check_fits, mixer_of
 from mixit.models.adapters import MODELS as SPECTRUM_MODELS
 from mixit.models.adapters import get_variant
-from mixit.models.attention import MixerTraits
 from mixit.models.build import BUILT_IN, check_arch
 from mixit.models.constructions import construction_overrides
 from mixit.models.mixers import variant_traits
@@ -51,19 +50,14 @@ def resolve_config(
     return config
 
 
-def mixer_of(config: RunConfig) -> MixerTraits:
-    """The traits of the token mixer ``config``'s variant declares: what the memory model
-    sizes its projections, position table and buffers by."""
-    return variant_traits(get_variant(config.variant), config.model)
-
-
 def check_runnable_here(config: RunConfig) -> None:
     """For a run about to train on this machine (not one estimated for a target, nor one
     submitted to a cluster), before any data, model or file is made: the device
     ``train.device`` names is here, a logger it names is installed, and the model's weights
     and optimizer state fit the free memory (``memory.check_fits``'s lower bound at one token
     a row; ``fit_model_to_data`` checks again at the data's length and vocabulary)."""
-    check_fits(config, 1, mixer_of(config), resolve_device(config.train.device))
+    device = present_device(config.train.device)
+    check_fits(config, 1, device)
     if config.train.wandb:
         try:
             import wandb  # noqa: F401
@@ -139,7 +133,7 @@ def check_examples(config: RunConfig) -> None:
 def fit_model_to_data(config: RunConfig, data: TaskData) -> RunConfig:
     """``config`` with the model's vocabulary and length filled from the data where left at 0,
     checked to fit; ``config`` itself is left as it is (its sizes at 0 name its run)."""
-    seq_len = data.train.inputs.shape[1]
+    device, seq_len = present_device(config.train.device), data.train.inputs.shape[1]
     sizes = {
         "vocab_size": config.model.vocab_size or data.vocab_size,
         "block_size": config.model.block_size or seq_len,
@@ -162,7 +156,7 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> RunConfig:
             f"answers of task {config.task_name}; it needs one scored position per row with "
             "only padding (id 0) after it: sentiment, or custom data with one-token targets"
         )
-    check_fits(config, seq_len, traits, resolve_device(config.train.device))
+    check_fits(config, seq_len, device)
     return config
 
 
@@ -172,8 +166,3 @@ def classification_layout(split: Split) -> bool:
     scored = split.targets != IGNORE_INDEX  # (N, T)
     after = scored.int().cumsum(-1).bool() & ~scored  # (N, T): positions past the scored one
     return bool((scored.sum(-1) == 1).all() and (split.inputs[after] == 0).all())
-
-
-def resolve_device(name: str) -> torch.device:
-    """``train.device`` as a torch device this machine has (``devices.present_device``)."""
-    return present_device(name)

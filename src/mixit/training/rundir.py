@@ -20,7 +20,7 @@ from mixit.models.decoder import Decoder
 from mixit.models.readout import AnswerReadout
 from mixit.tasks import get_task
 from mixit.training.checkpoint import CHECKPOINT, PREVIOUS, latest_checkpoint, load_weights
-from mixit.training.resolve import mixer_of, stored_config, validate
+from mixit.training.resolve import stored_config, validate
 
 # One evaluation as ``metrics.jsonl`` logs it: its step and progress (``LOGGED_PROGRESS``)
 # and the task's metrics, every value a number.
@@ -150,6 +150,18 @@ class RunDir:
             )
         return self.finished()
 
+    def refuse_overwrite(self) -> None:
+        """Refuse to train anew over a finished run, or over a run of another config."""
+        if (self.path / "summary.json").exists():
+            raise UsageError(
+                f"{self.path} holds a finished run; --resume returns it, --overwrite trains "
+                "it again"
+            )
+        if self.matches() is False:
+            raise UsageError(
+                f"{self.path} holds a run of another config; use another --out, or --overwrite"
+            )
+
     def checkpoint(self) -> Path | None:
         """Its last complete checkpoint folder, if any."""
         return latest_checkpoint(self.path)
@@ -172,6 +184,14 @@ def halted_summary(config: RunConfig, progress: Mapping[str, Any]) -> RunSummary
         "train_seconds": progress["train_seconds"],
         "metrics": dict(progress["metrics"]),
     }
+
+
+def resumed(out: Path | None, config: RunConfig) -> RunSummary | None:
+    """The summary if ``out`` already finished ``config``, None if it can be resumed (or
+    started); a one-line error without a folder, or for a folder of another config."""
+    if out is None:
+        raise UsageError("resuming needs a run directory (--out)")
+    return RunDir(out, config).resumable()
 
 
 def new_model(config: RunConfig) -> RunModel:
@@ -220,7 +240,7 @@ def load_run(run_dir: str | Path) -> tuple[Decoder, RunConfig]:
         validate(config)
         if min(config.model.vocab_size, config.model.block_size) < 1:
             raise UsageError("model.vocab_size and model.block_size must be >= 1")
-        check_loads(config, mixer_of(config))
+        check_loads(config)
     except UsageError as error:
         raise UsageError(f"{config_path}: {error}") from None
     model = new_model(config)

@@ -1,10 +1,9 @@
-"""What a run trains with, built in one order for a run and for its timing: its data (the
-stop rule's held-out rows set aside), the model fitted to the data on its device, the
-optimiser, the module that runs the forward pass and the batch generator."""
+"""What a run trains with, built in one order for a run and for its timing: its data (a
+tuning trial's validation rows and the stop rule's rows held out), the model fitted to the data
+on its device, the optimiser, the module that runs the forward pass and the batch generator."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,14 +12,15 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from mixit.config.schema import RunConfig
-from mixit.models.build import RunModel
+from mixit.models.build import RunModel, build_model
 from mixit.models.readout import BottleneckReadout
 from mixit.tasks import TaskData, get_task
 from mixit.tasks.base import TaskSpec, next_token_targets
+from mixit.tasks.splits import held_out_splits
 from mixit.training.checkpoint import RunProgress, save_checkpoint
+from mixit.training.devices import present_device
 from mixit.training.distributed import ALONE, Ranks
-from mixit.training.resolve import fit_model_to_data, resolve_device
-from mixit.training.rundir import new_model
+from mixit.training.resolve import fit_model_to_data
 from mixit.training.scoring import evaluate_run
 from mixit.training.step import (
     compiled,
@@ -30,7 +30,7 @@ from mixit.training.step import (
     train_step,
     use_tensor_cores,
 )
-from mixit.training.stopping import STOP_METRIC, hold_out_stop_split
+from mixit.training.stopping import STOP_METRIC
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Training:
     (the model, or its DDP or compiled wrapper) and the batch generator."""
 
     config: RunConfig
+    spec: TaskSpec
     data: TaskData
     model: RunModel
     trained: torch.nn.Module
@@ -60,10 +61,11 @@ class Training:
         fraction = self.config.train.stop_split_fraction()
         return bool(fraction) and self.stop_split is None and not self.data.test_is_train
 
-    @functools.cached_property
-    def spec(self) -> TaskSpec:
-        """The task the run trains on, looked up once for the whole run."""
-        return get_task(self.config.task_name)
+    @property
+    def on_validation(self) -> bool:
+        """Whether the run is evaluated on held-out training rows (``train.validation_fraction``,
+        a tuning trial) rather than the test split."""
+        return bool(self.config.train.validation_fraction) and not self.data.test_is_train
 
     def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The next sampled training batch, this rank's slice of it: (B / world, T) each."""
@@ -103,20 +105,32 @@ def data_parallel(model: RunModel) -> DistributedDataParallel:
 
 
 def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
-    """Fit the config to the data and build everything a training step needs."""
-    data, stop_split = hold_out_stop_split(data, config.train.stop_split_fraction())
-    config = fit_model_to_data(config, data)
-    model = new_model(config)
+    """Hold out the run's splits from the task's ``data``, fit the config to them and build
+    everything a training step needs, on this rank's device."""
     ranks.check_batch(config.train.batch_size)
-    device = ranks.device(resolve_device(config.train.device))
+    device = ranks.device(present_device(config.train.device))
     use_tensor_cores(device)
-    model.to(device)
+    data, stop_split = held_out_splits(data, config.train)
+    trained_on = next_token_targets(data.train) if data.train_on_every_token else data.train.targets
+    inputs, targets = data.train.inputs.to(device), trained_on.to(device)
+    config = fit_model_to_data(config, data)
+    spec = get_task(config.task_name)
+    model = build_model(config, spec).to(device)
     ranks.check_identical(dict(model.named_buffers()))
     optimizer = make_optimizer(model, config)
     trained = compiled(model if ranks.world == 1 else data_parallel(model), config)
     batches = torch.Generator().manual_seed(config.seed)  # on the CPU: same batches anywhere
-    trained_on = next_token_targets(data.train) if data.train_on_every_token else data.train.targets
-    inputs, targets = data.train.inputs.to(device), trained_on.to(device)
     return Training(
-        config, data, model, trained, optimizer, batches, device, ranks, inputs, targets, stop_split
+        config,
+        spec,
+        data,
+        model,
+        trained,
+        optimizer,
+        batches,
+        device,
+        ranks,
+        inputs,
+        targets,
+        stop_split,
     )

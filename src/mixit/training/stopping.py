@@ -4,35 +4,16 @@ never decides when a run stops (docs/tuning.md, rule 5)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mixit.config.schema import RunConfig
-from mixit.tasks import TaskData, TaskSpec
-from mixit.tasks.base import hold_out_validation
+from mixit.tasks import TaskSpec
 
 # The headline metric on the stop rule's held-out training rows, in metrics.jsonl.
 STOP_METRIC = "stop_validation"
-
-
-# The fewest held-out rows a validation split or a stop rule is read on: an accuracy on 20 rows
-# already has a standard error of up to 0.11, five tolerances; on fewer it decides nothing.
-MIN_HELD_ROWS = 20
-
-
-def hold_out_stop_split(data: TaskData, fraction: float) -> tuple[TaskData, TaskData | None]:
-    """``fraction`` of the training rows set aside for the stop rule, and those rows as data
-    of their own (scored as a training set: one pass); ``data`` and None for no fraction, a
-    task scored on its own training set, or one with too few rows to hold ``MIN_HELD_ROWS``
-    out (whose stop rule is then off: ``StopRule.of``)."""
-    if not fraction or data.test_is_train or int(len(data.train) * fraction) < MIN_HELD_ROWS:
-        return data, None
-    held = hold_out_validation(data, fraction)  # its test split: the held-out rows
-    stop = dataclasses.replace(held, train=held.test, test_is_train=True)
-    return dataclasses.replace(data, train=held.train), stop
 
 
 # The fewest evaluations a plateau is read over (``train.plateau``): two points are one noisy

@@ -18,26 +18,27 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from mixit.common.errors import TrainingDiverged, UsageError
+from mixit.common.errors import TrainingDiverged
 from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.data.vocabulary import save_vocabulary
-from mixit.tasks import TaskData, get_task
-from mixit.tasks.base import TaskSpec, hold_out_validation
+from mixit.tasks import get_task
+from mixit.tasks.base import TaskSpec
+from mixit.tasks.splits import MIN_HELD_ROWS
 from mixit.training.checkpoint import RunProgress, load_checkpoint
+from mixit.training.devices import present_device
 from mixit.training.distributed import ALONE, Ranks
 from mixit.training.resolve import (
     check_runnable_here,
     resolve_config,
-    resolve_device,
 )
-from mixit.training.rundir import RunDir, RunSummary, halted_summary
+from mixit.training.rundir import RunDir, RunSummary, halted_summary, resumed
 from mixit.training.setup import Training, setup
 from mixit.training.step import (
     lr_factor,
 )
-from mixit.training.stopping import MIN_HELD_ROWS, STOP_METRIC, StopRule
+from mixit.training.stopping import STOP_METRIC, StopRule
 from mixit.training.writer import RunWriter
 
 
@@ -57,7 +58,7 @@ def run(
         finished = resumed(out, config)
         if finished is not None:
             return finished
-    ranks = Ranks.from_environment(resolve_device(config.train.device))
+    ranks = Ranks.from_environment(present_device(config.train.device))
     loop, steps, held_out = open_run(config, out, resume, ranks)
     bar = progress_bar(
         steps,
@@ -83,19 +84,8 @@ def open_run(
     loop, the steps left to train (to the budget, or to ``train.halt_at``) and whether it is
     evaluated on held-out training rows (``train.validation_fraction``)."""
     spec = get_task(config.task_name)
-    data = hold_out_validation(
-        spec.make_data(config.task, config.seed), config.train.validation_fraction
-    )
-    held_out = on_validation(config, data)
-    if held_out and len(data.test) < MIN_HELD_ROWS:
-        raise UsageError(
-            f"train.validation_fraction={config.train.validation_fraction} holds out "
-            f"{len(data.test)} of the training rows to evaluate on; at least "
-            f"{MIN_HELD_ROWS} are needed (give the task more training rows, or a larger "
-            "fraction)"
-        )
-    training = setup(config, data, ranks)
-    config = training.config  # its sizes filled in from the data, as config.json records them
+    training = setup(config, spec.make_data(config.task, config.seed), ranks)
+    config, data = training.config, training.data  # sizes filled in from the data, splits held out
     schedule, progress = _restore(training, out if resume else None)
     first_step = progress["step"]
     # A checkpoint written at an early stop, before the summary, resumes to that stop.
@@ -114,7 +104,7 @@ def open_run(
     return (
         RunLoop.begin(training, schedule, progress, writer),
         range(first_step, last_step),
-        held_out,
+        training.on_validation,
     )
 
 
@@ -210,18 +200,12 @@ class RunLoop:
         seconds = max(state["train_seconds"], 1e-9)
         record["tokens_per_second"] = self.training.tokens(state["step"]) / seconds
         self.writer.log(record)
-        split = "val" if on_validation(self.training.config, self.training.data) else "test"
+        split = "val" if self.training.on_validation else "test"
         bar.set_postfix({"loss": f"{state['running_loss']:.3f}", split: f"{metrics[metric]:.3f}"})
         state["stopped"] = self.rule.update(
             state["step"], metrics.get(STOP_METRIC, metrics[metric])
         )
         self.start = time.perf_counter()
-
-
-def on_validation(config: RunConfig, data: TaskData) -> bool:
-    """Whether the run is evaluated on held-out training rows (``train.validation_fraction``,
-    a tuning trial) rather than the test split; the progress bar names the split it reads."""
-    return bool(config.train.validation_fraction) and not data.test_is_train
 
 
 def keep_vocabulary(spec: TaskSpec, config: RunConfig, out: Path | None) -> None:
@@ -308,25 +292,5 @@ def train(
     check_runnable_here(config)
     folder = Path(out) if out is not None else None
     if folder is not None and not (resume or overwrite):
-        check_not_a_run(folder, config)
+        RunDir(folder, config).refuse_overwrite()
     return run(config, folder, progress, resume)
-
-
-def check_not_a_run(folder: Path, config: RunConfig) -> None:
-    """Refuse to train anew over a finished run, or over a run of another config."""
-    if (folder / "summary.json").exists():
-        raise UsageError(
-            f"{folder} holds a finished run; --resume returns it, --overwrite trains it again"
-        )
-    if RunDir(folder, config).matches() is False:
-        raise UsageError(
-            f"{folder} holds a run of another config; use another --out, or --overwrite"
-        )
-
-
-def resumed(out: Path | None, config: RunConfig) -> RunSummary | None:
-    """The summary if ``out`` already finished ``config``, None if it can be resumed (or
-    started); a one-line error without a folder, or for a folder of another config."""
-    if out is None:
-        raise UsageError("resuming needs a run directory (--out)")
-    return RunDir(out, config).resumable()

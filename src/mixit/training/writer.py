@@ -58,13 +58,16 @@ class RunWriter:
         self.out, self.tensorboard, self.wandb, self.lock = out, None, None, None
         if out is None:
             return
-        self.lock = DirLock(out)
-        (out / "summary.json").unlink(missing_ok=True)
-        write_json(out / "config.json", config.to_dict())
+        # Read before the lock is taken: a folder another run holds is refused by the lock
+        # before anything is written, whatever was read.
         metrics = out / "metrics.jsonl"
         kept = []
         if resume_step and metrics.is_file() and not metrics.is_symlink():
             kept = [json.dumps(r) for r in read_records(metrics) if r["step"] <= resume_step]
+        settings = config.to_dict()
+        self.lock = DirLock(out)
+        (out / "summary.json").unlink(missing_ok=True)
+        write_json(out / "config.json", settings)
         write_text(metrics, "".join(line + "\n" for line in kept))
         if config.train.tensorboard:
             self.tensorboard = _tensorboard(out / "tensorboard", resume_step)
