@@ -176,6 +176,27 @@ def test_a_custom_task_is_told_only_of_the_knob_it_has():
     assert "vocab" not in generated + from_files
 
 
+def test_each_task_is_advised_only_of_the_knobs_it_declares():
+    """The advice names a task's own knobs, each a key of its config that the command line
+    takes; a task read from a corpus or files names none, and so no setting that changes
+    nothing (#104: task.vocab_size was advised where it is only a tokenizer's size)."""
+    from mixit.config.overrides import apply_overrides
+    from mixit.tasks import TASKS
+    from mixit.tasks.base import harder
+    from mixit.training.resolve import resolve_config
+
+    for name, spec in TASKS.items():
+        if spec.harder_with:
+            config = resolve_config(name, "standard", "tiny", 0)
+        for key in spec.harder_with:
+            apply_overrides(config, {key: getattr(config.task, key.removeprefix("task."))})
+        advice = harder(name)
+        assert all(f"({key})" in advice for key in spec.harder_with)
+        assert advice.startswith("make it harder: ") == bool(spec.harder_with)
+    for from_data in ("lm", "sentiment", "custom"):
+        assert "vocab" not in harder(from_data) and "task." not in harder(from_data)
+
+
 def test_log_perplexity_is_inconclusive_only_when_the_order_changed_over_the_last_doubling():
     result = _result(metric="log_ppl", chance=6.0, standard=[4.0, 4.0], mixit=[4.5, 4.5])
     budgets = {"standard": [(100, 5.0), (200, 4.5)], "mixit": [(100, 4.9), (200, 4.8)]}

@@ -105,7 +105,7 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
         name = f"{t}: most heads - fewest >= {gain:.2f}"
         if at_the_ceiling(accuracy[t][0], gain):
             readings[name] = None
-            ceiling[t] = f"does not discriminate at this scale; make it harder: {harder(t)}"
+            ceiling[t] = f"does not discriminate at this scale; {harder(t)}"
         else:
             readings[name] = per_seed(paired(accuracy[t][-1], accuracy[t][0]), gain)
     measured: dict[str, Any] = {"gain": results["gain"]}

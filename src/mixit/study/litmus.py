@@ -331,7 +331,7 @@ def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> LitmusRe
         axis = spec.axis if generated else None
         walk = f"; `mixit compare --axis auto` doubles {axis} until they part" if axis else ""
         if spec.synthetic:
-            harder_task = f"make it harder: {harder(result['task'])}{walk}"
+            harder_task = f"{harder(result['task'])}{walk}"
         elif generated:  # a generator's one knob is its size; the task's others are not its
             harder_task = f"make it harder: a larger task.size (the generator's knob){walk}"
         else:  # a task from files has no setting that makes its examples harder

@@ -177,6 +177,7 @@ register(
         axis="task.num_digits",
         config_cls=AdditionConfig,
         make_data=make_addition_data,
+        harder_with={"task.num_digits": "more digits"},
         summary="a + b for two num_digits-digit integers; exact digits of the (reversed) sum",
         authors_settings={
             "task.reverse_operands": True,

@@ -7,7 +7,6 @@ and contribute neither to the loss nor to the accuracy (the loss mask).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -175,6 +174,11 @@ class TaskSpec:
     # --axis default`` walks by preset, where named (else factors of the preset's value).
     axis: str | None = None
     axis_values: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # What makes the task harder, in the words a reading's advice uses: dotted ``task.*`` key
+    # -> words (``{"task.max_pairs": "more pairs"}``). Only the knobs that change its examples'
+    # difficulty (the ones MAD and Zoology grade their tasks along); none for a task read from
+    # files or a corpus, whose harder examples must come from there.
+    harder_with: Mapping[str, str] = field(default_factory=dict)
     # The tokens a scored answer is chosen among, from the task config and the vocabulary size
     # (mixit.models.readout.AnswerReadout); None, or a None answer: every token of the vocabulary.
     answer_ids: Callable[[Any, int], tuple[int, ...] | None] | None = None
@@ -196,28 +200,16 @@ class TaskSpec:
 
 TASKS: dict[str, TaskSpec] = {}
 
-# The task-config fields that make a task harder as they grow, in the words a reading uses:
-# what would make a task that does not tell the models apart discriminate (the knobs MAD and
-# Zoology grade their tasks along).
-DIFFICULTY_KNOBS = {
-    "max_pairs": "more pairs",
-    "num_pairs": "more key-value pairs",
-    "max_hops": "more hops",
-    "num_digits": "more digits",
-    "num_tokens_to_copy": "more tokens to copy",
-    "frac_noise": "more noise",
-    "seq_len": "longer sequences",
-    "length": "longer strings",
-    "vocab_size": "a larger vocabulary",
-}
-
 
 def harder(task: str) -> str:
-    """What would make ``task`` harder, from its config's own knobs: ``more pairs
-    (task.max_pairs), a larger vocabulary (task.vocab_size)``."""
-    fields = {f.name for f in dataclasses.fields(TASKS[task].config_cls)}
-    knobs = [f"{words} (task.{name})" for name, words in DIFFICULTY_KNOBS.items() if name in fields]
-    return ", ".join(knobs) or "longer inputs or more items to recall"
+    """The advice that would make ``task`` harder, from the knobs it declares
+    (``TaskSpec.harder_with``): ``make it harder: more pairs (task.max_pairs), a larger
+    vocabulary (task.vocab_size)``; a task that declares none is told where harder examples
+    must come from instead of a setting that changes nothing."""
+    knobs = [f"{words} ({key})" for key, words in TASKS[task].harder_with.items()]
+    if knobs:
+        return "make it harder: " + ", ".join(knobs)
+    return "no setting makes its examples harder: harder ones must come from its data"
 
 
 def model_size(n_layer: int, n_embd: int, n_head: int) -> dict[str, int]:

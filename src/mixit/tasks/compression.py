@@ -107,6 +107,7 @@ register(
         axis="task.seq_len",
         config_cls=CompressionConfig,
         make_data=make_compression_data,
+        harder_with={"task.seq_len": "longer sequences", "task.vocab_size": "a larger vocabulary"},
         summary="MAD's compression: random tokens, then a compression token: rebuild them "
         "all from its state",
         # Exact match of a whole random row sits near 0 for every model; tokens show progress.

@@ -133,6 +133,7 @@ register(
         axis="task.length",
         config_cls=DyckConfig,
         make_data=make_dyck_data,
+        harder_with={"task.length": "longer strings"},
         summary="is a string of parentheses balanced? half balanced, mostly hard negatives",
         presets={
             "tiny": {

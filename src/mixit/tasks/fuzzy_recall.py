@@ -238,6 +238,7 @@ register(
         axis="task.seq_len",
         config_cls=FuzzyRecallConfig,
         make_data=make_fuzzy_recall_data,
+        harder_with={"task.seq_len": "longer sequences", "task.vocab_size": "a larger vocabulary"},
         summary="MAD's fuzzy in-context recall: key spans with value spans, every key shown "
         "again asked for its value, token by token",
         metric="test_token_accuracy",

@@ -158,6 +158,7 @@ register(
         axis="task.max_hops",
         config_cls=KHopConfig,
         make_data=make_khop_data,
+        harder_with={"task.max_hops": "more hops", "task.seq_len": "longer sequences"},
         summary="k-hop induction heads: follow 'the token after the last occurrence' k times",
         row_metrics=hops_metrics,
         presets={

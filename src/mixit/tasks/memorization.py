@@ -112,6 +112,7 @@ register(
         name="memorization",
         config_cls=MemorizationConfig,
         make_data=make_memorization_data,
+        harder_with={"task.num_pairs": "more key-value pairs"},
         summary="random (x, y) -> value table; training accuracy as bits per trainable parameter",
         extra_metrics=memorization_metrics,
         authors_settings={"task.layout": "positional"},

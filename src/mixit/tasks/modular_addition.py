@@ -78,6 +78,10 @@ register(
         name="modular-addition",
         config_cls=ModularAdditionConfig,
         make_data=make_modular_addition_data,
+        harder_with={
+            "task.p": "a larger modulus",
+            "task.train_fraction": "a smaller training fraction",
+        },
         summary="(a + b) mod p on a random 'seen' subset of all pairs; test on unseen pairs",
         authors_settings={"task.train_fraction": 0.95},
         presets={

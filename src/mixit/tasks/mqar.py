@@ -200,6 +200,11 @@ register(
         axis_values={"tiny": (2, 4, 8, 16)},
         config_cls=MQARConfig,
         make_data=make_mqar_data,
+        harder_with={
+            "task.num_pairs": "more key-value pairs",
+            "task.seq_len": "longer sequences",
+            "task.vocab_size": "a larger vocabulary",
+        },
         summary="multi-query associative recall (Zoology's): key-value pairs, then every key "
         "asked again at a power-law gap",
         metric="test_token_accuracy",

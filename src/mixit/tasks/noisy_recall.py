@@ -151,6 +151,11 @@ register(
         axis="task.seq_len",
         config_cls=NoisyRecallConfig,
         make_data=make_noisy_recall_data,
+        harder_with={
+            "task.frac_noise": "more noise",
+            "task.seq_len": "longer sequences",
+            "task.vocab_size": "a larger vocabulary",
+        },
         summary="MAD's noisy in-context recall: key-value pairs among noise, every key shown "
         "again asked for its value",
         metric="test_token_accuracy",

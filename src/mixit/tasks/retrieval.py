@@ -180,6 +180,7 @@ register(
         axis_values=FIGURE2_PAIRS,
         config_cls=RetrievalConfig,
         make_data=make_retrieval_data,
+        harder_with={"task.max_pairs": "more pairs", "task.vocab_size": "a larger vocabulary"},
         summary="key-value pairs then a query key: emit the value stored with that key",
         chance=context_value_guess,
         chance_means="naming one of the values in the context",

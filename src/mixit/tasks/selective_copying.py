@@ -142,6 +142,11 @@ register(
         axis="task.seq_len",
         config_cls=SelectiveCopyingConfig,
         make_data=make_selective_copying_data,
+        harder_with={
+            "task.num_tokens_to_copy": "more tokens to copy",
+            "task.seq_len": "longer sequences",
+            "task.vocab_size": "a larger vocabulary",
+        },
         summary="MAD's selective copying: tokens among blanks, written out in order after a "
         "copy token",
         metric="test_token_accuracy",
