@@ -86,6 +86,9 @@ def test_break_points_of_a_model_that_breaks_one_that_holds_and_one_inconclusive
     assert scores["mixit"]["spread"] == pytest.approx(0.0)
     text = format_axis(result)
     assert "breaks at 8" in text and "inconclusive at 16" in text and "holds over the axis" in text
+    # Each model's reading at every value, with why where it is not a match.
+    assert re.search(r"^  frozen-qk +4: matches, 8: matches, 16: matches$", text, re.M)
+    assert re.search(r"^  mixit +4: matches, 8: falls short \(.+\), 16: ", text, re.M)
 
 
 def test_the_reference_not_learning_stops_the_axis(tmp_path):
@@ -177,7 +180,15 @@ def test_compare_along_an_axis_end_to_end(tmp_path, capsys):
     argv += ["task.max_pairs=2,4", "train.steps=4", "train.eval_every=4", "task.n_train=256"]
     argv += ["task.n_test=64", "train.batch_size=16", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
-    assert "axis task.max_pairs" in capsys.readouterr().out
+    shown = capsys.readouterr()
+    # Which value trains, its table as soon as it is read, then each model's reading at every
+    # value with its reason (#104).
+    assert "mixit: task.max_pairs=2, value 1 of 2" in shown.err
+    assert "task.max_pairs=2:\ntask: retrieval (preset tiny" in shown.out
+    assert shown.out.index("task.max_pairs=2:") < shown.out.index("axis task.max_pairs")
+    assert re.search(
+        r"^  mixit +(2: [a-z]|no value read: the reference learned at none$)", shown.out, re.M
+    )
     assert (out / "task.max_pairs=2" / "compare.json").is_file()
     # Priced value by value in the folders the axis gave them: the first value's runs are
     # trained, so none is left to price there (the second trained only if the reference

@@ -172,7 +172,14 @@ def run(args: argparse.Namespace) -> int:
 
     if args.axis is not None:
         axis = parse_axis(args.axis, args.task, args.preset, overrides)
-        print(format_axis(along_axis(axis, Path(out), overrides, compare_at)))
+
+        def shown_at(folder: Path, point: dict[str, Setting]) -> dict[str, Any]:
+            """One value's comparison, its table printed as soon as it is read."""
+            result = compare_at(folder, point)
+            print(f"{axis.key}={point[axis.key]}:\n{format_table(result)}\n")
+            return result
+
+        print(format_axis(along_axis(axis, Path(out), overrides, shown_at)))
         print(f"results: {out}/axis.json", file=sys.stderr)
         return 0
     result = compare_at(out, overrides)

@@ -23,6 +23,7 @@ import csv
 import io
 import json
 import statistics
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from mixit.config.overrides import Settings, parse_overrides
 from mixit.study.axis_figure import BREAKS, plot_axis
 from mixit.study.compare import table_row
 from mixit.study.comparison import AxisPoint, AxisResult, AxisScore, BreakPoint, ComparisonResult
-from mixit.study.litmus import DEFAULT_TOLERANCE, reading
+from mixit.study.litmus import DEFAULT_TOLERANCE, VERDICTS, reading
 from mixit.study.words import Verdict
 from mixit.tasks import get_task
 from mixit.training.resolve import check_examples, resolve_config, stored_config
@@ -166,7 +167,12 @@ def along_axis(
     models separate); then the reading, written to ``out/axis.json``, ``out/axis.csv`` and
     ``out/axis.png``."""
     points: list[AxisPoint] = []
-    for value in axis.values:
+    for at, value in enumerate(axis.values, 1):
+        # Which value trains, since each run's own progress names only its task and model.
+        up_to = "up to " if axis.until_separated else ""
+        print(
+            f"mixit: {axis.key}={value}, value {at} of {up_to}{len(axis.values)}", file=sys.stderr
+        )
         point = compare_point(out / axis.folder(value), {**overrides, axis.key: value})
         points.append({"value": value, "compare": point})
         if point["litmus"].get("no_reference"):
@@ -308,6 +314,19 @@ def axis_csv(result: Mapping[str, Any]) -> str:
     return buffer.getvalue()
 
 
+def value_readings(result: Mapping[str, Any], model: str) -> str:
+    """``model``'s reading at each value the axis counts, with the reason where it is not a
+    match: ``4: matches, 8: falls short (trained attention or MLP blocks are needed)``."""
+    words = []
+    for point in result["points"]:
+        if point["value"] == result["stopped_at"]:
+            continue
+        row = next(r for r in point["compare"]["litmus"]["rows"] if r["model"] == model)
+        why = row.get("why") or ("" if row["matches"] else row.get("reading", ""))
+        words.append(f"{point['value']}: {VERDICTS[row['matches']]}" + (f" ({why})" if why else ""))
+    return ", ".join(words) or "no value read: the reference learned at none"
+
+
 def format_axis(result: Mapping[str, Any]) -> str:
     """The printed reading: where each model breaks, and its score over the axis."""
     values = ", ".join(str(p["value"]) for p in result["points"])
@@ -345,4 +364,7 @@ def format_axis(result: Mapping[str, Any]) -> str:
         spread = "n/a" if score["spread"] is None else f"{score['spread']:.3f}"
         value = "n/a" if score["relative"] != score["relative"] else f"{score['relative']:+.3f}"
         lines.append(f"  {b['model']:<11} {where:<29} {value} ± {spread}")
+    lines.append("  reading at each value, with why where it is not a match:")
+    for b in result["break_points"]:
+        lines.append(f"  {b['model']:<11} {value_readings(result, b['model'])}")
     return "\n".join(lines)
