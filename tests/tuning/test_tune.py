@@ -102,6 +102,7 @@ def planted(monkeypatch, score_of) -> list[tuple[int, int]]:
             trial.scores[end] = score_of(trial.candidate.exponent, end)
             trial.steps_run = end
             trial.stopped = "budget" if end == trial.config.train.steps else "halted"
+            trial.seconds = self.spent[str(id(trial))] = 100.0 * end  # 100 s a step
 
     monkeypatch.setattr(Tuner, "train_to", train_to)
     return trained
@@ -145,6 +146,37 @@ def test_the_grid_stops_at_its_bound_and_says_so(tmp_path, monkeypatch):
     assert len(tried) == 3 + tuning_rules.EDGE_BOUND - 1 and record["edge"] == "bound"
     assert math.log10(tried[-1] / tried[0]) == pytest.approx(2.0)
     assert all(set(point) == {"lr", "init", "score", "steps"} for point in record["validation"])
+
+
+def test_max_hours_leaves_out_a_step_past_the_edge_and_says_so(tmp_path, monkeypatch):
+    """The best rate lies two steps past the grid's top. At the first rung the three rates have
+    cost 1,200 s: a step past the edge (400 s more) fits in 1,600 s of --max-hours, a second
+    one does not, and in 1,500 s not even the first."""
+    planted(monkeypatch, lambda k, step: 1.0 - 0.1 * abs(k - 2))  # the best rate: p * 10
+    base = {"standard": (quick_base(), tuning_rules.grid())}
+    uncapped = Tuner(1000, tmp_path).halve(base)["standard"].record
+    assert len(uncapped.extended_with) == 2 and "cut" not in uncapped.to_json()
+    once = Tuner(1000, tmp_path / "1600", max_hours=1600 / 3600).halve(base)["standard"].record
+    assert len(once.extended_with) == 1 and once.edge == "edge"
+    tight = Tuner(1000, tmp_path / "1500", max_hours=1500 / 3600).halve(base)["standard"].record
+    assert not tight.extended_with and tight.edge == "edge"
+    for record in (once, tight):
+        past = f"the grid's step past train.lr={record.lr:g} (its best rate at an edge)"
+        assert record.to_json()["cut"] == [past]
+
+
+def test_max_hours_leaves_a_budget_undoubled_and_marks_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(tuning, "still_rising", lambda trial: True)
+    base = quick_base(steps=8)
+    rising = Trial(Candidate(0), tuning_rules.candidate_config(base, Candidate(0), 1000))
+    rising.steps_run, rising.seconds, rising.scores = 8, 3600.0, {8: 0.5}
+    tuner = Tuner(1000, tmp_path, max_hours=2.5)  # a doubling costs 2 h more: 3 h in all
+    tuner.spent["planted"] = 3600.0
+    steps, budgets = tuning.budget(tuner, base, rising)
+    assert steps == 8 and budgets == [
+        {"steps": 8, "score": 0.5, "stopped": "halted", "rising": True, "cut": True}
+    ]
+    assert tuner.cut[None] == ["the budget's doubling from 8 steps (still rising)"]
 
 
 def test_tuning_records_written_as_lists_are_read_as_labelled_points():

@@ -113,7 +113,8 @@ def estimate(
     cost = estimate_comparison(plan, args.target, args.jobs, tunes=bool(tunes))
     text = format_comparison_estimate(cost)
     if tunes:
-        text += "\n" + tuning_estimate_line(tuning_seconds(cost["rows"], overrides))
+        cost_of_tuning = tuning_seconds(cost["rows"], overrides)
+        text += "\n" + tuning_estimate_line(cost_of_tuning, args.max_hours)
     return text
 
 

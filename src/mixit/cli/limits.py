@@ -29,7 +29,9 @@ def add_extend_options(parser: argparse.ArgumentParser) -> None:
         type=hours,
         default=None,
         metavar="H",
-        help="with --extend: start no doubling that would take training past H hours",
+        help="with --extend: start no doubling that would take training past H hours; "
+        "with tuning: grow no grid past its edge and double no budget where the tuning's "
+        "training would pass H hours (each model's tuning record says what was left out)",
     )
 
 

@@ -82,17 +82,26 @@ def tunes_by_default(overrides: Settings) -> bool:
 
 
 def tune_comparison(
-    plan: Comparison, launch: Launch, progress: bool | None
+    plan: Comparison, launch: Launch, progress: bool | None, max_hours: float | None = None
 ) -> dict[str, TuningRecord]:
     """Each model of ``plan`` tuned under the protocol (``mixit.tuning.halving``), from its first
     seed's config: its rate and, unless the overrides set it, its own initialisation
-    (``rules.initialisations``); every model's verdict runs then train one budget."""
+    (``rules.initialisations``); every model's verdict runs then train one budget. With
+    ``max_hours`` (``--max-hours``), what would end past it is left out (``halving.tune``)."""
     configs = plan.configs()
     bases = {model: configs[model, plan.seeds.start] for model in plan.models}
     fixed = any(key in plan.overrides for key in rules.INIT_KEYS)
     inits = {m: rules.initialisations(b, fixed=fixed) for m, b in bases.items()}
     runs_dir = Path(plan.out) / "runs"
-    return halving.tune(bases, plan.seeds, runs_dir, inits=inits, launch=launch, progress=progress)
+    return halving.tune(
+        bases,
+        plan.seeds,
+        runs_dir,
+        inits=inits,
+        launch=launch,
+        progress=progress,
+        max_hours=max_hours,
+    )
 
 
 def not_learned_at_any_rate(litmus: LitmusResult, record: TuningRecord) -> LitmusResult:
@@ -181,7 +190,7 @@ def run_study(study: Study) -> ComparisonResult:
     # Every seed it may train, so that the tuning seed is none of them.
     plan = comparison_of(study, models, range(seed, seed + most))
     planned = plan.configs()  # bad input fails before tuning
-    tuned = tune_comparison(plan, study.launch, study.progress) if tune else {}
+    tuned = tune_comparison(plan, study.launch, study.progress, study.max_hours) if tune else {}
     if tuned:
         write_json(out / "tuning.json", {model: t.to_json() for model, t in tuned.items()})
     chosen = {model: dict(t.overrides) for model, t in tuned.items()}

@@ -254,8 +254,9 @@ def tuning_seconds(rows: Sequence[Mapping[str, Any]], overrides: Settings) -> Tu
     return TuningCost(least, most, tuple(row["model"] for row in rows if row.get("tuned")))
 
 
-def tuning_estimate_line(cost: TuningCost) -> str:
-    """``tuning_seconds`` as the line the estimates print."""
+def tuning_estimate_line(cost: TuningCost, max_hours: float | None = None) -> str:
+    """``tuning_seconds`` as the line the estimates print, with what ``--max-hours`` bounds
+    of the growth past the grid."""
     done = f"already tuned in its tuning.json: {', '.join(cost.done)}" if cost.done else ""
     if cost.most == 0 and done:
         return f"tuning adds nothing: {done} (verdict runs priced at their tuned config)"
@@ -265,6 +266,13 @@ def tuning_estimate_line(cost: TuningCost) -> str:
         f"{duration(cost.most)} if every model extends its grid to the bound and doubles its "
         f"budget to the cap ({BUDGET_CAP}x, the verdict runs too)"
     )
+    if cost.most > cost.least:
+        line += (
+            f"; --max-hours {max_hours:g} grows the grid and doubles budgets only within "
+            f"{duration(max_hours * 3600)} of tuning, and says what it left out"
+            if max_hours is not None
+            else "; --max-hours H bounds that growth to H hours of tuning"
+        )
     return f"{line}; {done}" if done else line
 
 

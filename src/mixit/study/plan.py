@@ -37,7 +37,8 @@ class Study:
     launch: Launch = LOCAL
     progress: bool | None = None
     # ``--extend``: double the budget of every model and seed while a run still rising leaves a
-    # reading open (``mixit.study.extend``), up to its cap or ``max_hours`` of training.
+    # reading open (``mixit.study.extend``), up to its cap or ``max_hours`` of training;
+    # ``max_hours`` bounds the tuning's growth past its grid as well (``halving.tune``).
     extend: bool = False
     max_hours: float | None = None
 

@@ -26,6 +26,7 @@ def tuning_lines(tuned: Mapping[str, Mapping[str, Any]]) -> list[str]:
         lines.append(
             f"  {model:<11} lr {t['train.lr']:.3g}, {t['steps']} steps{floor}{init}{edge}{learned}"
         )
+        lines += [f"  {'':<11} left out for --max-hours: {what}" for what in t.get("cut", [])]
     return lines
 
 

@@ -61,6 +61,26 @@ class Tuner:
     runs_dir: Path
     launch: Launch = field(default_factory=Launch)
     progress: bool | None = None
+    # ``--max-hours``: no grid step past an edge and no budget doubling whose run, priced by
+    # the run it grows from, would take the tuning's training past this many hours; each
+    # key's ``cut`` says what was left out. Counted in the runs' own training seconds
+    # (``spent``, by run folder), not the wall clock: a tuning resumed from its runs counts
+    # what they cost, not how fast they were found.
+    max_hours: float | None = None
+    spent: dict[str, float] = field(default_factory=dict)
+    cut: dict[Hashable, list[str]] = field(default_factory=dict)
+
+    def affords(self, key: Hashable, seconds: float, what: str) -> bool:
+        """Whether ``seconds`` more of training stay within ``max_hours``; if not, ``what``
+        is recorded as left out for ``key``."""
+        if self.max_hours is None:
+            return True
+        if sum(self.spent.values()) + seconds <= self.max_hours * 3600:
+            return True
+        left_out = self.cut.setdefault(key, [])
+        if what not in left_out:
+            left_out.append(what)
+        return False
 
     def train_to(self, trials: Sequence[Trial], step: int) -> None:
         """Train (or resume) every trial's run up to ``step`` (its whole budget when that is
@@ -75,6 +95,7 @@ class Tuner:
         for i, summary in summaries.items():
             trial = trials[i]
             trial.run_dir = summary["run_dir"]
+            self.spent[trial.run_dir] = summary.get("train_seconds", 0.0)
             metric = headline(trial.config)
             if summary["steps_run"] > step:
                 # Finished past this rung in an earlier call (a resumed tuning): it is judged
@@ -85,6 +106,7 @@ class Tuner:
                 continue
             trial.steps_run, trial.stopped = summary["steps_run"], summary["stopped"]
             trial.scores[summary["steps_run"]] = summary["metrics"][metric]
+            trial.seconds = self.spent[trial.run_dir]
 
     @staticmethod
     def rank(trials: Sequence[Trial]) -> list[Trial]:
@@ -129,13 +151,12 @@ class Tuner:
                         {"step": at[key], "scores": [[t.rate, t.score] for t in ts]}
                     )
                     live[key] = self.promote(ts, len(rungs[key]) - depth - 1)
-        return {
-            key: Halving(
-                self.record(trials[key], live[key][0], extended[key], history[key]),
-                live[key][0],
-            )
-            for key in grids
-        }
+        halved = {}
+        for key in grids:
+            record = self.record(trials[key], live[key][0], extended[key], history[key])
+            record.cut = list(self.cut.get(key, []))
+            halved[key] = Halving(record, live[key][0])
+        return halved
 
     def train_all(
         self, trials: Mapping[Hashable, Sequence[Trial]], at: Mapping[Hashable, int]
@@ -169,6 +190,10 @@ class Tuner:
             if step == 0 or abs(k + step) > EDGE_BOUND or not self.leads(best, ts, -step):
                 continue
             beyond = Candidate(k + step, init)
+            # The new rate trains to the rung the best one reached: about its seconds.
+            past = f"the grid's step past train.lr={best.rate:g} (its best rate at an edge)"
+            if not self.affords(key, best.seconds, past):
+                continue
             config = candidate_config(grids[key][0], beyond, self.seed)
             trial = Trial(beyond, config)
             trials[key].append(trial)
@@ -243,6 +268,13 @@ def doubled(
                 {"steps": steps, "score": trial.score, "stopped": trial.stopped, "rising": rising}
                 | ({"capped": True} if capped else {})
             )
+            # A fresh schedule over twice the budget: twice the steps at the pace it ran.
+            seconds = 2 * steps * trial.seconds / max(trial.steps_run, 1)
+            what = f"the budget's doubling from {steps:,} steps (still rising)"
+            if rising and not capped and not tuner.affords(key, seconds, what):
+                tried[key][-1]["cut"] = True
+                final[key] = trial
+                continue
             if not rising or capped:
                 final[key] = trial
                 continue
@@ -306,6 +338,7 @@ def tune(
     families: Mapping[Hashable, Hashable] | None = None,
     launch: Launch | None = None,
     progress: bool | None = None,
+    max_hours: float | None = None,
 ) -> dict[Hashable, TuningRecord]:
     """Each key's tuned settings under the protocol, from its base config (a verdict run's),
     with what chose them: ``{key: TuningRecord}``, whose ``overrides`` the verdict runs take.
@@ -313,14 +346,16 @@ def tune(
     ``inits[key]``: the initialisations that key chooses among as well, on its own
     (``tuning_rules.initialisations``; none: its base's). ``families[key]``: the keys whose
     verdict runs train one budget, the largest any of them reached (None: all keys, a
-    comparison); a key raised to it records its own rule's budget as ``raised_from``."""
+    comparison); a key raised to it records its own rule's budget as ``raised_from``.
+    ``max_hours``: the grid's steps past its edges and the budget's doublings that would end
+    past it are left out, and each record's ``cut`` says which."""
     launch = launch or Launch()
     if launch.submits and not launch.wait:
         raise UsageError(
             "tuning compares each rung's runs before it trains the next: drop --no-wait "
             "(or tune nothing: --no-tune)"
         )
-    tuner = Tuner(tuning_seed(verdict_seeds), runs_dir, launch, progress)
+    tuner = Tuner(tuning_seed(verdict_seeds), runs_dir, launch, progress, max_hours)
     choosing = {key: tuple((inits or {}).get(key, ())) for key in bases}
     halved = tuner.halve(
         {
@@ -350,4 +385,5 @@ def tune(
         record.capped = bool(tried[-1].get("capped"))
         record.init_tuned = bool(choosing[key])
         record.learned = learned(record.validation, record.budgets, base, tuner.seed)
+        record.cut = tuner.cut.get(key, [])
     return {key: records[key] for key in bases}

@@ -31,6 +31,7 @@ KEYS = (
     "capped",
     "init_tuned",
     "learned",
+    "cut",
 )
 
 
@@ -43,8 +44,9 @@ class Rung(TypedDict):
 
 class Budget(TypedDict, total=False):
     """One budget the budget rule trained the chosen rate at: its steps, the score, how the
-    run stopped, whether it was still rising, and whether it hit the cap (``capped``) or is
-    the family's one budget rather than its own rule's (``raised``)."""
+        run stopped, whether it was still rising, and whether it hit the cap (``capped``) or is
+        the family's one budget rather than its own rule's (``raised``), or was left undoubled while
+    still rising for ``--max-hours`` (``cut``)."""
 
     steps: int
     score: float
@@ -52,6 +54,7 @@ class Budget(TypedDict, total=False):
     rising: bool
     capped: bool
     raised: bool
+    cut: bool
 
 
 # What the budget rule adds to the halving's record (``halving.tune``).
@@ -79,17 +82,23 @@ class TuningRecord:
     capped: bool | None = None
     init_tuned: bool | None = None
     learned: bool | None = None
+    # What ``--max-hours`` left out of the protocol (a grid's step past its edge, a budget's
+    # doubling), in words; written only where something was.
+    cut: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
         """The record as the files hold it: dotted ``train.lr``, each validation point
         labelled, and only the keys set (a halving's record before the budget rule has none of
-        the rule's; ``raised_from`` only where raised)."""
+        the rule's; ``raised_from`` only where raised, ``cut`` only where something was)."""
         values = {name: getattr(self, name) for name in _FIELDS}
         values["validation"] = [point._asdict() for point in self.validation]
         written = {"train.lr": values.pop("lr")}
         for key in KEYS[1:]:
             unset = key in BUDGET_RULE and self.steps is None
-            if not unset and not (key == "raised_from" and self.raised_from is None):
+            left_out = (key == "raised_from" and self.raised_from is None) or (
+                key == "cut" and not self.cut
+            )
+            if not unset and not left_out:
                 written[key] = values[key]
         return written
 
