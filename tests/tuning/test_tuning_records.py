@@ -27,11 +27,12 @@ def test_a_tuned_record_is_written_in_the_files_order_and_read_back_whole():
     rule = {"steps": 16, "budgets": [{"steps": 16}], "seed": 1000, "overrides": {"train.lr": 0.003}}
     tuned = dataclasses.replace(HALVED, **rule, capped=False, init_tuned=False, learned=True)
     written = tuned.to_json()
-    assert list(written) == [key for key in KEYS if key != "raised_from"]
+    assert list(written) == [key for key in KEYS if key not in ("raised_from", "cut")]
     assert written["validation"][0] == {"lr": 0.001, "init": None, "score": 0.5, "steps": 8}
     assert TuningRecord.from_json(json.loads(json.dumps(written))) == tuned
-    tuned.raised_from = 8
+    tuned.raised_from, tuned.cut = 8, ["the budget's doubling from 16 steps (still rising)"]
     assert list(tuned.to_json()) == list(KEYS)
+    assert TuningRecord.from_json(json.loads(json.dumps(tuned.to_json()))) == tuned
 
 
 def test_a_record_written_before_reads_its_validation_lists_and_leaves_unknown_keys():

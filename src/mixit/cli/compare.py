@@ -30,6 +30,7 @@ from mixit.config.overrides import Setting
 from mixit.models.variants import HYBRID_SYNTAX, SPECTRUM, VARIANTS
 from mixit.study.axis import along_axis, format_axis, parse_axis
 from mixit.study.compare import Comparison, run_study, settings_to_tune
+from mixit.study.comparison import ComparisonResult
 from mixit.study.estimate import (
     estimate_axis,
     estimate_comparison,
@@ -168,13 +169,13 @@ def run(args: argparse.Namespace) -> int:
         max_hours=args.max_hours,
     )
 
-    def compare_at(folder: Path | str, point: dict[str, Setting]) -> dict[str, Any]:
+    def compare_at(folder: Path | str, point: dict[str, Setting]) -> ComparisonResult:
         return run_study(study.on(args.task, Path(folder), point))
 
     if args.axis is not None:
         axis = parse_axis(args.axis, args.task, args.preset, overrides)
 
-        def shown_at(folder: Path, point: dict[str, Setting]) -> dict[str, Any]:
+        def shown_at(folder: Path, point: dict[str, Setting]) -> ComparisonResult:
             """One value's comparison, its table printed as soon as it is read."""
             result = compare_at(folder, point)
             print(f"{axis.key}={point[axis.key]}:\n{format_table(result)}\n")
