@@ -31,6 +31,7 @@ from figures.reproduce import (
     c9_by_construction,
     c11_measured,
     claim_verdicts,
+    demo,
     no_reference_changes,
     reading_rules_changes,
     rejudged,
@@ -71,7 +72,7 @@ from figures.tuning import (
 from figures.width import width_reading, width_timing, width_tuning
 
 BLOCKS: dict[str, Callable[[], str]] = {
-    "demo": functools.partial(transcript, "demo-retrieval"),
+    "demo": demo,
     "custom-example": functools.partial(transcript, "custom-reverse"),
     "reproductions": reproductions,
     "claim-verdicts": claim_verdicts,

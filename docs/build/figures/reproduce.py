@@ -34,6 +34,7 @@ from mixit.paper.verdicts import format_measurements
 from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
 from mixit.study.results import read_results_csv
 from mixit.study.table import format_table
+from mixit.study.text import duration
 
 
 def reproductions() -> str:
@@ -275,6 +276,19 @@ def transcript(folder: str) -> str:
     step = next_command(argv[1:], result)
     shown += [f"next, to decide what is open: mixit {step}"] if step else []
     return "\n" + "\n".join(f"    {line}".rstrip() for line in shown) + "\n"
+
+
+def demo() -> str:
+    """README: the demo's transcript, under what its runs cost by their own summaries (never a
+    time typed by hand)."""
+    rows = read_results_csv(common.RESULTS / "demo-retrieval" / "results.csv")
+    seconds = sum(float(row["train_seconds"]) for row in rows)
+    head = (
+        f"prints (`results/demo-retrieval`: its {len(rows)} runs trained {duration(seconds)} by "
+        "their own summaries, one after another on 2 CPU cores; runs flat at chance stop early, "
+        "docs/tuning.md rule 5):\n"
+    )
+    return "\n" + head + transcript("demo-retrieval")
 
 
 def _why(claim: dict) -> str:
