@@ -10,7 +10,7 @@ from mixit.common.cores import settle_wait_policy
 # The commands that train or time training, and the options with which they do neither (or,
 # with --estimate, say themselves that the machine is shared).
 TRAINING = frozenset({"train", "compare", "suite", "reproduce", "sweep", "presets", "bench"})
-NOT_TRAINING = frozenset({"-h", "--help", "--estimate", "--no-train", "--report"})
+NOT_TRAINING = frozenset({"-h", "--help", "--estimate", "--no-train", "--report", "--best"})
 
 
 def trains(argv: Sequence[str]) -> bool:

@@ -258,6 +258,8 @@ COMMANDS = [
         ["sweep", "--task", "addition", "--model", "standard", "--storage", "notadb://x", "--best"],
         "cannot open it as an Optuna study database",
     ),
+    # It created an empty database and printed nothing (#103).
+    (["sweep", "--best", "--storage", "sqlite:///missing.db"], "no such database file"),
 ]
 
 CASES = (

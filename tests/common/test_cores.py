@@ -38,6 +38,7 @@ def test_the_cores_line_is_printed_only_before_training(monkeypatch, capsys):
         (["records", "pack", "out"], False),
         (["reproduce", "table1", "--no-train"], False),
         (["compare", "--task", "retrieval", "--estimate"], False),
+        (["sweep", "--best"], False),
         (["compare", "--task", "retrieval"], True),
         (["train", "--task", "retrieval", "--model", "mixit"], True),
     ]:

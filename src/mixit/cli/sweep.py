@@ -59,7 +59,13 @@ def run(args: argparse.Namespace) -> int:
     if args.best:
         if not args.storage and not (Path(args.out) / "study.db").is_file():
             raise UsageError(f"no study in {args.out}; give --out or --storage")
+        database = storage.removeprefix("sqlite:///")
+        if storage.startswith("sqlite:///") and not Path(database).is_file():
+            # Opening it would create an empty study database where the user meant to read one.
+            raise UsageError(f"--storage {storage}: no such database file ({database})")
         best = best_configs(storage)
+        if not best:
+            raise UsageError(f"no study in {storage} has a finished trial yet: nothing to print")
         for row in best:
             keys = " ".join(f"{k}={v}" for k, v in row["overrides"].items())
             print(
