@@ -258,6 +258,8 @@ COMMANDS = [
         ["sweep", "--task", "addition", "--model", "standard", "--storage", "notadb://x", "--best"],
         "cannot open it as an Optuna study database",
     ),
+    # It trained, then failed drawing the heatmap with a traceback (#103).
+    (["suite", "--tasks", "retrieval", "--models", "mixit,random"], "needs standard among them"),
     # It created an empty database and printed nothing (#103).
     (["sweep", "--best", "--storage", "sqlite:///missing.db"], "no such database file"),
 ]
