@@ -41,6 +41,17 @@ def test_a_converted_model_trains_what_the_arch_build_trains(name, variant):
     assert total == sum(p.numel() for p in built.parameters())
 
 
+def test_a_converted_llama_fed_past_its_positions_says_so():
+    """A Llama (rotary positions) reads any length; converted to MixiT, its mixing matrices
+    hold block_size positions: more tokens is one clear error, not a torch shape mismatch
+    (#103). A GPT-2 refuses them in its own position table, converted or not."""
+    config = resolve_config("retrieval", "mixit", "tiny", 0, {**SIZES, "model.arch": "hf:llama"})
+    converted = mixit.convert(fresh("llama", config), "mixit")
+    assert converted(torch.zeros(1, 16, dtype=torch.long)).logits.shape == (1, 16, 20)
+    with pytest.raises(ValueError, match="17 tokens, and this model's fixed mixing matrices"):
+        converted(torch.zeros(1, 17, dtype=torch.long))
+
+
 def test_convert_changes_the_model_in_place_unless_asked_for_a_copy():
     config = resolve_config("retrieval", "mixit", "tiny", 0, {**SIZES, "model.arch": "hf:llama"})
     original = fresh("llama", config)

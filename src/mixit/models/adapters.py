@@ -138,6 +138,7 @@ class FixedMixingAttention(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple:
         B, T, _ = hidden_states.shape
+        check_length(T, self.mixing.shape[-1])
         v = self.value(hidden_states).view(B, T, self.kv_heads, -1)  # (B, T, H_kv, hs)
         v = v.repeat_interleave(self.heads // self.kv_heads, dim=2)  # (B, T, H, hs)
         y = torch.einsum("hts,bshd->bthd", self.mixing[:, :T, :T], v)  # (B, T, H, hs)
@@ -155,7 +156,19 @@ class WithPositions(nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         T = input_ids.shape[-1]
+        check_length(T, self.positions.num_embeddings)
         return self.embedding(input_ids) + self.positions.weight[:T]  # (B, T, n)
+
+
+def check_length(tokens: int, positions: int) -> None:
+    """Fixed mixing matrices (T_max, T_max) and a learned position table have no row past
+    their ``positions``: more ``tokens`` is one clear error, not a shape mismatch deep in torch."""
+    if tokens > positions:
+        raise ValueError(
+            f"{tokens} tokens, and this model's fixed mixing matrices and positions hold "
+            f"{positions} (its config's max_position_embeddings or n_positions when it was "
+            "converted): MixiT cannot read past them"
+        )
 
 
 def _builder(source: Any, settings: Mapping[str, Any]) -> Callable[[], nn.Module]:
