@@ -109,6 +109,12 @@ def test_an_exported_llama_is_frozen_again_by_freeze(tmp_path):
     mixit.freeze(loaded)
     frozen = {n for n, p in loaded.named_parameters() if not p.requires_grad}
     assert frozen == {f"model.layers.{i}.self_attn.{w}_proj.weight" for i in (0, 1) for w in "qk"}
+    # A hand-edited config is one line that names the key it read (#103).
+    for edited, said in [("qk", "is a list of group names"), (["nope"], "unknown group 'nope'")]:
+        loaded.config.mixit_frozen = edited
+        with pytest.raises(UsageError) as raised:
+            mixit.freeze(loaded)
+        assert "its config's mixit_frozen" in str(raised.value) and said in str(raised.value)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "llama"])

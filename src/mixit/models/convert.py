@@ -88,17 +88,18 @@ def freeze(
     if groups is None and isinstance(hybrid, str) and HYBRID_JOIN in hybrid:  # layer by layer
         freeze_variant(model, _parts(model, parts), buildable(hybrid))
         return model
+    named = "groups"
     if groups is None:
-        groups = getattr(config, "mixit_frozen", None)
+        named, groups = "its config's mixit_frozen", getattr(config, "mixit_frozen", None)
         if groups is None and getattr(config, "model_type", None) == "mixit":
-            groups = config.frozen
+            named, groups = "its config's frozen", config.frozen
     if groups is None:
         raise UsageError(
             "this model's config records no frozen groups (no mixit_frozen): name them, "
             "freeze(model, groups=['qk'])"
         )
     if not isinstance(groups, list | tuple) or not all(isinstance(name, str) for name in groups):
-        raise UsageError(f"groups is a list of group names, e.g. ['qk'], got {groups!r}")
+        raise UsageError(f"{named} is a list of group names, e.g. ['qk'], got {groups!r}")
     held = (
         model.decoder.param_groups()
         if getattr(config, "model_type", None) == "mixit"
@@ -106,7 +107,9 @@ def freeze(
     )
     unknown = sorted(set(groups) - set(held))
     if unknown:
-        raise UsageError(f"unknown group '{unknown[0]}'; this model has: {', '.join(held)}")
+        raise UsageError(
+            f"unknown group '{unknown[0]}' in {named}; this model has: {', '.join(held)}"
+        )
     for name in groups:
         for parameter in held[name]:
             parameter.requires_grad_(False)
