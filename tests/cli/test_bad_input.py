@@ -260,6 +260,9 @@ COMMANDS = [
     ),
     # It trained, then failed drawing the heatmap with a traceback (#103).
     (["suite", "--tasks", "retrieval", "--models", "mixit,random"], "needs standard among them"),
+    # Priced as if the machine had that many cores, and trained so (#103).
+    (["compare", "--task", "retrieval", "--jobs", "1000000", "--estimate"], "--jobs 1000000: this"),
+    (["suite", "--tasks", "retrieval", "--jobs", "1000000"], "each job trains in a process"),
     # It created an empty database and printed nothing (#103).
     (["sweep", "--best", "--storage", "sqlite:///missing.db"], "no such database file"),
 ]

@@ -17,6 +17,7 @@ from mixit.cli.options import (
     add_launch_options,
     add_tune_options,
     catalogue,
+    check_jobs_fit,
     dotted_overrides,
     launch_options,
     margin,
@@ -102,6 +103,7 @@ def estimate(
 ) -> str:
     """``--estimate``: the comparison priced without training; along ``--axis``, each value's
     comparison in the folder the axis gives it."""
+    check_jobs_fit(args)
     most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
     seeds = range(args.seed, args.seed + most)
     plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)

@@ -7,6 +7,7 @@ import math
 import re
 from typing import Any
 
+from mixit.common.cores import usable_cores
 from mixit.common.errors import UsageError
 from mixit.common.trust import trust
 from mixit.config.overrides import parse_overrides
@@ -263,7 +264,8 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=count,
         default=1,
-        help="runs trained at once in parallel processes, the cores shared among them (default 1)",
+        help="runs trained at once in parallel processes, the cores shared among them "
+        "(default 1; locally at most the cores mixit may use)",
     )
     parser.add_argument(
         "--launcher",
@@ -303,8 +305,22 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_jobs_fit(args: argparse.Namespace) -> None:
+    """``--jobs`` trains each run in a process of its own on this machine (or prices it so,
+    with ``--estimate`` and no ``--target``): more jobs than the cores it may use would each get
+    a share of no core, and the price would assume cores that are not there."""
+    here = args.launcher == "local" and not getattr(args, "target", None)
+    if here and args.jobs > usable_cores():
+        raise UsageError(
+            f"--jobs {args.jobs}: this machine gives mixit {usable_cores()} cores, and each job "
+            f"trains in a process of its own; use at most {usable_cores()} (--launcher slurm "
+            "spreads runs over a cluster, --estimate --target prices another machine)"
+        )
+
+
 def launch_options(args: argparse.Namespace) -> Launch:
     """The launch options, checked before anything is planned or written."""
+    check_jobs_fit(args)
     if args.launcher == "local" and (args.no_wait or args.slurm_option):
         raise UsageError("--no-wait and --slurm-option need --launcher slurm or submitit-local")
     if args.gpus_per_run > 1 and args.launcher != "local":

@@ -18,6 +18,7 @@ from mixit.cli.options import (
     add_overrides_argument,
     add_progress_option,
     add_tune_options,
+    check_jobs_fit,
     dotted_overrides,
     launch_options,
     model_names,
@@ -99,6 +100,7 @@ def estimate(args: argparse.Namespace) -> str:
     """``--estimate``: each task's comparison priced as ``compare --estimate`` prices it, into
     the directory the suite would give it, so finished runs cost nothing; with ``--axis``,
     each task's values as ``compare --estimate --axis`` prices them."""
+    check_jobs_fit(args)
     overrides = dotted_overrides(args)
     most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
     seeds = range(args.seed, args.seed + most)
