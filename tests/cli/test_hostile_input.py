@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mixit.cli import main
+from mixit.cli import train as train_command
 from mixit.common.errors import UsageError
 from mixit.training.checkpoint import load_checkpoint
 from mixit.training.rundir import RunDir, load_run, read_records
@@ -401,6 +402,7 @@ def _as_other_user() -> list[str] | None:
 MAIN_PER_ARGV = """
 import contextlib, io, json, sys
 from mixit.cli import main
+from mixit.cli import train as train_command
 for argv in json.loads(sys.argv[1]):
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
@@ -637,3 +639,37 @@ def test_a_tool_run_as_a_script_prints_one_line():
     argv = [sys.executable, str(path), "--jobs", "0"]
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+            "memory: you tried to allocate 40000000000000 bytes. Error code 12"
+        ),
+        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        MemoryError(),
+    ],
+)
+def test_running_out_of_memory_is_one_line_past_the_check(raised, monkeypatch, tmp_path, capsys):
+    """Past the memory check's lower bound, the host's allocator (a plain RuntimeError from
+    torch on the CPU) or the GPU's may still fail: one line, exit 1 (#103)."""
+
+    def allocate(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(train_command, "train", allocate)
+    argv = ["train", "--task", "retrieval", "--model", "mixit", "--out", str(tmp_path / "r")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "mixit: train ran out of memory; use smaller sizes" in err
+
+
+def test_another_runtime_error_is_not_read_as_memory(monkeypatch, tmp_path):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug, not the memory")
+
+    monkeypatch.setattr(train_command, "train", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["train", "--task", "retrieval", "--model", "mixit", "--out", str(tmp_path / "r")])

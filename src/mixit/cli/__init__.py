@@ -119,7 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except json.JSONDecodeError as error:  # a damaged file that no reader named already
         print(f"mixit: error: a JSON file is damaged ({error})", file=sys.stderr)
         return EXIT_USAGE
-    except (MemoryError, torch.OutOfMemoryError):  # past the memory check's lower bound
+    except (MemoryError, RuntimeError) as error:  # past the memory check's lower bound
+        if not out_of_memory(error):
+            raise
         print(f"mixit: {command or 'mixit'} ran out of memory; {MEMORY_HINT}", file=sys.stderr)
         return EXIT_FAILED
     except RunsPending as pending:
@@ -133,6 +135,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
+
+
+# What torch's CPU allocator says when the host has no memory left for a tensor, in the
+# RuntimeError it raises (CUDA's is a torch.OutOfMemoryError).
+CPU_ALLOCATOR_FAILED = "DefaultCPUAllocator: can't allocate memory"
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` says the host or the GPU had no memory left: torch's CUDA allocator
+    raises ``torch.OutOfMemoryError``, its CPU allocator a plain RuntimeError."""
+    memory = (MemoryError, torch.OutOfMemoryError)
+    return isinstance(error, memory) or CPU_ALLOCATOR_FAILED in str(error)
 
 
 MEMORY_HINT = (
