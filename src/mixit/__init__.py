@@ -6,7 +6,8 @@ Python entry points (the ``mixit`` command is a thin layer over them):
 ``load_run(dir)`` -> ``(model, config)``,
 ``spectrum(model_or_config)`` -> the five variants of any causal LM, with ``Parts`` saying
 where a user model's parts are, ``convert(model, "frozen-qk")`` -> one variant of a model the
-user has, ``freeze(model)`` -> an exported model's frozen groups applied after loading.
+user has, ``freeze(model)`` -> an exported model's frozen groups applied after loading,
+``load_converted(folder)`` -> a converted model ``save_pretrained`` saved, loaded whole.
 
 The layers, from the floor up, are the packages ``common``, ``config``, ``data``, ``tasks``,
 ``models``, ``cost``, ``training``, ``inference``, ``running``, ``analysis``, ``tuning``,
@@ -26,6 +27,7 @@ _API = {
     "compare": "mixit.study.compare",
     "convert": "mixit.models.convert",
     "freeze": "mixit.models.convert",
+    "load_converted": "mixit.models.convert",
     "load_run": "mixit.training.rundir",
     "spectrum": "mixit.models.adapters",
     "suite": "mixit.study.suite",

@@ -347,13 +347,13 @@ def make_variant(
             f"model '{variant}' names layer {beyond[0]}; this model has 0-{blocks - 1}"
         )
     kinds = [chosen.at(layer) for layer in range(blocks)]
+    mixing = [layer for layer, v in enumerate(kinds) if v.attention is AttentionKind.MIXING]
     freeze_variant(model, parts, chosen)
     config = getattr(model, "config", None)
     if config is not None:  # saved with the model: ``mixit.freeze`` applies them after loading
         config.mixit_frozen = sorted(chosen.frozen)
-        if chosen.layers:
+        if chosen.layers or mixing:  # a structure of its own: ``convert.load_converted``
             config.mixit_variant = variant
-    mixing = [layer for layer, v in enumerate(kinds) if v.attention is AttentionKind.MIXING]
     if mixing:
         _mixit(model, parts, mixing, mixing_scale, seed)
 

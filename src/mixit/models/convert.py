@@ -6,13 +6,16 @@ definition ``mixit.spectrum`` and ``--arch`` use (``mixit.models.adapters.make_v
 ``frozen-qk``, ``frozen-mlp`` and ``random`` leave their groups without gradients, ``mixit``
 puts fixed causal mixing (eq. 2.3) in place of each attention module's scores and keeps its
 value and output projections. ``freeze(model)`` applies the frozen groups an exported model's
-config records, after loading.
+config records, after loading; ``load_converted(folder)`` loads a converted model that
+``save_pretrained`` saved whole, fixed mixing included, which the architecture's own
+``from_pretrained`` cannot build.
 """
 
 from __future__ import annotations
 
 import copy as copying
 import typing
+from pathlib import Path
 
 from torch import nn
 
@@ -114,3 +117,38 @@ def freeze(
         for parameter in held[name]:
             parameter.requires_grad_(False)
     return model
+
+
+def load_converted(folder: str | Path, parts: Parts | None = None) -> nn.Module:
+    """The model ``convert`` changed and ``save_pretrained`` wrote to ``folder``, whole: its
+    architecture built from the saved config, made the variant the config records
+    (``mixit_variant``: MixiT's fixed mixing, or a hybrid's, in place of the attention the
+    architecture's own ``from_pretrained`` would build and leave untrained), every saved
+    tensor loaded into it (the mixing matrices too), its frozen groups frozen again; in eval
+    mode, as ``from_pretrained`` returns a model. ``parts`` where no adapter knows it."""
+    import transformers
+    from safetensors.torch import load_file
+
+    files = sorted(Path(folder).glob("model*.safetensors"))
+    if not files:
+        raise UsageError(f"{folder} holds no model*.safetensors that save_pretrained writes")
+    config = transformers.AutoConfig.from_pretrained(folder)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    variant = getattr(config, "mixit_variant", None)
+    if variant is not None:  # it freezes the variant's groups too, layer by layer
+        make_variant(model, _parts(model, parts), variant, "sequence", 0)  # drawn, then loaded
+    elif getattr(config, "mixit_frozen", None) is not None:
+        freeze(model, parts=parts)
+    saved = {key: tensor for file in files for key, tensor in load_file(file).items()}
+    loaded = model.load_state_dict(saved, strict=False)
+    # save_pretrained leaves out a weight tied to another (GPT-2's head is its embedding).
+    tensors = model.state_dict()
+    kept = {tensors[key].untyped_storage().data_ptr() for key in saved if key in tensors}
+    untied = [k for k in loaded.missing_keys if tensors[k].untyped_storage().data_ptr() not in kept]
+    if loaded.unexpected_keys or untied:
+        odd = [*loaded.unexpected_keys, *untied][:3]
+        raise UsageError(
+            f"{folder}'s weights are not those of its config's model ({', '.join(odd)}): "
+            "load_converted reads what convert changed and save_pretrained saved"
+        )
+    return model.eval()
