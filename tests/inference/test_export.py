@@ -50,3 +50,23 @@ def test_an_unknown_export_form_is_refused(tmp_path, capsys):
     assert main(["export-hf", str(tmp_path / "run"), str(tmp_path / "hf"), "--as", "gguf"]) == 2
     assert "invalid choice: 'gguf'" in capsys.readouterr().err
     assert not (tmp_path / "hf").exists()
+
+
+def test_a_full_disk_while_exporting_is_one_line_and_leaves_no_folder(
+    tmp_path, capsys, monkeypatch
+):
+    """safetensors raises its own error, no OSError, when the disk is full: one line, and the
+    folder the export made is gone again (it was left empty, with a traceback; #103)."""
+    from safetensors import SafetensorError
+
+    run_dir = tmp_path / "run"
+    train("addition", "standard", out=run_dir, overrides=SHORT, progress=False)
+
+    def full(self, *args, **kwargs):
+        raise SafetensorError("Error while serializing: No space left on device (os error 28)")
+
+    monkeypatch.setattr(transformers.LlamaForCausalLM, "save_pretrained", full)
+    assert main(["export-hf", str(run_dir), str(tmp_path / "hf")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "nothing of it" in err
+    assert not (tmp_path / "hf").exists()

@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from safetensors import SafetensorError
+
 from mixit.common.errors import UsageError
 from mixit.common.io import follow_umask, make_dir
 from mixit.config.schema import ModelConfig, RunConfig
@@ -122,9 +124,18 @@ def export_hf(
     refusal = llama_refusal(model, config.model)
     if form == "llama" and refusal:
         raise UsageError(f"{refusal}; export it with --as mixit")
-    if form == "mixit" or (form == "auto" and refusal):
-        return _save(mixit_model(model, config), make_dir(out_dir))
-    return _save(llama_model(model, config), make_dir(out_dir))
+    hf_model = (
+        mixit_model(model, config) if form == "mixit" or refusal else llama_model(model, config)
+    )
+    fresh = not target.exists()
+    try:
+        return _save(hf_model, make_dir(out_dir))
+    except (OSError, SafetensorError) as error:  # a full disk: safetensors raises its own
+        if fresh and target.is_dir() and not any(target.iterdir()):
+            target.rmdir()  # the folder this export made, and nothing in it
+        raise UsageError(
+            f"the model could not be written to {target} ({error}); nothing of it was kept"
+        ) from None
 
 
 def llama_refusal(model: Decoder, m: ModelConfig) -> str | None:
