@@ -135,10 +135,12 @@ def save_checkpoint(
     except (OSError, RuntimeError) as error:  # torch.save reports a full disk as RuntimeError
         shutil.rmtree(tmp, ignore_errors=True)
         reason = getattr(error, "strerror", None) or str(error).splitlines()[0][:120]
-        raise UsageError(
-            f"cannot write a checkpoint in {out}: {reason}; the last complete one is kept "
-            "(--resume continues from it)"
-        ) from None
+        kept = (
+            "the last complete one is kept (--resume continues from it)"
+            if (out / CHECKPOINT).is_dir()
+            else "no earlier one was written, so the run starts again from step 0"
+        )
+        raise UsageError(f"cannot write a checkpoint in {out}: {reason}; {kept}") from None
     current, previous = out / CHECKPOINT, out / PREVIOUS
     if current.exists():
         shutil.rmtree(previous, ignore_errors=True)
