@@ -105,6 +105,7 @@ HOSTILE = {
     "broken": "def examples(size, n, seed)\n    return []\n",
     "hangs": "import time\n\ndef examples(size, n, seed):\n    try:\n        time.sleep(60)\n"
     "    except Exception:\n        pass\n    return []\n",
+    "raises": "def examples(size, n, seed):\n    pairs = []\n    return pairs[size]\n",
 }
 
 
@@ -116,6 +117,11 @@ HOSTILE = {
         ("exits-on-import", "failed while loading: it called sys.exit(0)"),
         ("broken", "failed while loading: SyntaxError"),
         ("hangs", "was still running after 0.5 s giving examples at task.size=6"),
+        # The user's file and line, not mixit's frame that called it.
+        (
+            "raises",
+            "failed at task.size=6: IndexError: list index out of range (raises.py, line 3)",
+        ),
     ],
 )
 def test_hostile_generators_are_one_line_usage_errors(tmp_path, monkeypatch, kind, fragment):

@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -174,4 +175,18 @@ def said(error: BaseException) -> str:
     command with that status and nothing done."""
     if isinstance(error, SystemExit):
         return f"it called sys.exit({error.code!r}), which mixit does not let end the command"
-    return f"{type(error).__name__}: {error}"
+    where = "" if isinstance(error, SyntaxError) else users_line(error)  # it names its own
+    return f"{type(error).__name__}: {error}{where}"
+
+
+# Where mixit, Python's own library and installed packages live: a frame in none of them is
+# the user's code.
+_NOT_THE_USERS = tuple({str(Path(__file__).resolve().parents[1]), sys.base_prefix, sys.prefix})
+
+
+def users_line(error: BaseException) -> str:
+    """`` (gen.py, line 3)``: the innermost frame of ``error``'s traceback in the user's own
+    code (not mixit's, Python's or an installed package's), "" where there is none."""
+    frames = traceback.extract_tb(error.__traceback__)
+    own = [f for f in frames if not str(Path(f.filename).resolve()).startswith(_NOT_THE_USERS)]
+    return f" ({Path(own[-1].filename).name}, line {own[-1].lineno})" if own else ""
