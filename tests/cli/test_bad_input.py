@@ -300,6 +300,11 @@ DATA_FILES = {
     "not JSON": (b"input -> target\n", "not a JSON object"),
     "no target": (b'{"input": "abc"}\n', "expected"),
     "mixed types": (b'{"input": "abc", "target": [1]}\n', "must both be strings or both lists"),
+    # Text on one line and ids on the next reached the tokenizer: a traceback (#103).
+    "mixed lines": (
+        b'{"input": "abc", "target": "cba"}\n{"input": [1, 2], "target": [3]}\n',
+        "mix strings and lists of ints: training example 2 is a list",
+    ),
     "empty": (b"\n\n", "holds no examples"),
 }
 

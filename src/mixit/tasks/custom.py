@@ -289,8 +289,15 @@ def _encoded_files(
 
 def _encode(config: CustomConfig, train: list, test: list, source: str) -> Encoded:
     """Both splits' examples as ids, by the tokenizer ``config`` names fitted to ``train``."""
-    if _is_text(train[0][0]) != _is_text(test[0][0]):
-        raise UsageError(f"{source} mix strings and lists of ints")
+    text = _is_text(train[0][0])
+    for split, pairs in (("training", train), ("test", test)):
+        odd = next((i for i, (given, _) in enumerate(pairs, 1) if _is_text(given) != text), None)
+        if odd is not None:  # one tokenizer reads every example: text, or ids
+            raise UsageError(
+                f"{source} mix strings and lists of ints: {split} example {odd} is "
+                f"{'a list' if text else 'a string'}, the first training example "
+                f"{'a string' if text else 'a list'}"
+            )
     encode, size, vocabulary = _tokenizer(config, train)
 
     def encoded(pairs: list[tuple[object, object]]) -> Pairs:
