@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from mixit.common.errors import UsageError
 from mixit.common.io import write_json
 from mixit.common.plots import COLUMN, SEQUENTIAL, fitted, metric_label, save, styled
 from mixit.models.variants import HYBRID_JOIN
@@ -55,7 +56,13 @@ def placements(variant: str, layers: int) -> list[Placement]:
 
 def per_layer_models(variant: str, layers: int) -> list[str]:
     """The models ``--per-layer`` trains: the reference, ``variant`` in every layer, and each
-    placement's hybrid once."""
+    placement's hybrid once. One layer has nothing to place: its only placements are the
+    reference and ``variant`` themselves."""
+    if layers < 2:
+        raise UsageError(
+            f"--per-layer places {variant} layer by layer, and model.n_layer={layers} has one "
+            f"layer: compare the two models (--models {REFERENCE},{variant}) or give more layers"
+        )
     hybrids = [p.model for p in placements(variant, layers)]
     return list(dict.fromkeys([REFERENCE, variant, *hybrids]))
 
