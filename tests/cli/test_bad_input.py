@@ -263,6 +263,8 @@ COMMANDS = [
     # Priced as if the machine had that many cores, and trained so (#103).
     (["compare", "--task", "retrieval", "--jobs", "1000000", "--estimate"], "--jobs 1000000: this"),
     (["suite", "--tasks", "retrieval", "--jobs", "1000000"], "each job trains in a process"),
+    # Priced, and planned, as two models (#103).
+    (["compare", "--task", "retrieval", "--models", "standard,mixit,standard"], "standard twice"),
     # One layer has nothing to place: it planned the reference twice over (#103).
     (["compare", "--task", "retrieval", "--per-layer", "mixit", "model.n_layer=1"], "one layer"),
     # It created an empty database and printed nothing (#103).

@@ -366,6 +366,9 @@ def model_names(text: str) -> list[str]:
     models = [m.strip() for m in text.split(",") if m.strip()]
     if not models:
         raise UsageError(f"--models names no model; choose from: {', '.join(VARIANTS)}")
+    twice = [m for i, m in enumerate(models) if m in models[:i]]
+    if twice:  # it would be planned, priced and read as two models
+        raise UsageError(f"--models names {twice[0]} twice; name each model once")
     return models
 
 
