@@ -2,6 +2,7 @@
 example of examples/lookup, trusted only when named, its splits disjoint, its axis."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -106,6 +107,8 @@ HOSTILE = {
     "hangs": "import time\n\ndef examples(size, n, seed):\n    try:\n        time.sleep(60)\n"
     "    except Exception:\n        pass\n    return []\n",
     "raises": "def examples(size, n, seed):\n    pairs = []\n    return pairs[size]\n",
+    "hard-exits": "import os\n\ndef examples(size, n, seed):\n    os._exit(0)\n",
+    "hard-exits-on-import": "import os\nos._exit(3)\n",
 }
 
 
@@ -133,8 +136,10 @@ def test_hostile_generators_are_one_line_usage_errors(tmp_path, monkeypatch, kin
     source.write_text(HOSTILE[kind])
     monkeypatch.setenv(TRUST_ENV, "")
     trust(str(source))
+    hard_exit = os._exit
     with pytest.raises(UsageError, match=re.escape(fragment)):
         data({**SMALL, "task.generator": f"{source}:examples"})
+    assert os._exit is hard_exit  # held only while the user's code ran
 
 
 def test_vocab_size_without_bpe_is_refused_not_ignored(trusted):

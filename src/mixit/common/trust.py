@@ -65,6 +65,27 @@ def time_limit(seconds: float | None = None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+class HardExit(SystemExit):
+    """User code called ``os._exit``, which would end the process at once, with no message
+    and its status (0: as if the command had succeeded)."""
+
+
+@contextmanager
+def no_hard_exit() -> Iterator[None]:
+    """While the code inside runs, ``os._exit`` raises ``HardExit`` instead of ending the
+    process, so that the command can say what the user's code did."""
+    hard_exit = os._exit
+
+    def refused(status: int) -> None:
+        raise HardExit(status)
+
+    os._exit = refused  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = hard_exit
+
+
 def trust(module_name: str) -> None:
     """Let this process and those it starts import ``module_name``, as the file it resolves
     to now."""
@@ -152,7 +173,8 @@ def trusted_function(setting: str, spec: str, option: str) -> tuple[Callable[...
         raise UsageError(f"{setting} is not of the form MODULE:NAME (a module you can import)")
     require_trusted(setting, module_name, option)
     try:
-        module = _imported(module_name)
+        with no_hard_exit():
+            module = _imported(module_name)
     except (ImportError, OSError) as error:
         raise UsageError(f"{setting}: cannot import {module_name} ({error})") from None
     except (Exception, SystemExit) as error:  # the user's module raised, or exited, loading
@@ -174,7 +196,8 @@ def said(error: BaseException) -> str:
     syntax (gen.py, line 3)``, or ``it called sys.exit(0)``, which would otherwise end the
     command with that status and nothing done."""
     if isinstance(error, SystemExit):
-        return f"it called sys.exit({error.code!r}), which mixit does not let end the command"
+        called = "os._exit" if isinstance(error, HardExit) else "sys.exit"
+        return f"it called {called}({error.code!r}), which mixit does not let end the command"
     where = "" if isinstance(error, SyntaxError) else users_line(error)  # it names its own
     return f"{type(error).__name__}: {error}{where}"
 

@@ -31,7 +31,7 @@ from torch import nn
 
 from mixit.common.digest import source_files
 from mixit.common.errors import UsageError
-from mixit.common.trust import said, trust, trusted_function
+from mixit.common.trust import no_hard_exit, said, trust, trusted_function
 from mixit.config.schema import ModelConfig, RunConfig
 from mixit.models.adapters import ADAPTERS, Parts, get_variant, spectrum
 from mixit.models.decoder import Decoder, Trainable
@@ -174,7 +174,8 @@ def _built(factory: Callable[[ModelConfig], nn.Module], config: ModelConfig) -> 
     """``factory(config)``, where whatever it raises or returns other than a module is one
     line naming the arch."""
     try:
-        model = factory(config)
+        with no_hard_exit():
+            model = factory(config)
     except (Exception, SystemExit) as error:  # the user's code: any failure is their input's
         raise UsageError(f"model.arch='{config.arch}' failed: {said(error)}") from None
     if not isinstance(model, nn.Module):

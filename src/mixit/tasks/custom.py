@@ -26,7 +26,14 @@ import numpy as np
 
 from mixit.common.digest import source_files
 from mixit.common.errors import UsageError
-from mixit.common.trust import TooSlow, require_trusted, said, time_limit, trusted_function
+from mixit.common.trust import (
+    TooSlow,
+    no_hard_exit,
+    require_trusted,
+    said,
+    time_limit,
+    trusted_function,
+)
 from mixit.data import (
     default_cache_dir,
     encode_texts,
@@ -154,7 +161,7 @@ def generated_pairs(config: CustomConfig) -> tuple[list, list]:
     function, _ = trusted_function(setting, config.generator, GENERATOR_OPTION)
     n = config.n_train + config.n_test
     try:  # an endless generator is read no further than READ_AT_MOST examples a row
-        with time_limit():
+        with time_limit(), no_hard_exit():
             given = function(size=config.size, n=n, seed=config.data_seed)
             examples = list(itertools.islice(given, READ_AT_MOST * n))
     except TooSlow as slow:
