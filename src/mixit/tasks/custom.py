@@ -51,6 +51,7 @@ from mixit.tasks.base import (
     register,
     schedule,
 )
+from mixit.tasks.pairs import checked_pair, is_int_list, is_text, read_pairs
 from mixit.tasks.rows import answer_split
 
 PAD, SEP, UNK = 0, 1, 2
@@ -100,54 +101,6 @@ class CustomConfig:
             )
 
 
-# Integer-token data: every id up to the largest gets an embedding row, so ids past this many
-# could not fit any machine's memory.
-MAX_TOKEN_ID = 2**24
-
-
-def read_pairs(path: Path) -> list[tuple[object, object]]:
-    """(input, target) of every line of a JSONL file; one-line UsageErrors name file and line."""
-    if not path.is_file():
-        raise UsageError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not data
-    except UnicodeDecodeError as error:
-        raise UsageError(
-            f"{path}: not UTF-8 text (byte {error.start}); custom data files are JSON lines"
-        ) from None
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror}") from None
-    pairs = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise UsageError(f"{path}:{number}: not a JSON object") from None
-        if not isinstance(record, dict) or "input" not in record or "target" not in record:
-            raise UsageError(f'{path}:{number}: expected {{"input": ..., "target": ...}}')
-        pairs.append(checked_pair((record["input"], record["target"]), f"{path}:{number}"))
-    if not pairs:
-        raise UsageError(f"{path} holds no examples")
-    return pairs
-
-
-def checked_pair(pair: tuple[object, object], where: str) -> tuple[object, object]:
-    """An (input, target) example, both strings or both lists of token ids; ``where`` (a
-    file's line, a generator's example) names it in the UsageError."""
-    if not all(_is_text(x) or _is_int_list(x) for x in pair) or (
-        _is_text(pair[0]) != _is_text(pair[1])
-    ):
-        raise UsageError(f"{where}: input and target must both be strings or both lists of ints")
-    if not _is_text(pair[0]) and max(max(pair[0]), max(pair[1])) >= MAX_TOKEN_ID:
-        raise UsageError(
-            f"{where}: token ids must be below {MAX_TOKEN_ID:,} (one embedding row each), got "
-            f"{max(max(pair[0]), max(pair[1])):,}"
-        )
-    return pair
-
-
 # How many examples a generator is read for, per row the splits need: enough for inputs it
 # repeats, and a bound on one that never stops (it was read whole: 6 GB in 31 s).
 READ_AT_MOST = 10
@@ -184,18 +137,6 @@ def generated_pairs(config: CustomConfig) -> tuple[list, list]:
             f"task.n_test = {n}"
         )
     return pairs[: config.n_train], pairs[config.n_train : config.n_train + config.n_test]
-
-
-def _is_text(value: object) -> bool:
-    return isinstance(value, str) and len(value) > 0
-
-
-def _is_int_list(value: object) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) > 0
-        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
-    )
 
 
 def encode_examples(
@@ -296,9 +237,9 @@ def _encoded_files(
 
 def _encode(config: CustomConfig, train: list, test: list, source: str) -> Encoded:
     """Both splits' examples as ids, by the tokenizer ``config`` names fitted to ``train``."""
-    text = _is_text(train[0][0])
+    text = is_text(train[0][0])
     for split, pairs in (("training", train), ("test", test)):
-        odd = next((i for i, (given, _) in enumerate(pairs, 1) if _is_text(given) != text), None)
+        odd = next((i for i, (given, _) in enumerate(pairs, 1) if is_text(given) != text), None)
         if odd is not None:  # one tokenizer reads every example: text, or ids
             raise UsageError(
                 f"{source} mix strings and lists of ints: {split} example {odd} is "
@@ -337,7 +278,7 @@ SPECIALS = {PAD: "<pad>", SEP: "<sep>", UNK: "<unk>"}
 def _tokenizer(config: CustomConfig, train: list[tuple[object, object]]):
     """An ``encode(value) -> ids`` function for the data's kind, the vocabulary size, and the
     vocabulary of text data."""
-    if _is_int_list(train[0][0]):
+    if is_int_list(train[0][0]):
         largest = max(max(max(a), max(b)) for a, b in train)
         return (lambda ids: [FIRST_SYMBOL + min(i, largest + 1) for i in ids]), largest + 5, None
     frame = {"offset": FIRST_SYMBOL, "specials": SPECIALS, "suffix": (SEP,)}
