@@ -140,14 +140,13 @@ def test_a_converted_model_survives_save_pretrained_and_freeze(tmp_path, name, v
 
 
 @pytest.mark.parametrize("name", ["gpt2", "llama"])
-@pytest.mark.parametrize(
-    "variant", ["mixit", "mixit+standard@1", "frozen-qk+mixit@0", "standard", "random"]
-)
+@pytest.mark.parametrize("variant", ["mixit", "mixit+standard@1", "frozen-qk+mixit@0"])
 def test_every_converted_model_survives_save_pretrained_and_load_converted(tmp_path, name, variant):
     """MixiT's fixed mixing replaces the architecture's attention, which its own
     from_pretrained cannot build (it builds attention and leaves it untrained: logits off by
     0.4 on a tiny Llama, #103); load_converted rebuilds the variant the config records and
-    loads every saved tensor, mixing matrices included, with the frozen groups frozen again."""
+    loads every saved tensor, mixing matrices included, with the frozen groups frozen again.
+    (The variants without fixed mixing survive the architecture's own from_pretrained: above.)"""
     config = resolve_config("retrieval", "mixit", "tiny", 0, {**SIZES, "model.arch": f"hf:{name}"})
     torch.manual_seed(0)
     converted = mixit.convert(fresh(name, config), variant, seed=7).eval()
