@@ -102,7 +102,8 @@ def planted(monkeypatch, score_of) -> list[tuple[int, int]]:
             trial.scores[end] = score_of(trial.candidate.exponent, end)
             trial.steps_run = end
             trial.stopped = "budget" if end == trial.config.train.steps else "halted"
-            trial.seconds = self.spent[str(id(trial))] = 100.0 * end  # 100 s a step
+            trial.run_dir = str(id(trial))
+            self.spent[trial.run_dir] = 100.0 * end  # 100 s a step
 
     monkeypatch.setattr(Tuner, "train_to", train_to)
     return trained
@@ -169,7 +170,7 @@ def test_max_hours_leaves_a_budget_undoubled_and_marks_it(tmp_path, monkeypatch)
     monkeypatch.setattr(tuning, "still_rising", lambda trial: True)
     base = quick_base(steps=8)
     rising = Trial(Candidate(0), tuning_rules.candidate_config(base, Candidate(0), 1000))
-    rising.steps_run, rising.seconds, rising.scores = 8, 3600.0, {8: 0.5}
+    rising.steps_run, rising.run_dir, rising.scores = 8, "planted", {8: 0.5}
     tuner = Tuner(1000, tmp_path, max_hours=2.5)  # a doubling costs 2 h more: 3 h in all
     tuner.spent["planted"] = 3600.0
     steps, budgets = tuning.budget(tuner, base, rising)

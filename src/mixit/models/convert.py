@@ -135,8 +135,8 @@ def load_converted(folder: str | Path, parts: Parts | None = None) -> nn.Module:
     config = transformers.AutoConfig.from_pretrained(folder)
     model = transformers.AutoModelForCausalLM.from_config(config)
     variant = getattr(config, "mixit_variant", None)
-    if variant is not None:  # it freezes the variant's groups too, layer by layer
-        make_variant(model, _parts(model, parts), variant, "sequence", 0)  # drawn, then loaded
+    if variant is not None:  # its groups frozen too, layer by layer; its mixing drawn, then loaded
+        convert(model, variant, parts)
     elif getattr(config, "mixit_frozen", None) is not None:
         freeze(model, parts=parts)
     saved = {key: tensor for file in files for key, tensor in load_file(file).items()}

@@ -133,15 +133,15 @@ def train_members(
             opened[index] = open_run(config, out, resume)
     if opened:
         _train_together(opened)
-    for index, (loop, _, held_out) in opened.items():
-        summaries[index] = close_run(loop, held_out)
+    for index, (loop, _) in opened.items():
+        summaries[index] = close_run(loop)
     return [summaries[index] for index in range(len(configs))]
 
 
-def _train_together(opened: dict[int, tuple[RunLoop, range, bool]]) -> None:
+def _train_together(opened: dict[int, tuple[RunLoop, range]]) -> None:
     """Step the opened members together until each has ended."""
-    loops = {index: loop for index, (loop, _, _) in opened.items()}
-    last = {index: steps.stop for index, (_, steps, _) in opened.items()}
+    loops = {index: loop for index, (loop, _) in opened.items()}
+    last = {index: steps.stop for index, (_, steps) in opened.items()}
     active = [index for index in loops if loops[index].progress["step"] < last[index]]
     if not active:
         return

@@ -59,7 +59,7 @@ def run(
         if finished is not None:
             return finished
     ranks = Ranks.from_environment(present_device(config.train.device))
-    loop, steps, held_out = open_run(config, out, resume, ranks)
+    loop, steps = open_run(config, out, resume, ranks)
     bar = progress_bar(
         steps,
         mode=progress_mode(progress) if ranks.is_main else "off",
@@ -72,17 +72,16 @@ def run(
         if loop.after_step(step, *loop.training.step(), bar):
             break
     bar.close()
-    summary = close_run(loop, held_out)
+    summary = close_run(loop)
     ranks.close()
     return summary
 
 
 def open_run(
     config: RunConfig, out: Path | None, resume: bool, ranks: Ranks = ALONE
-) -> tuple[RunLoop, range, bool]:
+) -> tuple[RunLoop, range]:
     """Everything a run trains with, from its last checkpoint in ``out`` with ``resume``: its
-    loop, the steps left to train (to the budget, or to ``train.halt_at``) and whether it is
-    evaluated on held-out training rows (``train.validation_fraction``)."""
+    loop and the steps left to train (to the budget, or to ``train.halt_at``)."""
     spec = get_task(config.task_name)
     training = setup(config, spec.make_data(config.task, config.seed), ranks)
     config, data = training.config, training.data  # sizes filled in from the data, splits held out
@@ -101,14 +100,10 @@ def open_run(
             file=sys.stderr,
         )
     keep_vocabulary(spec, config, writer.out)
-    return (
-        RunLoop.begin(training, schedule, progress, writer),
-        range(first_step, last_step),
-        training.on_validation,
-    )
+    return RunLoop.begin(training, schedule, progress, writer), range(first_step, last_step)
 
 
-def close_run(loop: RunLoop, held_out: bool) -> RunSummary:
+def close_run(loop: RunLoop) -> RunSummary:
     """The run's summary, written last to its directory; a run halted at ``train.halt_at``
     is left to be resumed from its checkpoint, without one."""
     config, state = loop.training.config, loop.progress
@@ -122,7 +117,7 @@ def close_run(loop: RunLoop, held_out: bool) -> RunSummary:
         state["train_seconds"],
         state["metrics"],
     )
-    summary["evaluated_on"] = "validation" if held_out else "test"
+    summary["evaluated_on"] = "validation" if loop.training.on_validation else "test"
     loop.writer.finish(loop.training.model, summary)
     return summary
 

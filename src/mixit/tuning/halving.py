@@ -82,6 +82,10 @@ class Tuner:
             left_out.append(what)
         return False
 
+    def seconds(self, trial: Trial) -> float:
+        """The training seconds ``trial``'s run has cost so far: what growing it costs."""
+        return self.spent.get(trial.run_dir, 0.0)
+
     def train_to(self, trials: Sequence[Trial], step: int) -> None:
         """Train (or resume) every trial's run up to ``step`` (its whole budget when that is
         its last step) and record its score there."""
@@ -106,7 +110,6 @@ class Tuner:
                 continue
             trial.steps_run, trial.stopped = summary["steps_run"], summary["stopped"]
             trial.scores[summary["steps_run"]] = summary["metrics"][metric]
-            trial.seconds = self.spent[trial.run_dir]
 
     @staticmethod
     def rank(trials: Sequence[Trial]) -> list[Trial]:
@@ -192,7 +195,7 @@ class Tuner:
             beyond = Candidate(k + step, init)
             # The new rate trains to the rung the best one reached: about its seconds.
             past = f"the grid's step past train.lr={best.rate:g} (its best rate at an edge)"
-            if not self.affords(key, best.seconds, past):
+            if not self.affords(key, self.seconds(best), past):
                 continue
             config = candidate_config(grids[key][0], beyond, self.seed)
             trial = Trial(beyond, config)
@@ -268,14 +271,14 @@ def doubled(
                 {"steps": steps, "score": trial.score, "stopped": trial.stopped, "rising": rising}
                 | ({"capped": True} if capped else {})
             )
-            # A fresh schedule over twice the budget: twice the steps at the pace it ran.
-            seconds = 2 * steps * trial.seconds / max(trial.steps_run, 1)
-            what = f"the budget's doubling from {steps:,} steps (still rising)"
-            if rising and not capped and not tuner.affords(key, seconds, what):
-                tried[key][-1]["cut"] = True
+            if not rising or capped:
                 final[key] = trial
                 continue
-            if not rising or capped:
+            # A fresh schedule over twice the budget: twice the steps at the pace it ran.
+            seconds = 2 * steps * tuner.seconds(trial) / max(trial.steps_run, 1)
+            what = f"the budget's doubling from {steps:,} steps (still rising)"
+            if not tuner.affords(key, seconds, what):
+                tried[key][-1]["cut"] = True
                 final[key] = trial
                 continue
             longer[key] = at_steps(trial, 2 * steps)
@@ -385,5 +388,5 @@ def tune(
         record.capped = bool(tried[-1].get("capped"))
         record.init_tuned = bool(choosing[key])
         record.learned = learned(record.validation, record.budgets, base, tuner.seed)
-        record.cut = tuner.cut.get(key, [])
+        record.cut = list(tuner.cut.get(key, []))
     return {key: records[key] for key in bases}

@@ -130,7 +130,6 @@ class Trial:
     steps_run: int = 0
     stopped: str = "halted"
     run_dir: str = ""
-    seconds: float = 0.0  # its run's training seconds to ``steps_run``: what growing it costs
 
     @property
     def rate(self) -> float:
