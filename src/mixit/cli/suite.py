@@ -40,7 +40,6 @@ from mixit.study.estimate import (
     tuning_seconds,
 )
 from mixit.study.litmus import AUTO, AUTO_SEEDS
-from mixit.study.per_layer import REFERENCE
 from mixit.study.suite import suite, suite_tasks
 from mixit.study.suite_axis import axis_tasks, suite_along
 
@@ -131,12 +130,6 @@ def estimate(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if REFERENCE not in model_names(args.models):
-        # Every score, verdict and heatmap cell of a suite is read against the reference.
-        raise UsageError(
-            f"--models {args.models}: a suite reads every model against {REFERENCE}, so it "
-            f"needs {REFERENCE} among them (compare trains models without it, with no reading)"
-        )
     refuse_tuning_along(args, settings_to_tune(tune_choice(args), dotted_overrides(args)))
     if args.estimate:
         print(estimate(args))

@@ -28,6 +28,7 @@ from mixit.study.compare import comparison_of, run_study
 from mixit.study.comparison import ComparisonResult
 from mixit.study.finished import finished_tasks, judged_now
 from mixit.study.litmus import AUTO, AUTO_SEEDS, verdict_words
+from mixit.study.per_layer import REFERENCE
 from mixit.study.plan import Study
 from mixit.study.results import read_results_csv, write_rows
 from mixit.study.table import raised_budget, row_details, seeds_auto_text
@@ -58,6 +59,16 @@ def suite_tasks(tasks: Sequence[str] | None) -> list[str]:
     return tasks
 
 
+def check_reference(models: Sequence[str] | None) -> None:
+    """Refuse a suite without the reference (None: the default spectrum, which has it): every
+    score, verdict and heatmap cell of a suite is read against it."""
+    if models is not None and REFERENCE not in models:
+        raise UsageError(
+            f"--models {','.join(models)}: a suite reads every model against {REFERENCE}, so it "
+            f"needs {REFERENCE} among them (compare trains models without it, with no reading)"
+        )
+
+
 def suite(
     tasks: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
@@ -84,6 +95,7 @@ def suite(
     ``mixit.study.suite_axis.suite_along`` walks
     each task along its axis instead."""
     tasks = suite_tasks(tasks)
+    check_reference(models)
     study = Study.of(
         tasks,
         models,

@@ -33,7 +33,7 @@ from mixit.study.axis import (
 from mixit.study.compare import run_study
 from mixit.study.comparison import AxisResult, ComparisonResult
 from mixit.study.plan import Study
-from mixit.study.suite import heatmap, suite_tasks
+from mixit.study.suite import check_reference, heatmap, suite_tasks
 from mixit.tasks import get_task
 
 # The heatmap's marks under ``--axis``: where a model stops matching over the axis.
@@ -64,6 +64,7 @@ def suite_along(
     """``mixit.suite``'s comparisons, each task along its axis from one ``axis``
     (``default``, ``auto`` or ``KEY=v1,...``; every task's checked before anything trains);
     returns ``{task: axis.json}``."""
+    check_reference(models)
     overrides = dict(overrides or {})
     walked, without_knob = axis_tasks(axis, tasks)
     axes = {task: parse_axis(axis, task, preset, overrides) for task in walked}
