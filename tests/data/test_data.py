@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mixit.common.errors import UsageError
 from mixit.data import (
@@ -200,6 +202,21 @@ def test_bpe_round_trip_and_reuse(tmp_path: Path) -> None:
     assert load_pretrained_tokenizer(str(path)).get_vocab() == tok.get_vocab()
     tok.save(str(tmp_path / "tokenizer.json"))  # a directory holding tokenizer.json
     assert load_pretrained_tokenizer(str(tmp_path)).get_vocab() == tok.get_vocab()
+
+
+# Text where whitespace runs of every kind sit before words: a BPE trained on it merges them.
+SPACY = st.text(alphabet=st.sampled_from(list("ab1.\n \t\u00e9")), max_size=60)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(texts=st.lists(SPACY, max_size=4))
+def test_a_bpe_cut_at_lines_encodes_as_in_one_piece(tmp_path: Path, texts: list[str]) -> None:
+    corpus = [f"a \n\n b{i} \n\t\n1 \n a\n\n  \u00e9.{' ' * (i % 5)}\n1" for i in range(50)]
+    tok = train_bpe(corpus, 300, tmp_path / "spacy.json")
+    whole = [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+    assert encode_texts(tok, texts) == whole
 
 
 def test_unknown_tokenizer_and_bad_vocab(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from mixit.training.train import train
 
 SHORT = {"train.steps": 3, "train.eval_every": 3, "model.n_embd": 32, "task.n_test": 200}
 
-# Loads the folder with mixit's package hidden, and saves what the model gives.
+# Loads each folder with mixit's package hidden, and saves what its model gives: one process
+# for every case, since starting one that imports transformers costs seconds.
 WITHOUT_MIXIT = """
 import importlib.abc, sys
 class Absent(importlib.abc.MetaPathFinder):
@@ -32,19 +33,20 @@ class Absent(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Absent())
 import torch
 from transformers import AutoModelForCausalLM
-folder, ids, out = sys.argv[1], torch.load(sys.argv[2]), sys.argv[3]
-model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
-with torch.no_grad():
-    step = model(ids, use_cache=True)
-    torch.save({
-        "module": type(model).__module__,
-        "logits": step.logits,
-        "cached": [(c.k is not None, c.v is not None) for c in step.cache],
-        "tokens": model.generate(ids[:, :4], max_new_tokens=4, do_sample=False),
-        "buffers": dict(model.named_buffers()),
-        "frozen": sorted(n for n, p in model.named_parameters() if not p.requires_grad),
-        "mixit_loaded": "mixit" in sys.modules,
-    }, out)
+for folder, ids, out in zip(*[iter(sys.argv[1:])] * 3):
+    ids = torch.load(ids)
+    model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
+    with torch.no_grad():
+        step = model(ids, use_cache=True)
+        torch.save({
+            "module": type(model).__module__,
+            "logits": step.logits,
+            "cached": [(c.k is not None, c.v is not None) for c in step.cache],
+            "tokens": model.generate(ids[:, :4], max_new_tokens=4, do_sample=False),
+            "buffers": dict(model.named_buffers()),
+            "frozen": sorted(n for n, p in model.named_parameters() if not p.requires_grad),
+            "mixit_loaded": "mixit" in sys.modules,
+        }, out)
 """
 
 
@@ -55,27 +57,36 @@ def exported(tmp_path, variant, **extra):
     return load_run(run_dir)[0], tmp_path / "hf"
 
 
-@pytest.mark.parametrize(
-    "variant, construction",
-    [
-        ("mixit", "equations"),
-        ("mixit", "authors"),
-        ("frozen-qk", "authors"),
-        ("mixit-learned", "equations"),  # a trained matrix: a parameter, not a buffer
-        ("mixit+standard@1", "equations"),
-    ],
-)
-def test_an_exported_run_loads_without_mixit(variant, construction, tmp_path):
-    ours, folder = exported(tmp_path, variant, **{"model.construction": construction})
-    ids = torch.randint(0, ours.config.vocab_size, (2, ours.config.block_size))
-    torch.save(ids, tmp_path / "ids.pt")
+CASES = [
+    ("mixit", "equations"),
+    ("mixit", "authors"),
+    ("frozen-qk", "authors"),
+    ("mixit-learned", "equations"),  # a trained matrix: a parameter, not a buffer
+    ("mixit+standard@1", "equations"),
+]
+
+
+def test_an_exported_run_loads_without_mixit(tmp_path):
+    ours, args = {}, []
+    for variant, construction in CASES:
+        case = tmp_path / f"{variant}-{construction}"
+        model, folder = exported(case, variant, **{"model.construction": construction})
+        ids = torch.randint(0, model.config.vocab_size, (2, model.config.block_size))
+        torch.save(ids, case / "ids.pt")
+        ours[variant, construction] = model, ids
+        args += [str(folder), str(case / "ids.pt"), str(case / "out.pt")]
     env = {"HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    args = [str(folder), str(tmp_path / "ids.pt"), str(tmp_path / "out.pt")]
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_MIXIT, *args], capture_output=True, text=True, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    theirs = torch.load(tmp_path / "out.pt")
+    for (variant, construction), (model, ids) in ours.items():
+        theirs = torch.load(tmp_path / f"{variant}-{construction}" / "out.pt")
+        loads_as_exported(model, ids, theirs)
+
+
+def loads_as_exported(ours, ids, theirs):
+    """What the model loaded without mixit gave (``theirs``) is what mixit's (``ours``) gives."""
     assert not theirs["mixit_loaded"] and theirs["module"].startswith("transformers_modules")
     with torch.no_grad():
         torch.testing.assert_close(theirs["logits"], ours(ids), atol=1e-5, rtol=0)
