@@ -152,6 +152,26 @@ def test_a_converged_variant_short_of_a_rising_reference_falls_short_and_says_so
     assert mixit.matches is None and "mixit was still rising" in mixit.why
 
 
+def test_an_open_reading_names_every_reason_and_a_rise_makes_it_extendable():
+    """#104: seeds on both sides, one of them still rising: both reasons, and more steps."""
+    result = _result(standard=[1.0, 1.0, 1.0], mixit=[0.97, 1.0, 1.0])
+    result["rows"][1]["rising"] = [True, False, False]
+    (mixit,) = litmus(result, 0.02)
+    assert mixit.matches is None and mixit.still_rising
+    assert mixit.why == f"{STRADDLES}; mixit was still rising at its budget's end (seed 0)"
+    # Converged on every seed: the seeds alone leave it open, and no budget would decide it.
+    result["rows"][1]["rising"] = [False, False, False]
+    (mixit,) = litmus(result, 0.02)
+    assert (mixit.matches, mixit.why, mixit.still_rising) == (None, STRADDLES, False)
+    # The reference still rising instead: it may move the reading either way.
+    result["rows"][0]["values"] = [0.95, 0.95, 0.95]
+    result["rows"][0]["rising"] = [False, True, False]
+    result["rows"][1]["values"] = [0.92, 0.95, 0.95]
+    (mixit,) = litmus(result, 0.02)
+    assert mixit.matches is None and mixit.still_rising
+    assert mixit.why.startswith(f"{STRADDLES}; the reference was still rising")
+
+
 def test_a_task_the_random_transformer_solves_does_not_discriminate():
     result = _result(standard=[1.0, 1.0], mixit=[1.0, 1.0], random=[1.0, 1.0]) | {
         "task": "retrieval"

@@ -162,14 +162,18 @@ def litmus(result: Mapping[str, Any], tolerance: float) -> list[LitmusReading]:
         interval = interval_95(paired)
         matches, why = _verdict([better * d for d in paired], interval, better, tolerance)
         still_rising = False
-        if matches is False and (unfinished := _unfinished(result, model, tolerance)):
-            matches, why = None, unfinished  # a variant still rising may catch up
-            still_rising = result["metric"] not in NO_CEILING
-        # A reference still rising may pull away from a match, but only widens a shortfall
-        # of a variant that converged on every seed (checked above).
-        reference_rising = _unfinished(result, "standard", tolerance) if matches is not None else ""
-        if matches is True and reference_rising:
-            matches, why, still_rising = None, f"{reference_rising}: it may pull away", True
+        if matches is not True and (unfinished := _unfinished(result, model, tolerance)):
+            # A variant still rising may catch up, or settle on one side of the tolerance: an
+            # open reading names that beside what left it open, and more steps can decide it.
+            why = unfinished if matches is False else f"{why}; {unfinished}"
+            matches, still_rising = None, result["metric"] not in NO_CEILING
+        # A reference still rising may pull away from a match, or move an open reading, but
+        # only widens a shortfall of a variant that converged on every seed (checked above).
+        reference_rising = "" if still_rising else _unfinished(result, "standard", tolerance)
+        if matches is not False and reference_rising:
+            pulls = f"{reference_rising}: it may pull away"
+            why = pulls if matches is True else f"{why}; {pulls}"
+            matches, still_rising = None, True
         readings.append(
             LitmusReading(
                 model,
