@@ -108,6 +108,20 @@ def test_compare_extend_trains_the_family_again_at_twice_the_budget(tmp_path, mo
     assert main([*argv, "--out", str(tmp_path / "d"), "--max-hours", "0", *quick]) == 2
 
 
+def test_an_estimate_with_extend_prices_its_doublings(tmp_path, capsys):
+    """#104: the next command's --estimate says what --extend adds, its first doubling priced
+    as the comparison at twice the budget, and the doublings up to the cap."""
+    argv = ["compare", "--task", "dyck", "--models", "standard,mixit", "--seeds", "2"]
+    argv += ["--out", str(tmp_path / "c"), "--estimate", "--target", "h100"]
+    assert main([*argv, "train.steps=8"]) == 0
+    doubled = capsys.readouterr().out.splitlines()[-1].removeprefix("about ")
+    assert main([*argv, "train.steps=4", "--extend"]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("plus --extend") and "again at 8 steps" in line
+    assert f"up to about {doubled.removesuffix(' in all, one run after another')} of" in line
+    assert f"up to {4 * EXTEND_CAP:,} steps" in line
+
+
 def _open(why: dict) -> dict:
     rows = [{"model": "frozen-qk", "matches": True}, {"model": "mixit", "matches": None, **why}]
     return {"litmus": {"tolerance": 0.02, "rows": rows}, "seeds": [0, 1, 2]}

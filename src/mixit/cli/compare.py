@@ -40,6 +40,7 @@ from mixit.study.estimate import (
     tuning_estimate_line,
     tuning_seconds,
 )
+from mixit.study.extend import EXTEND_CAP, extension_estimate_line
 from mixit.study.litmus import AUTO, AUTO_SEEDS, undecided_by_interval
 from mixit.study.per_layer import (
     REFERENCE,
@@ -118,6 +119,14 @@ def estimate(
     if tunes:
         cost_of_tuning = tuning_seconds(cost["rows"], overrides)
         text += "\n" + tuning_estimate_line(cost_of_tuning, args.max_hours)
+    if args.extend:
+        # The verdict runs' one budget, and the cap that the preset's budget sets.
+        steps = max(row["steps"] for row in cost["rows"])
+        cap = EXTEND_CAP * plan.configs()[plan.models[0], plan.seeds.start].train.steps
+        doubled = estimate_comparison(
+            plan, args.target, args.jobs, tunes=bool(tunes), steps=2 * steps
+        )
+        text += "\n" + extension_estimate_line(steps, cap, doubled["total_seconds"])
     return text
 
 

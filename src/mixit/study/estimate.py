@@ -122,16 +122,19 @@ def estimate_comparison(
     jobs: int = 1,
     busy: float | None = None,
     tunes: bool = False,
+    steps: int | None = None,
 ) -> dict[str, Any]:
     """What `compare` (or, with one model and seed, `train`) would cost on this machine,
     without training or writing anything: each model's config is timed once (its seeds cost
     the same, see ``time_training``) at the threads one of ``jobs`` workers gets, or, with
     ``target``, predicted for that device with its memory (``mixit.cost.predict``); a finished run
     in ``plan.out`` costs nothing. With ``tunes``, a model already tuned there
-    (``finished_tuning``) is priced at its tuned config, and its row says ``tuned``."""
+    (``finished_tuning``) is priced at its tuned config, and its row says ``tuned``. With
+    ``steps``, every run trains that budget (a doubling of ``--extend``)."""
     models, seed = plan.models, plan.seeds.start
     tuned = finished_tuning(plan) if tunes else {}
-    configs = plan.configs(tuned)
+    budget = {} if steps is None else {"train.steps": steps}
+    configs = plan.configs({model: {**tuned.get(model, {}), **budget} for model in models})
     runs_dir = None if plan.out is None else plan.out / "runs"
     timings = plan_timings(configs, runs_dir, target, jobs)
     rows = []

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from mixit.config.overrides import Setting
 from mixit.config.schema import RunConfig
 from mixit.study.comparison import ComparisonResult, Doubling, Extension, LitmusResult
+from mixit.study.text import duration
 
 # How far the verdict runs may train, in the preset's steps: four doublings past the tuning's
 # own cap of 4x (``tuning.rules.BUDGET_CAP``). At tiny the slowest learners the reading rules
@@ -89,3 +90,21 @@ def extension_lines(result: ComparisonResult) -> list[str]:
             f"{', '.join(record['open'])}"
         )
     return lines
+
+
+def extension_estimate_line(steps: int, cap: int, first_seconds: float) -> str:
+    """What ``--extend`` adds to an estimate: its first doubling (every model on every seed
+    again at twice ``steps``, priced at ``first_seconds`` of training) and, each doubling
+    costing twice the last, every doubling up to ``cap`` steps."""
+    budgets = []
+    while 2 * (budgets[-1] if budgets else steps) <= cap:
+        budgets.append(2 * (budgets[-1] if budgets else steps))
+    if not budgets:
+        return f"--extend adds nothing: {steps:,} steps leave no doubling under its cap ({cap:,})"
+    most = first_seconds * (2 ** len(budgets) - 1)
+    return (
+        f"plus --extend, where a run still rising leaves a reading open: every model on every "
+        f"seed again at {budgets[0]:,} steps, up to about {duration(first_seconds)} of training; "
+        f"each further doubling twice the last, up to {budgets[-1]:,} steps (the cap, "
+        f"{EXTEND_CAP}x the preset's): at most {duration(most)} in all (--max-hours H bounds it)"
+    )
