@@ -52,12 +52,19 @@ def test_litmus_reads_each_variant_against_standard_in_the_metrics_direction(met
     means["random"] = 3.0 - 0.2 * worse  # better than standard
     rows = [{"model": m, "mean": v, "values": [v] * 3} for m, v in means.items()]
     result = {"metric": metric, "higher_is_better": metric == "test_accuracy", "rows": rows}
+    result["tuned"] = {
+        m: {"steps": 100, "edge": "interior", "train.lr": 1e-3} for m in means
+    }  # tuned under the protocol
     readings = {r.model: r for r in litmus(result, 0.02)}
     assert sorted(readings) == ["frozen-qk", "mixit", "random"]
     assert readings["frozen-qk"].matches and readings["random"].matches
     assert not readings["mixit"].matches
     assert readings["mixit"].difference == pytest.approx(0.5 * worse)
     assert readings["frozen-qk"].reading == "learned queries and keys are not needed"
+    # Untuned, three seeds say what was compared and what would carry the sentence (#104).
+    (untuned,) = [r for r in litmus({**result, "tuned": {}}, 0.02) if r.model == "frozen-qk"]
+    assert untuned.reading.startswith("frozen-qk reaches the reference on 3 seeds at the preset")
+    assert untuned.reading.endswith("tune each model first (--tune lr)")
     assert litmus({**result, "rows": rows[1:]}, 0.02) == []  # no standard, no reading
     table = {"task": "t", "preset": "tiny", "metric": metric, "rows": []}
     shown = format_table(

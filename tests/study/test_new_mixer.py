@@ -89,10 +89,14 @@ def test_a_mixer_and_variant_of_a_test_train_and_are_judged(registered, tmp_path
     assert 0.0 <= rows["causal-mean"]["mean"] <= 1.0
     (reading,) = result["litmus"]["rows"]  # read against the standard model, as any variant
     assert reading["model"] == "causal-mean"
-    # One seed: the reading says what was compared; three give the variant's own sentence.
+    # One seed: the reading says what was compared; three, tuned, give the variant's sentence.
     compared = "reaches" if reading["matches"] else "falls short of"
     assert reading["reading"].startswith(f"causal-mean {compared} the reference on 1 seed")
     planted = {"metric": "test_accuracy", "higher_is_better": True, "seeds": [0, 1, 2]}
+    planted["tuned"] = {
+        key: {"steps": 100, "edge": "edge", "train.lr": 0.001}
+        for key in ["standard", "causal-mean"]
+    }
     planted["rows"] = [
         {"model": "standard", "mean": 1.0, "values": [1.0, 1.0, 1.0]},
         {"model": "causal-mean", "mean": 0.5, "values": [0.5, 0.5, 0.5]},
