@@ -25,6 +25,7 @@ from mixit.cli.parser import OneLineParser
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures.axes import AXES, axis_results, axis_values
 from figures.common import ROOT
+from figures.estimates import paper_h100
 from figures.layers import draw_layers, layers
 from figures.reproduce import (
     c2_budget,
@@ -37,7 +38,7 @@ from figures.reproduce import (
     rejudged,
     rejudged_changes,
     reproductions,
-    transcript,
+    timed_transcript,
     tuning_rules_changes,
 )
 from figures.rows import necessity_maps, rows_compared
@@ -73,7 +74,7 @@ from figures.width import width_reading, width_timing, width_tuning
 
 BLOCKS: dict[str, Callable[[], str]] = {
     "demo": demo,
-    "custom-example": functools.partial(transcript, "custom-reverse"),
+    "custom-example": functools.partial(timed_transcript, "custom-reverse"),
     "reproductions": reproductions,
     "claim-verdicts": claim_verdicts,
     "rejudged": rejudged,
@@ -102,6 +103,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "width-tuning": width_tuning,
     "width-timing": width_timing,
     "source-sizes": source_sizes,
+    "paper-h100": paper_h100,
     "rows-compared": rows_compared,
     "necessity-maps": necessity_maps,
     "layers": layers,
@@ -131,6 +133,8 @@ DOCUMENTS = (
     ROOT / "docs" / "rows.md",
     *sorted(folder / "README.md" for folder in AXES.values()),
 )
+# Every page a reader opens: held to the rule on times (``undated_times``).
+PROSE = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 
 
@@ -146,11 +150,12 @@ def render(text: str) -> str:
     return BLOCK.sub(body, text)
 
 
-# Blocks counted from the source tree rather than read from results/: regenerated with the
-# others, but not held to the tree in CI, where every edit of src/ would stale them (the rules
-# they describe are held by tests/test_structure.py). The layers block is held: it changes only
+# Blocks counted from the source tree rather than read from results/ (its sizes; the cost
+# model's own estimate, 20 s to make): regenerated with the others, but not held to the tree in
+# CI, where every edit of src/ would stale them (the rules they describe are held by
+# tests/test_structure.py and tests/cost/). The layers block is held: it changes only
 # when a package's floor does, and the picture beside it (``draw_layers``) is drawn with it.
-SNAPSHOTS = ("source-sizes",)
+SNAPSHOTS = ("source-sizes", "paper-h100")
 
 
 def stale(documents: tuple[Path, ...] | None = None) -> list[str]:
@@ -166,6 +171,34 @@ def stale(documents: tuple[Path, ...] | None = None) -> list[str]:
     return found
 
 
+# A duration of a minute or more ("76 s", "10.7 minutes", "2 h 36 min"): what a reader plans
+# by. Outside a generated block it may only be a dated record of a past measurement: a section
+# whose heading, or one above it, names the day (docs/README.md, "Times").
+DURATION = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(s|seconds?|min|minutes?|h|hours?)\b")
+UNITS = {"s": 1, "m": 60, "h": 3600}
+DATE = re.compile(r"20\d\d-\d\d-\d\d")
+HEADING = re.compile(r"(#+) ")
+
+
+def undated_times(document: Path) -> list[str]:
+    """``FILE:LINE: text`` for each duration of a minute or more typed in ``document`` outside
+    its generated blocks, its fenced code and its dated sections."""
+    text = BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), document.read_text())
+    found, dated, fenced = [], [False] * 7, False
+    for number, line in enumerate(text.splitlines(), 1):
+        fenced ^= line.startswith("```")
+        heading = None if fenced else HEADING.match(line)
+        if heading:
+            level = min(len(heading.group(1)), 6)
+            dated[level:] = [dated[level - 1] or bool(DATE.search(line))] * (7 - level)
+        durations = (
+            float(value.replace(",", "")) * UNITS[unit[0]] for value, unit in DURATION.findall(line)
+        )
+        if not fenced and not dated[6] and any(seconds >= 60 for seconds in durations):
+            found.append(f"{document.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="doc_figures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
@@ -174,7 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         found = stale()
         for line in found:
             print(f"stale figures: {line} (run python docs/build/doc_figures.py)", file=sys.stderr)
-        return 1 if found else 0
+        typed = [line for document in PROSE for line in undated_times(document)]
+        for line in typed:
+            print(f"typed by hand: {line} (generate it, or date its section)", file=sys.stderr)
+        return 1 if found or typed else 0
     for document in DOCUMENTS:
         document.write_text(render(document.read_text()))
     draw_layers()

@@ -209,3 +209,22 @@ def test_an_axis_under_way_is_named_in_the_docs_with_the_values_it_has(tmp_path,
         "**`results/axis-planted`**: under way, no reading over the axis yet; values compared "
         "so far: task.num_pairs=2 (its README has their tables)."
     )
+
+
+def test_no_time_is_typed_outside_a_generated_block_or_a_dated_record():
+    assert [line for doc in doc_figures.PROSE for line in doc_figures.undated_times(doc)] == []
+
+
+def test_a_time_typed_in_an_undated_section_is_found(tmp_path, monkeypatch):
+    """A minute or more typed by hand is found unless a heading above it names its day; the
+    same time inside a generated block, or under 60 s, is not (#104)."""
+    monkeypatch.setattr(doc_figures, "ROOT", tmp_path)
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "# Guide\n\nIt takes 76 s.\nA log line every 30 s.\n"
+        "<!-- figures:demo -->\nIt took 9 min.\n<!-- /figures:demo -->\n"
+        "## Measured (2026-11-23)\n\nIt took 2 h 36 min.\n### Below it\n\n1,200 s.\n"
+        "## Later\n\nAbout 1.5 hours.\n"
+    )
+    found = doc_figures.undated_times(doc)
+    assert found == ["doc.md:3: It takes 76 s.", "doc.md:16: About 1.5 hours."]

@@ -278,17 +278,23 @@ def transcript(folder: str) -> str:
     return "\n" + "\n".join(f"    {line}".rstrip() for line in shown) + "\n"
 
 
-def demo() -> str:
-    """README: the demo's transcript, under what its runs cost by their own summaries (never a
-    time typed by hand)."""
-    rows = read_results_csv(common.RESULTS / "demo-retrieval" / "results.csv")
+def timed_transcript(folder: str, note: str = "") -> str:
+    """README and docs/your-task.md: a committed comparison's transcript, under what its runs
+    cost by their own summaries (never a time typed by hand) and ``note``."""
+    rows = read_results_csv(common.RESULTS / folder / "results.csv")
     seconds = sum(float(row["train_seconds"]) for row in rows)
     head = (
-        f"prints (`results/demo-retrieval`: its {len(rows)} runs trained {duration(seconds)} by "
-        "their own summaries, one after another on 2 CPU cores; runs flat at chance stop early, "
-        "docs/tuning.md rule 5):\n"
+        f"prints (`results/{folder}`: its {len(rows)} runs trained {duration(seconds)} by their "
+        f"own summaries, one after another on 2 CPU cores{note}):\n"
     )
-    return "\n" + head + transcript("demo-retrieval")
+    return "\n" + head + transcript(folder)
+
+
+def demo() -> str:
+    """README: the demo's transcript and its cost."""
+    return timed_transcript(
+        "demo-retrieval", "; runs flat at chance stop early, docs/tuning.md rule 5"
+    )
 
 
 def _why(claim: dict) -> str:

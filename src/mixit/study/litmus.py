@@ -354,8 +354,18 @@ def reading(result: Mapping[str, Any], tolerance: float, steps: int) -> LitmusRe
         elif generated:  # a generator's one knob is its size; the task's others are not its
             harder_task = f"make it harder: a larger task.size (the generator's knob){walk}"
         else:  # a task from files has no setting that makes its examples harder
-            harder_task = "its examples come from its files: harder ones must come from there"
+            harder_task = FROM_FILES
     return {"tolerance": tolerance, "rows": rows, "does_not_discriminate": harder_task}
+
+
+# What makes a file task harder is in its examples: these are the levers the synthetic tasks
+# measure (retrieval's pairs and vocabulary, MQAR's keys, the marker tasks' lengths).
+FROM_FILES = (
+    "its examples come from its files: write harder ones (longer inputs, more distinct symbols, "
+    "more distractors between a cue and what it points to), then `--axis "
+    "task.data_files=easy/train.jsonl,easy/test.jsonl,hard/train.jsonl,hard/test.jsonl` "
+    "finds where the models part"
+)
 
 
 def verdict_words(row: Mapping[str, Any]) -> str:
