@@ -120,6 +120,11 @@ class ModelConfig:
     # matrix N(0, 1/fan_in), each residual branch's output matrix N(0, output_init_std^2):
     # mixit's default, offered so that a verdict does not hinge on it; docs/tuning.md).
     arch_init: ArchInit = "own"
+    # The seed of what the variant freezes (MixiT's mixing matrices, Frozen-QK's W_Q and W_K,
+    # Frozen-MLP's MLPs, the random transformer's blocks); None: the run's seed. The data, the
+    # batch order and the trained weights' initialisation keep the run's seed
+    # (docs/configuration.md); a variant that keeps no draw ignores it (training/resolve.py).
+    frozen_seed: int | None = None
 
     def validate(self, uses_rope: bool = True) -> None:
         _check_finite("model", self)
@@ -136,6 +141,8 @@ class ModelConfig:
             raise UsageError(
                 f"head size n_embd/n_head={self.n_embd // self.n_head} must be even (RoPE)"
             )
+        if self.frozen_seed is not None and not 0 <= self.frozen_seed < MAX_SEED:
+            raise UsageError(f"model.frozen_seed must be in [0, 2^62), got {self.frozen_seed}")
         if not 0.0 <= self.output_init_std < float("inf"):
             raise UsageError(f"model.output_init_std must be >= 0, got {self.output_init_std}")
         _check_choices("model", self)
@@ -306,6 +313,7 @@ ADDED_LATER = {
     ("model", "residual_depth_base"): 4.0,
     ("model", "arch"): "mixit",
     ("model", "arch_init"): "own",
+    ("model", "frozen_seed"): None,
     ("task", "padding"): "left",
     ("task", "train_fraction"): 0.0,
     ("task", "key_pool"): "upper-half",

@@ -198,15 +198,39 @@ class TaskReadout(Protocol):
 def build_model(config: RunConfig, task: TaskReadout) -> RunModel:
     """The run's model from its seed: mixit's decoder or the ``model.arch`` it names, under
     the bottleneck readout where ``task`` asks for one, or scored among its answer tokens where
-    it names them. ``mixit.training.rundir.new_model`` looks the task up from the config."""
-    torch.manual_seed(config.seed)
+    it names them; what its variant freezes drawn from ``model.frozen_seed`` where set.
+    ``mixit.training.rundir.new_model`` looks the task up from the config."""
+    model = _drawn(config, task, config.seed)
+    if config.model.frozen_seed is not None:
+        with torch.random.fork_rng(devices=[]):  # the run's own draws go on from its seed
+            redraw_frozen(model, _drawn(config, task, config.model.frozen_seed))
+    return model
+
+
+def _drawn(config: RunConfig, task: TaskReadout, seed: int) -> RunModel:
+    """The run's model with every weight drawn from ``seed``."""
+    torch.manual_seed(seed)
     m = config.model
     if m.arch == BUILT_IN:
         body: Decoder | ArchModel = Decoder(m, get_variant(config.variant))
     else:
-        body = build_arch_model(m, config.variant, config.seed)
+        body = build_arch_model(m, config.variant, seed)
     if task.bottleneck_readout:
         wide = config.task.wide_readout  # the only bottleneck task, compression, says which
         return BottleneckReadout(body, m.n_embd, m.block_size, m.vocab_size, wide)
     answers = task.answer_ids(config.task, m.vocab_size) if task.answer_ids else None
     return body if answers is None else AnswerReadout(body, answers, m.vocab_size)
+
+
+@torch.no_grad()
+def redraw_frozen(model: nn.Module, donor: nn.Module) -> None:
+    """Give ``model`` the frozen draw of ``donor``, a model of the same build from another
+    seed: every parameter that does not train, and every buffer (fixed mixing matrices; the
+    deterministic ones, such as RoPE's tables, are equal in both)."""
+    given = dict(donor.named_parameters())
+    for name, parameter in model.named_parameters():
+        if not parameter.requires_grad:
+            parameter.copy_(given[name])
+    buffers = dict(donor.named_buffers())
+    for name, buffer in model.named_buffers():
+        buffer.copy_(buffers[name])

@@ -96,6 +96,14 @@ class Variant:
         return (self.name.split(HYBRID_JOIN)[0], *(other for _, other in self.layers))
 
     @property
+    def draws_frozen(self) -> bool:
+        """Whether it keeps a random draw untrained (frozen groups, or MixiT's fixed mixing, in
+        any of its layers): what ``model.frozen_seed`` draws anew; for any other variant the
+        key changes nothing."""
+        own = bool(self.frozen) or self.attention == AttentionKind.MIXING
+        return own or any(VARIANTS[other].draws_frozen for _, other in self.layers)
+
+    @property
     def frozen_attention(self) -> bool:
         """Whether its attention logits come from frozen queries and keys, so their spread at
         initialisation is printed beside its verdict (docs/tuning.md, rule 6)."""

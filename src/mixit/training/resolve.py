@@ -46,6 +46,8 @@ def resolve_config(
     bundle = construction_overrides(config.model.construction, variant, spec.authors_settings)
     apply_overrides(config, bundle)
     apply_overrides(config, overrides or {})
+    if not variant.draws_frozen:  # the same model with or without it: one run, one name
+        config.model.frozen_seed = None
     validate(config)
     return config
 
