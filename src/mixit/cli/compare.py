@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from mixit.cli.options import (
     add_tune_options,
     catalogue,
     check_jobs_fit,
+    count,
     dotted_overrides,
     launch_options,
     margin,
@@ -27,11 +28,18 @@ from mixit.cli.options import (
     tune_choice,
 )
 from mixit.common.errors import UsageError
-from mixit.config.overrides import Setting
+from mixit.config.overrides import Setting, Settings
 from mixit.models.variants import HYBRID_SYNTAX, SPECTRUM, VARIANTS
 from mixit.study.axis import along_axis, format_axis, parse_axis
 from mixit.study.compare import Comparison, run_study, settings_to_tune
 from mixit.study.comparison import ComparisonResult
+from mixit.study.draws import (
+    FROZEN_KEY,
+    along_draws,
+    draws_estimate_line,
+    format_draws,
+    keeps_a_draw,
+)
 from mixit.study.estimate import (
     estimate_axis,
     estimate_comparison,
@@ -92,6 +100,15 @@ def add(commands: Any) -> None:
         "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
     )
     add_axis_option(parser, "OUT/")
+    parser.add_argument(
+        "--frozen-draws",
+        metavar="K",
+        type=count,
+        default=None,
+        help="train the models that keep a random draw untrained (mixit, frozen-qk, frozen-mlp, "
+        "random) under K draws of it (model.frozen_seed), each crossed with every seed, and "
+        "read whether each verdict holds on every draw: OUT/draw-SEED/, OUT/draws.json",
+    )
     add_tune_options(parser)
     add_extend_options(parser)
     parser.add_argument("--out", default=None, help="output directory (default runs/compare/TASK)")
@@ -119,6 +136,8 @@ def estimate(
     if tunes:
         cost_of_tuning = tuning_seconds(cost["rows"], overrides)
         text += "\n" + tuning_estimate_line(cost_of_tuning, args.max_hours)
+    if args.frozen_draws is not None:
+        text += "\n" + draws_estimate_line(cost["rows"], args.frozen_draws)
     if args.extend:
         # The verdict runs' one budget, and the cap that the preset's budget sets.
         steps = max(row["steps"] for row in cost["rows"])
@@ -154,11 +173,42 @@ def task_depth(args: argparse.Namespace, overrides: Mapping[str, Setting]) -> in
     return config.model.n_layer
 
 
+def check_draws(args: argparse.Namespace, models: Sequence[str], overrides: Settings) -> None:
+    """``--frozen-draws`` crosses draws with seeds on one comparison that has a model keeping
+    a draw, and sets the frozen seed itself."""
+    if args.frozen_draws is None:
+        return
+    if args.frozen_draws < 2:
+        raise UsageError(f"--frozen-draws {args.frozen_draws}: give 2 or more draws to compare")
+    if args.axis is not None or args.per_layer is not None:
+        raise UsageError("--frozen-draws reads one comparison: leave out --axis and --per-layer")
+    if FROZEN_KEY in overrides:
+        raise UsageError(f"--frozen-draws sets {FROZEN_KEY} for each draw: leave out the override")
+    if not any(keeps_a_draw(model) for model in models):
+        raise UsageError(
+            f"--frozen-draws: none of {', '.join(models)} keeps a random draw untrained "
+            "(mixit, frozen-qk, frozen-mlp and random do)"
+        )
+
+
+def shown(study: Study, key: str) -> Callable[[Path, dict[str, Setting]], ComparisonResult]:
+    """The comparison of ``study`` at one value of ``key`` in a folder of its own, its table
+    printed as soon as it is read (an axis's value, a frozen draw)."""
+
+    def compare_at(folder: Path, point: dict[str, Setting]) -> ComparisonResult:
+        result = run_study(study.on(study.task, folder, point))
+        print(f"{key}={point[key]}:\n{format_table(result)}\n")
+        return result
+
+    return compare_at
+
+
 def run(args: argparse.Namespace) -> int:
     overrides = dotted_overrides(args)
     depth = None if args.per_layer is None else task_depth(args, overrides)
     models = chosen_models(args, depth)
     refuse_tuning_along(args, settings_to_tune(tune_choice(args), overrides))
+    check_draws(args, models, overrides)
     out = args.out or default_out(args)
     if args.estimate:
         print(estimate(args, models, overrides, out))
@@ -180,22 +230,17 @@ def run(args: argparse.Namespace) -> int:
         max_hours=args.max_hours,
     )
 
-    def compare_at(folder: Path | str, point: dict[str, Setting]) -> ComparisonResult:
-        return run_study(study.on(args.task, Path(folder), point))
-
+    if args.frozen_draws is not None:
+        draws = along_draws(args.frozen_draws, Path(out), overrides, shown(study, FROZEN_KEY))
+        print(format_draws(draws))
+        print(f"results: {out}/draws.json", file=sys.stderr)
+        return 0
     if args.axis is not None:
         axis = parse_axis(args.axis, args.task, args.preset, overrides)
-
-        def shown_at(folder: Path, point: dict[str, Setting]) -> ComparisonResult:
-            """One value's comparison, its table printed as soon as it is read."""
-            result = compare_at(folder, point)
-            print(f"{axis.key}={point[axis.key]}:\n{format_table(result)}\n")
-            return result
-
-        print(format_axis(along_axis(axis, Path(out), overrides, shown_at)))
+        print(format_axis(along_axis(axis, Path(out), overrides, shown(study, axis.key))))
         print(f"results: {out}/axis.json", file=sys.stderr)
         return 0
-    result = compare_at(out, overrides)
+    result = run_study(study.on(args.task, Path(out), overrides))
     print(format_table(result))
     if args.per_layer is not None and depth is not None:
         found = necessity_map(result, args.per_layer, depth)

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from mixit.common.errors import UsageError, did_you_mean
-from mixit.config.schema import ADDED_LATER, RunConfig, check_choice
+from mixit.config.identity import ADDED_LATER
+from mixit.config.schema import RunConfig, check_choice
 
 # A setting's value as the command line gives it (text) or a program does (a number, a flag,
 # or None), before ``convert`` makes it its field's type; every config field is a scalar.

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from mixit.common.errors import UsageError
-from mixit.config.schema import RunConfig, without_execution_settings
+from mixit.config.identity import without_execution_settings
+from mixit.config.schema import RunConfig
 from mixit.cost.memory import check_loads
 from mixit.models.build import RunModel, build_model
 from mixit.models.decoder import Decoder
