@@ -88,4 +88,6 @@ def test_the_estimate_prices_the_further_draws_of_the_models_that_keep_one():
         {"model": "mixit", "runs": 3, "run_seconds": 20.0},
     ]
     line = draws_estimate_line(rows, 5)
-    assert line.startswith("plus --frozen-draws 5: mixit again on 4 more draws, up to about 4.0 min")
+    assert line.startswith(
+        "plus --frozen-draws 5: mixit again on 4 more draws, up to about 4.0 min"
+    )

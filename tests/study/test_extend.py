@@ -122,6 +122,19 @@ def test_an_estimate_with_extend_prices_its_doublings(tmp_path, capsys):
     assert f"up to {4 * EXTEND_CAP:,} steps" in line
 
 
+def test_an_estimate_with_extend_starts_past_the_doublings_already_trained(tmp_path, capsys):
+    """A doubling whose runs are all finished in OUT costs nothing: the estimate prices the
+    first one still to train (found in the new-user trial: it said 'about 0 s')."""
+    small = ["model.n_embd=16", "task.n_train=64", "task.n_test=32", "train.eval_every=4"]
+    argv = ["compare", "--task", "dyck", "--models", "standard,mixit", "--seeds", "2"]
+    argv += ["--out", str(tmp_path / "c"), "--no-progress", *small]
+    assert main([*argv, "train.steps=8"]) == 0  # the first doubling of a 4-step budget
+    capsys.readouterr()
+    assert main([*argv, "train.steps=4", "--extend", "--estimate", "--target", "h100"]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("plus --extend") and "again at 16 steps" in line
+
+
 def _open(why: dict) -> dict:
     rows = [{"model": "frozen-qk", "matches": True}, {"model": "mixit", "matches": None, **why}]
     return {"litmus": {"tolerance": 0.02, "rows": rows}, "seeds": [0, 1, 2]}
@@ -139,13 +152,19 @@ ASKED = ["compare", "--task", "addition", "--seeds", "3", "train.steps=40"]
             {},
             ["compare", "--task", "addition", "train.steps=40", "--seeds", "auto"],
         ),
-        ({"still_rising": True}, {"extension": {}}, None),  # extended already, to its cap
+        ({"still_rising": True}, {"extension": {"stopped": "cap"}}, None),  # to its cap
+        (  # --max-hours stopped the doublings: again without it
+            {"still_rising": True},
+            {"extension": {"stopped": "max_hours"}},
+            ["compare", "--task", "addition", "--seeds", "3", "train.steps=40", "--extend"],
+        ),
         ({"why": CROSSES}, {"seeds_auto": {}}, None),
         ({"matches": False}, {}, None),  # decided: nothing is open
     ],
 )
 def test_an_open_reading_prints_the_command_that_would_decide_it(why, done, then):
-    step = next_command(ASKED, {**_open(why), **done})
+    asked = [*ASKED, "--extend", "--max-hours", "0.5"] if done.get("extension") else ASKED
+    step = next_command(asked, {**_open(why), **done})
     assert step == ("" if then is None else shlex.join(then))
     if then is not None:  # a command the parser takes as it is printed
         args, extra = build_parser().parse_known_args(shlex.split(step))

@@ -48,7 +48,7 @@ from mixit.study.estimate import (
     tuning_estimate_line,
     tuning_seconds,
 )
-from mixit.study.extend import EXTEND_CAP, extension_estimate_line
+from mixit.study.extend import EXTEND_CAP, MAX_HOURS, extension_estimate_line
 from mixit.study.litmus import AUTO, AUTO_SEEDS, undecided_by_interval
 from mixit.study.per_layer import (
     REFERENCE,
@@ -145,6 +145,11 @@ def estimate(
         doubled = estimate_comparison(
             plan, args.target, args.jobs, tunes=bool(tunes), steps=2 * steps
         )
+        while doubled["total_seconds"] == 0 and 4 * steps <= cap:  # that doubling is done
+            steps *= 2
+            doubled = estimate_comparison(
+                plan, args.target, args.jobs, tunes=bool(tunes), steps=2 * steps
+            )
         text += "\n" + extension_estimate_line(steps, cap, doubled["total_seconds"])
     return text
 
@@ -266,7 +271,9 @@ def next_step(result: Mapping[str, Any]) -> str:
     rows = result.get("litmus", {}).get("rows", [])
     if not any(row["matches"] is None for row in rows):
         return ""
-    if any(row.get("still_rising") for row in rows) and "extension" not in result:
+    extension = result.get("extension")
+    cut_short = extension is not None and extension.get("stopped") == MAX_HOURS
+    if any(row.get("still_rising") for row in rows) and (extension is None or cut_short):
         return EXTEND
     if undecided_by_interval(result["litmus"]) and "seeds_auto" not in result:
         return MORE_SEEDS
@@ -276,16 +283,22 @@ def next_step(result: Mapping[str, Any]) -> str:
 def with_step(argv: Sequence[str], step: str) -> str:
     """``argv`` (the command that made a reading) with ``step`` taken: ``--extend`` added, or
     its ``--seeds`` replaced by ``--seeds auto``; "" for no step."""
-    if step == EXTEND:
-        return shlex.join([*argv, "--extend"])
+    if step == EXTEND:  # again without the --max-hours that stopped it, if one did
+        kept = _without(argv, "--max-hours")
+        return shlex.join(kept if "--extend" in kept else [*kept, "--extend"])
     if step != MORE_SEEDS:
         return ""
+    return shlex.join([*_without(argv, "--seeds"), "--seeds", "auto"])
+
+
+def _without(argv: Sequence[str], option: str) -> list[str]:
+    """``argv`` without ``option`` and its value (``--option V`` or ``--option=V``)."""
     kept = list(argv)
     for at, word in enumerate(argv):
-        if word == "--seeds" or word.startswith("--seeds="):
+        if word == option or word.startswith(f"{option}="):
             del kept[at : at + (1 if "=" in word else 2)]
             break
-    return shlex.join([*kept, "--seeds", "auto"])
+    return kept
 
 
 def next_command(argv: Sequence[str], result: Mapping[str, Any]) -> str:

@@ -21,6 +21,9 @@ from mixit.study.text import duration
 # left open needed more than 4x (C8's random transformer at depth 16: 0.21 -> 0.56 -> 0.83 over
 # its last doublings), and 16x of a tiny budget is still minutes to an hour on a laptop.
 EXTEND_CAP = 16
+# Why the doublings stopped with a reading still open, when it was --max-hours: the next
+# command (cli.compare.next_step) extends again without it.
+MAX_HOURS = "max_hours"
 
 
 def open_by_rising(litmus: LitmusResult) -> list[str]:
@@ -55,7 +58,7 @@ def extend(
             break
         spent = time.monotonic() - started
         if max_hours is not None and spent + 2 * last > max_hours * 3600:
-            record["stopped"] = "max_hours"
+            record["stopped"] = MAX_HOURS
             break
         models = {model for model, _ in configs}
         per_model = {model: {"train.steps": 2 * steps} for model in models}
@@ -84,7 +87,7 @@ def extension_lines(result: ComparisonResult) -> list[str]:
         for d in record["doublings"]
     ]
     if record["open"]:
-        why = {"cap": f"the cap of {record['cap']:,} steps", "max_hours": "--max-hours"}
+        why = {"cap": f"the cap of {record['cap']:,} steps", MAX_HOURS: "--max-hours"}
         lines.append(
             f"still open after {record['steps']:,} steps ({why[record['stopped']]}): "
             f"{', '.join(record['open'])}"
