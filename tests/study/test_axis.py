@@ -235,3 +235,14 @@ def test_axis_auto_states_its_bound_when_nothing_separates(tmp_path):
     result = along_axis(axis, tmp_path, {}, lambda folder, overrides: plant)
     assert result["separated_at"] is None
     assert "no separation up to task.max_pairs=16" in format_axis(result)
+
+
+def test_mixits_length_limit_is_one_line_before_anything_trains(tmp_path, capsys):
+    """#105: a length past a set model.block_size is refused at the value that outgrows it,
+    saying why MixiT cannot run there, before the first value trains."""
+    out = tmp_path / "axis"
+    argv = ["compare", "--task", "retrieval", "--models", "standard,mixit", "--out", str(out)]
+    assert main([*argv, "--axis", "task.max_pairs=4,32", "model.block_size=20"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--axis task.max_pairs=32: sequences of length" in err
+    assert "MixiT's T x T mixing matrices" in err and not out.exists()

@@ -124,12 +124,12 @@ def check_data_fits(config: RunConfig) -> None:
 
 def check_examples(config: RunConfig) -> None:
     """Generate a synthetic task's examples once, so that a size whose example space cannot
-    hold ``task.n_train`` + ``task.n_test`` distinct rows (``sample_disjoint``) is refused
-    before anything trains; a task of more than ``ROWS_WITHOUT_CHECK`` rows is not generated
+    hold ``task.n_train`` + ``task.n_test`` distinct rows (``sample_disjoint``), or whose
+    sequences outgrow a set ``model.block_size``, is refused before anything trains; a task of more than ``ROWS_WITHOUT_CHECK`` rows is not generated
     twice for it."""
     rows = getattr(config.task, "n_train", 0) + getattr(config.task, "n_test", 0)
     if 0 < rows <= ROWS_WITHOUT_CHECK:
-        get_task(config.task_name).make_data(config.task, config.seed)
+        fit_model_to_data(config, get_task(config.task_name).make_data(config.task, config.seed))
 
 
 def fit_model_to_data(config: RunConfig, data: TaskData) -> RunConfig:
@@ -149,7 +149,9 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> RunConfig:
     if seq_len > config.model.block_size:
         raise UsageError(
             f"sequences of length {seq_len} are longer than model.block_size="
-            f"{config.model.block_size} (MixiT's mixing matrices and the position tables)"
+            f"{config.model.block_size}: MixiT's T x T mixing matrices and the learned position "
+            "tables hold that many positions and cannot run past them (leave model.block_size "
+            "at 0 to size them to each task's data)"
         )
     traits = mixer_of(config)
     if not traits.causal and not all(map(classification_layout, (data.train, data.test))):
