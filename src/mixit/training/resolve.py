@@ -125,8 +125,8 @@ def check_data_fits(config: RunConfig) -> None:
 def check_examples(config: RunConfig) -> None:
     """Generate a synthetic task's examples once, so that a size whose example space cannot
     hold ``task.n_train`` + ``task.n_test`` distinct rows (``sample_disjoint``), or whose
-    sequences outgrow a set ``model.block_size``, is refused before anything trains; a task of more than ``ROWS_WITHOUT_CHECK`` rows is not generated
-    twice for it."""
+    sequences outgrow a set ``model.block_size``, is refused before anything trains; a task of
+    more than ``ROWS_WITHOUT_CHECK`` rows is not generated twice for it."""
     rows = getattr(config.task, "n_train", 0) + getattr(config.task, "n_test", 0)
     if 0 < rows <= ROWS_WITHOUT_CHECK:
         fit_model_to_data(config, get_task(config.task_name).make_data(config.task, config.seed))
