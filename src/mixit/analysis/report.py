@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+from mixit.analysis.ablation import ablate, format_ablation
 from mixit.analysis.attention import (
     HEAD_THRESHOLD,
     attention_patterns,
@@ -17,7 +19,7 @@ from mixit.common.io import write_json
 from mixit.tasks import get_task
 from mixit.training.rundir import load_run
 
-ANALYSES = ("attention", "covariance")
+ANALYSES = ("attention", "covariance", "ablate")
 PAD = 0  # every task pads (left or right) with token 0
 
 
@@ -29,6 +31,10 @@ def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str
     folder = Path(out) if out else Path(run_dir) / "analysis"
     inputs = get_task(config.task_name).make_data(config.task, config.seed).test.inputs
     inputs = inputs[:sequences]  # (S, T)
+    if kind == "ablate":
+        found = ablate(model, config, sequences)
+        write_json(folder / "ablation.json", dataclasses.asdict(found))
+        return f"{format_ablation(found)}\nwritten: {folder}/ablation.json"
     if kind == "covariance":
         result = token_covariance(model, inputs)
         write_json(folder / "covariance.json", result)

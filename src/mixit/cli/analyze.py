@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mixit.analysis.report import analyze_run
+from mixit.analysis.report import ANALYSES, analyze_run
 from mixit.cli.options import count
 
 
 def add(commands: Any) -> None:
     parser = commands.add_parser(
-        "analyze", help="analyse a finished run directory (attention heads, covariance)"
+        "analyze", help="analyse a finished run directory (attention heads, covariance, ablation)"
     )
-    parser.add_argument("analysis", choices=("attention", "covariance"), help="what to analyse")
+    parser.add_argument(
+        "analysis",
+        choices=ANALYSES,
+        help="what to analyse: attention heads, token covariance, or ablate (each head and MLP "
+        "mean-ablated in turn, the drop in the task's metric)",
+    )
     parser.add_argument("run_dir", help="a finished run directory")
     parser.add_argument(
         "--sequences", type=count, default=256, help="test sequences analysed (default 256)"
