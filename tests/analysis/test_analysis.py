@@ -14,12 +14,12 @@ from mixit.analysis import (
     token_covariance,
     uniformity,
 )
-from mixit.analysis.attention import induction_targets
 from mixit.cli import main
 from mixit.common.errors import UsageError
 from mixit.config.schema import ModelConfig
 from mixit.models.adapters import get_variant
 from mixit.models.decoder import Decoder
+from mixit.models.heads import induction_targets
 from mixit.training.train import train
 
 
@@ -151,7 +151,7 @@ def test_uniformity_is_undefined_for_signed_mixing_rows():
 
     import torch
 
-    from mixit.analysis.attention import scores_of_patterns, uniformity
+    from mixit.models.heads import scores_of_patterns, uniformity
 
     T = 4
     causal = torch.ones(T, T).tril()

@@ -276,7 +276,7 @@ def test_query_ids_of_their_own_need_room_above_the_keys():
 
 @pytest.mark.parametrize("model_name", ["standard", "mixit"])
 def test_pad_masking_leaves_every_real_row_reading_no_pad(small_config, model_name):
-    from mixit.analysis.taps import run_with_taps
+    from mixit.models.taps import run_with_taps
 
     small_config.pad_masking = True
     model = build(small_config, model_name).eval()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from mixit.analysis.attention import attention_patterns, logit_spread
 from mixit.config.schema import ModelConfig
 from mixit.models.decoder import Decoder
+from mixit.models.heads import attention_patterns, logit_spread
 from mixit.models.variants import VARIANTS
 from mixit.paper import reproduce, table1, table4, table6, width, width_reading
 from mixit.paper.runner import plan_reproduction

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from mixit.analysis.attention import head_scores
 from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel
 from mixit.models.decoder import Decoder
+from mixit.models.heads import head_scores
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData
 from mixit.training.scoring import evaluate_run

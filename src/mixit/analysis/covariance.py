@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from mixit.analysis.taps import run_with_taps
 from mixit.config.schema import RunConfig
 from mixit.models.decoder import Decoder
+from mixit.models.taps import run_with_taps
 from mixit.training.rundir import new_model
 
 

@@ -7,15 +7,11 @@ import json
 from pathlib import Path
 
 from mixit.analysis.ablation import ablate, format_ablation
-from mixit.analysis.attention import (
-    HEAD_THRESHOLD,
-    attention_patterns,
-    head_scores,
-    plot_attention_maps,
-)
+from mixit.analysis.attention import plot_attention_maps
 from mixit.analysis.covariance import token_covariance
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
+from mixit.models.heads import HEAD_THRESHOLD, attention_patterns, head_scores
 from mixit.tasks import get_task
 from mixit.training.rundir import load_run
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mixit.analysis.attention import HEAD_THRESHOLD
+from mixit.models.heads import HEAD_THRESHOLD
 from mixit.study.experiment import Claim
 from mixit.study.litmus import ROUNDING, interval_95
 

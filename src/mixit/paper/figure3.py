@@ -1,7 +1,7 @@
 """Figure 3: the induction circuit of a Frozen-QK model trained on retrieval; claim C10.
 
 Heat maps of every head of one Frozen-QK model on one test example, and for every head of
-every variant a previous-token score and an induction score (``mixit.analysis.attention``),
+every variant a previous-token score and an induction score (``mixit.models.heads``),
 measured on 256 test sequences with padding excluded.
 """
 
@@ -13,12 +13,8 @@ from typing import Any
 
 import torch
 
-from mixit.analysis.attention import (
-    attention_patterns,
-    plot_attention_maps,
-    previous_token_score,
-    scores_of_patterns,
-)
+from mixit.analysis.attention import plot_attention_maps
+from mixit.models.heads import attention_patterns, previous_token_score, scores_of_patterns
 from mixit.paper.claims import claim, margin
 from mixit.study.experiment import (
     Claim,

@@ -29,10 +29,10 @@ from typing import Any
 
 import torch
 
-from mixit.analysis.attention import attention_patterns, logit_spread, uniformity
 from mixit.common.io import JSONObject
 from mixit.common.plots import ACCURACY_BOUNDS, line_plot
 from mixit.config.schema import RunConfig
+from mixit.models.heads import attention_patterns, logit_spread, uniformity
 from mixit.paper import table4, table6
 from mixit.paper.width_reading import CONSTRUCTIONS, DEPTH, reading
 from mixit.study.experiment import (
