@@ -7,6 +7,7 @@ import torch
 
 import mixit.analysis.ablation as ablation
 from mixit.cli import main
+from mixit.models.heads import decoder_of
 from mixit.training.resolve import fit_model_to_data, resolve_config
 from mixit.training.rundir import new_model
 from mixit.training.train import train
@@ -21,7 +22,7 @@ def _planted(monkeypatch):
     data = ablation.get_task("retrieval").make_data(config.task, config.seed)
     config = fit_model_to_data(config, data)
     model = new_model(config).eval()
-    decoder = ablation.decoder_of(model)
+    decoder = decoder_of(model)
     size = config.model.n_embd // config.model.n_head
     with torch.no_grad():
         decoder.blocks[0].attn.w_o.weight[:, size : 2 * size] = 0.0

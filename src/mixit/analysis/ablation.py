@@ -27,7 +27,7 @@ from torch import nn
 from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel
 from mixit.models.decoder import Decoder
-from mixit.models.heads import head_scores
+from mixit.models.heads import decoder_of, head_scores
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData
 from mixit.training.scoring import evaluate_run
@@ -56,11 +56,6 @@ class Ablation:
     metric: str
     unablated: float
     components: list[Ablated]
-
-
-def decoder_of(model: nn.Module) -> Decoder:
-    """The decoder inside a run's model (itself, or the body a readout wraps)."""
-    return next(module for module in model.modules() if isinstance(module, Decoder))
 
 
 def _head_slice(decoder: Decoder, layer: int, head: int) -> slice:

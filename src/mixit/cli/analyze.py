@@ -16,8 +16,9 @@ def add(commands: Any) -> None:
     parser.add_argument(
         "analysis",
         choices=ANALYSES,
-        help="what to analyse: attention heads, token covariance, or ablate (each head and MLP "
-        "mean-ablated in turn, the drop in the task's metric)",
+        help="what to analyse: attention heads, token covariance, ablate (each head and MLP "
+        "mean-ablated in turn, the drop in the task's metric), or dynamics (the head scores a "
+        "run tracked with train.track_heads, against the step)",
     )
     parser.add_argument("run_dir", help="a finished run directory")
     parser.add_argument(

@@ -20,6 +20,7 @@ EXECUTION_SETTINGS = (
     ("train", "micro_batches"),
     ("train", "checkpoint_every"),
     ("train", "halt_at"),
+    ("train", "track_heads"),
     ("train", "tensorboard"),
     ("train", "wandb"),
 )

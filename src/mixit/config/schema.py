@@ -215,6 +215,10 @@ class TrainConfig:
     # Stop at this step with a checkpoint and no summary, to be resumed later by the same
     # config (the tuning protocol's successive halving, docs/tuning.md); 0: train to the end.
     halt_at: int = 0
+    # At every evaluation, log each head's previous-token and induction score on the first
+    # rows of the evaluated split (metrics.jsonl's heads.KIND.L{l}.H{h}; mixit analyze
+    # dynamics draws them). It reads the model and changes nothing it computes.
+    track_heads: bool = False
     tensorboard: bool = True  # event files in RUN_DIR/tensorboard (if tensorboard is installed)
     wandb: str = ""  # a Weights & Biases project name: log there too (needs wandb)
 

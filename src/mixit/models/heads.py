@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
 
 from mixit.models.decoder import Decoder
 from mixit.models.taps import run_with_taps
@@ -145,4 +146,28 @@ def scores_of_patterns(
             [None if math.isnan(u) else u for u in heads]
             for heads in uniformity(patterns, mask, causal).tolist()
         ],
+    }
+
+
+# The rows of the evaluated split a tracked run scores its heads on (``train.track_heads``).
+TRACKED_ROWS = 64
+TRACKED = ("previous_token", "induction")
+PAD = 0  # every task pads with token 0
+
+
+def decoder_of(model: nn.Module) -> Decoder:
+    """The decoder inside a run's model (itself, or the body a readout wraps)."""
+    return next(module for module in model.modules() if isinstance(module, Decoder))
+
+
+def tracked_scores(model: nn.Module, inputs: torch.Tensor) -> dict[str, float]:
+    """Each head's previous-token and induction score on the first ``TRACKED_ROWS`` rows of
+    ``inputs``, flat for a metrics record: ``{"heads.induction.L1.H0": 0.91, ...}``."""
+    rows = inputs[:TRACKED_ROWS]  # (S, T)
+    scores = head_scores(decoder_of(model), rows, mask=rows != PAD)
+    return {
+        f"heads.{kind}.L{layer}.H{head}": value
+        for kind in TRACKED
+        for layer, heads in enumerate(scores[kind])
+        for head, value in enumerate(heads)
     }

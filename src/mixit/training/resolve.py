@@ -95,6 +95,11 @@ def validate(config: RunConfig) -> None:
             f"model '{config.variant}' exists on mixit's decoder only; model.arch="
             f"{config.model.arch} takes: {', '.join(SPECTRUM_MODELS)}"
         )
+    if config.train.track_heads and not built_in:
+        raise UsageError(
+            f"train.track_heads reads mixit's decoder through its taps; model.arch="
+            f"{config.model.arch} has none (mixit analyze attention reads it after training)"
+        )
     config.task.validate()
     config.train.validate()
     check_data_fits(config)

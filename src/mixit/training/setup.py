@@ -13,6 +13,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel, build_model
+from mixit.models.heads import tracked_scores
 from mixit.models.readout import BottleneckReadout
 from mixit.tasks import TaskData, get_task
 from mixit.tasks.base import TaskSpec, next_token_targets
@@ -86,6 +87,8 @@ class Training:
                 headline = self.spec.metric
                 stop = evaluate_run(self.model, self.stop_split, self.config)
                 metrics[STOP_METRIC] = stop[headline]
+            if self.config.train.track_heads:
+                metrics |= tracked_scores(self.model, self.data.test.inputs)
         return metrics
 
     def save(self, out: Path, schedule: Any, progress: RunProgress) -> None:

@@ -1,0 +1,113 @@
+"""``mixit analyze dynamics RUN``: when a run's circuits formed, from the head scores it tracked
+at every evaluation (``train.track_heads``), beside its task metric.
+
+Each head's previous-token and induction score is drawn against the step; the step at which
+a score first reaches ``HEAD_THRESHOLD`` (claim C10's) marks when that head became such a
+head, and the evaluation that gained the most in the metric marks when the task was learned.
+A head that crosses before the jump is a candidate for what the jump rests on
+(``mixit analyze ablate`` checks it causally).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+from mixit.common.errors import UsageError
+from mixit.common.plots import legend_below, metric_label, save, series_style, styled
+from mixit.models.heads import HEAD_THRESHOLD, TRACKED
+from mixit.tasks import get_task
+from mixit.training.rundir import load_run, read_records
+
+
+@dataclass(frozen=True)
+class Series:
+    """One head's score of one kind over the evaluations, and the first step it reached the
+    threshold (None: never)."""
+
+    head: str  # L1.H0
+    kind: str  # previous_token or induction
+    values: list[float]
+    crossed_at: int | None
+
+
+@dataclass(frozen=True)
+class Dynamics:
+    """A tracked run over its evaluations: the steps, the headline metric (its name and values),
+    the step of its largest gain between two evaluations, and every head's series."""
+
+    metric: str
+    steps: list[int]
+    values: list[float]
+    jump_at: int | None
+    series: list[Series]
+
+
+def read_dynamics(run_dir: str | Path) -> Dynamics:
+    """The tracked head scores and the metric of the finished run in ``run_dir``."""
+    _, config = load_run(run_dir)
+    records = read_records(Path(run_dir) / "metrics.jsonl")
+    spec = get_task(config.task_name)
+    tracked = [r for r in records if spec.metric in r and any(k.startswith("heads.") for k in r)]
+    if not tracked:
+        raise UsageError(
+            f"{run_dir} tracked no head scores: train it with train.track_heads=true (in "
+            "another folder: the setting does not rename a run)"
+        )
+    steps = [r["step"] for r in tracked]
+    values = [r[spec.metric] for r in tracked]
+    sign = 1.0 if spec.higher_is_better else -1.0
+    gains = [sign * (b - a) for a, b in itertools.pairwise(values)]
+    jump_at = steps[1 + gains.index(max(gains))] if gains and max(gains) > 0 else None
+    heads = sorted({k.split(".", 2)[2] for k in tracked[0] if k.startswith("heads.")})
+    series = []
+    for kind in TRACKED:
+        for head in heads:
+            scores = [r[f"heads.{kind}.{head}"] for r in tracked]
+            crossed = next(
+                (s for s, v in zip(steps, scores, strict=True) if v >= HEAD_THRESHOLD), None
+            )
+            series.append(Series(head, kind, scores, crossed))
+    return Dynamics(spec.metric, steps, values, jump_at, series)
+
+
+def format_dynamics(found: Dynamics) -> str:
+    """Each head's crossing steps, and the metric's jump."""
+    jump = "none" if found.jump_at is None else f"step {found.jump_at:,}"
+    lines = [
+        f"{metric_label(found.metric)}: largest gain at {jump}",
+        "head   kind            crossed",
+    ]
+    for s in found.series:
+        crossed = "never" if s.crossed_at is None else f"step {s.crossed_at:,}"
+        lines.append(f"{s.head:<6} {s.kind:<15} {crossed}")
+    lines.append(f"(crossed: the first evaluation with a score >= {HEAD_THRESHOLD:g})")
+    return "\n".join(lines)
+
+
+def plot_dynamics(found: Dynamics, path: Path, title: str) -> None:
+    """A panel per kind of score: each head's score against the step, the threshold (dotted),
+    the metric's largest gain (dashed), and the metric itself on the right axis (grey)."""
+    with styled() as plt:
+        fig, axes = plt.subplots(1, len(TRACKED), figsize=(7.0, 3.0), sharey=True)
+        for ax, kind in zip(axes, TRACKED, strict=True):
+            drawn = [s for s in found.series if s.kind == kind]
+            for index, s in enumerate(drawn):
+                ax.plot(
+                    found.steps, s.values, label=s.head, markersize=3, **series_style(s.head, index)
+                )
+            ax.axhline(HEAD_THRESHOLD, color="#999999", linewidth=0.8, linestyle=":")
+            if found.jump_at is not None:
+                ax.axvline(found.jump_at, color="#000000", linewidth=0.8, linestyle="--")
+            ax.set_title(f"{kind.replace('_', '-')} score", fontsize=8)
+            ax.set_xlabel("step")
+            ax.set_ylim(-0.02, 1.02)
+            metric = ax.twinx()
+            # The metric in a wide grey line of its own, apart from the heads' colours.
+            metric.plot(found.steps, found.values, color="#999999", linewidth=2.4, alpha=0.5)
+            metric.set_ylabel(f"{metric_label(found.metric)} (grey)", fontsize=7)
+            legend_below(ax, len(drawn))
+        axes[0].set_ylabel("head score")
+        fig.suptitle(title)
+        save(fig, path)
