@@ -578,6 +578,7 @@ TOOL_CASES = [
     ("init_finding", lambda tmp: ["--name", "../x"], "not a folder name"),
     ("init_finding", lambda tmp: ["--jobs", "0"], "must be >= 1"),
     ("doc_figures", lambda tmp: ["--bogus"], "unrecognized arguments"),
+    ("dynamics_retrieval", lambda tmp: [str(tmp / "none"), str(tmp / "kept")], "no comparison"),
     ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
     (
         "bench_convert",
