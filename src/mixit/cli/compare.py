@@ -48,6 +48,7 @@ from mixit.study.estimate import (
     tuning_estimate_line,
     tuning_seconds,
 )
+from mixit.study.explain import explain, format_explanation, write_explanation
 from mixit.study.extend import EXTEND_CAP, MAX_HOURS, extension_estimate_line
 from mixit.study.litmus import AUTO, AUTO_SEEDS, undecided_by_interval
 from mixit.study.per_layer import (
@@ -58,6 +59,7 @@ from mixit.study.per_layer import (
     write_necessity,
 )
 from mixit.study.plan import Study
+from mixit.study.results import read_results_csv
 from mixit.study.table import format_table
 from mixit.training.resolve import resolve_config
 
@@ -100,6 +102,12 @@ def add(commands: Any) -> None:
         "in the task's metric (default 0.02 accuracy, 0.05 nats of log perplexity)",
     )
     add_axis_option(parser, "OUT/")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="when a variant falls short, mean-ablate the reference's components one at a time "
+        "and print those its metric rests on, with their head scores: OUT/explain.json",
+    )
     parser.add_argument(
         "--frozen-draws",
         metavar="K",
@@ -214,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
     models = chosen_models(args, depth)
     refuse_tuning_along(args, settings_to_tune(tune_choice(args), overrides))
     check_draws(args, models, overrides)
+    if args.explain and (args.axis is not None or args.frozen_draws is not None):
+        raise UsageError("--explain reads one comparison: leave out --axis and --frozen-draws")
     out = args.out or default_out(args)
     if args.estimate:
         print(estimate(args, models, overrides, out))
@@ -252,6 +262,13 @@ def run(args: argparse.Namespace) -> int:
         write_necessity(found, Path(out))
         print(format_necessity(found))
         print(f"necessity map: {out}/necessity.png", file=sys.stderr)
+    if args.explain:
+        explained = explain(result, read_results_csv(Path(out) / "results.csv"))
+        if explained is None:
+            print("explained: no variant falls short, so nothing to explain")
+        else:
+            write_explanation(explained, Path(out))
+            print(format_explanation(explained))
     step = next_command(args.argv, result)
     if step:
         print(f"next, to decide what is open: mixit {step}")
