@@ -27,6 +27,7 @@ from figures.axes import AXES, axis_results, axis_values
 from figures.common import ROOT
 from figures.estimates import paper_h100
 from figures.layers import draw_layers, layers
+from figures.limits import by_size, by_task, what_explains
 from figures.reproduce import (
     c2_budget,
     c9_by_construction,
@@ -106,6 +107,9 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "paper-h100": paper_h100,
     "rows-compared": rows_compared,
     "necessity-maps": necessity_maps,
+    "mixit-by-size": by_size,
+    "mixit-by-task": by_task,
+    "mixit-explained": what_explains,
     "layers": layers,
     "peer-tasks": peer_tasks,
     "modadd-depth": modadd_depth,
@@ -131,6 +135,7 @@ DOCUMENTS = (
     ROOT / "docs" / "huggingface.md",
     ROOT / "docs" / "cost.md",
     ROOT / "docs" / "rows.md",
+    ROOT / "docs" / "mixit-limits.md",
     *sorted(folder / "README.md" for folder in AXES.values()),
 )
 # Every page a reader opens: held to the rule on times (``undated_times``).

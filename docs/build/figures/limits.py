@@ -1,0 +1,80 @@
+"""docs/mixit-limits.md: what MixiT can and cannot do, read from the committed outputs alone:
+its verdict at each size of every committed axis, on each task of the rows' suite, the layer a
+necessity map says needs attention, and what the reference's retrieval runs rest on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from figures.common import RESULTS
+from mixit.study.litmus import VERDICTS
+
+MODEL = "mixit"
+
+
+def _reading(result: dict[str, Any]) -> str:
+    """MixiT's verdict in one comparison, or why there is none."""
+    litmus = result["litmus"]
+    if litmus.get("no_reference"):
+        return "no verdict (the reference did not learn)"
+    row = next((r for r in litmus.get("rows", []) if r["model"] == MODEL), None)
+    if row is None:
+        return "not trained"
+    return f"{VERDICTS[row['matches']]} ({row['difference']:+.3f})"
+
+
+def by_size() -> str:
+    """Each committed axis: MixiT's reading at each value, and where the axis says it breaks."""
+    lines = ["| output | task, model | knob | MixiT at each value | where it breaks |"]
+    lines.append("|---|---|---|---|---|")
+    for found in sorted(RESULTS.glob("axis-*/axis.json")):
+        axis = json.loads(found.read_text())
+        first = axis["points"][0]["compare"]
+        arch = first.get("overrides", {}).get("model.arch", "mixit's decoder")
+        values = "; ".join(f"{p['value']}: {_reading(p['compare'])}" for p in axis["points"])
+        point = next(b for b in axis["break_points"] if b["model"] == MODEL)
+        at = "" if point["at"] is None else f" at {point['at']}"
+        why = f" ({point['why']})" if point["why"] else ""
+        lines.append(
+            f"| `results/{found.parent.name}` | {first['task']}, {arch} | `{axis['key']}` "
+            f"| {values} | {point['outcome']}{at}{why} |"
+        )
+    return "\n".join(lines)
+
+
+def by_task() -> str:
+    """Each task of the rows' suite (``results/rows-tiny``): MixiT's reading beside the rows
+    past the paper that share its family."""
+    lines = ["| task | MixiT | mixit-learned | uniform | no-mixing |", "|---|---|---|---|---|"]
+    for found in sorted((RESULTS / "rows-tiny").glob("*/compare.json")):
+        result = json.loads(found.read_text())
+        rows = {r["model"]: r for r in result["litmus"].get("rows", [])}
+        cells = [
+            f"{VERDICTS[rows[m]['matches']]} ({rows[m]['difference']:+.3f})" if m in rows else "-"
+            for m in (MODEL, "mixit-learned", "uniform", "no-mixing")
+        ]
+        lines.append(f"| {found.parent.name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def what_explains() -> str:
+    """The necessity maps' readings, and the components the reference's retrieval runs rest on
+    (``results/dynamics-retrieval``: the largest mean-ablation drop of each standard run)."""
+    lines = []
+    for found in sorted(RESULTS.glob("per-layer-*/necessity.json")):
+        necessity = json.loads(found.read_text())
+        for cell in necessity["layers"]:
+            lines.append(
+                f"- `results/{found.parent.name}`, layer {cell['layer']}: {cell['reading']}"
+            )
+    dynamics = RESULTS / "dynamics-retrieval" / "dynamics.json"
+    for run in json.loads(dynamics.read_text())["runs"]:
+        if run["model"] != "standard":
+            continue
+        top = run["ablation"]["components"][0]
+        lines.append(
+            f"- `results/dynamics-retrieval`, standard seed {run['seed']}: mean-ablating "
+            f"{top['component']} costs the most ({top['drop']:+.3f} test accuracy)"
+        )
+    return "\n".join(lines)
