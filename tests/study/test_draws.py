@@ -72,6 +72,7 @@ def test_compare_frozen_draws_trains_each_draw_and_shares_the_reference(tmp_path
         (["--frozen-draws", "2", "--models", "standard,uniform"], "keeps a random draw"),
         (["--frozen-draws", "2", "--axis", "task.max_pairs=2,4"], "leave out --axis"),
         (["--frozen-draws", "2", "model.frozen_seed=3"], "leave out the override"),
+        (["--models", "standard,uniform", "model.frozen_seed=3"], "it would change nothing"),
     ],
 )
 def test_a_bad_frozen_draws_is_one_line_and_exit_2(extra, says, tmp_path, capsys):
@@ -91,3 +92,10 @@ def test_the_estimate_prices_the_further_draws_of_the_models_that_keep_one():
     assert line.startswith(
         "plus --frozen-draws 5: mixit again on 4 more draws, up to about 4.0 min"
     )
+
+
+def test_train_refuses_a_frozen_seed_its_model_does_not_read(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--task", "retrieval", "--model", "standard", "--out", str(out)]
+    assert main([*argv, "model.frozen_seed=3", *SHORT]) == 2
+    assert "standard keeps none" in capsys.readouterr().err and not out.exists()

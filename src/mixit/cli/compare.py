@@ -36,6 +36,7 @@ from mixit.study.comparison import ComparisonResult
 from mixit.study.draws import (
     FROZEN_KEY,
     along_draws,
+    check_frozen_seed,
     draws_estimate_line,
     format_draws,
     keeps_a_draw,
@@ -222,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
     models = chosen_models(args, depth)
     refuse_tuning_along(args, settings_to_tune(tune_choice(args), overrides))
     check_draws(args, models, overrides)
+    check_frozen_seed(models, overrides)
     if args.explain and (args.axis is not None or args.frozen_draws is not None):
         raise UsageError("--explain reads one comparison: leave out --axis and --frozen-draws")
     out = args.out or default_out(args)

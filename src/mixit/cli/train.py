@@ -19,6 +19,7 @@ from mixit.cli.options import (
 )
 from mixit.common.errors import UsageError
 from mixit.study.compare import Comparison
+from mixit.study.draws import check_frozen_seed
 from mixit.study.estimate import estimate_comparison, format_comparison_estimate
 from mixit.training.devices import check_ranks_fit
 from mixit.training.resolve import resolve_config
@@ -59,6 +60,7 @@ def default_out(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     overrides = dotted_overrides(args)
+    check_frozen_seed([args.model], overrides)
     if args.estimate:
         one_seed = range(args.seed, args.seed + 1)
         plan = Comparison(args.task, (args.model,), args.preset, one_seed, None, overrides)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mixit.common.errors import UsageError
 from mixit.common.io import write_json
 from mixit.models.variants import variant_named
 from mixit.study.comparison import ComparisonResult
@@ -41,6 +42,16 @@ def draw_seeds(count: int) -> list[int]:
 def keeps_a_draw(model: str) -> bool:
     """Whether ``model`` keeps something untrained that a draw changes."""
     return variant_named(model).draws_frozen
+
+
+def check_frozen_seed(models: Sequence[str], overrides: Mapping[str, Any]) -> None:
+    """Refuse ``model.frozen_seed`` where none of ``models`` keeps a draw: it would change
+    nothing (an override that does nothing is refused, not ignored)."""
+    if overrides.get(FROZEN_KEY) is not None and not any(map(keeps_a_draw, models)):
+        raise UsageError(
+            f"{FROZEN_KEY} draws what a variant keeps untrained, and {', '.join(models)} keeps "
+            "none (mixit, frozen-qk, frozen-mlp and random do): it would change nothing"
+        )
 
 
 @dataclass(frozen=True)
