@@ -128,7 +128,10 @@ def read_draws(results: Mapping[int, ComparisonResult]) -> list[DrawReading]:
     for model in models:
         verdicts = [_verdict(results[seed], model) for seed in seeds]
         values = [_row(results[seed], model).get("values", []) for seed in seeds]
-        splittable = len(values) > 1 and min(map(len, values)) > 1
+        # A crossed table: every draw on the same seeds (--seeds auto may stop apart).
+        splittable = (
+            len(values) > 1 and min(map(len, values)) > 1 and len(set(map(len, values))) == 1
+        )
         readings.append(
             DrawReading(
                 model=model,
