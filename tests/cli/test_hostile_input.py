@@ -579,6 +579,11 @@ TOOL_CASES = [
     ("init_finding", lambda tmp: ["--jobs", "0"], "must be >= 1"),
     ("doc_figures", lambda tmp: ["--bogus"], "unrecognized arguments"),
     ("dynamics_retrieval", lambda tmp: [str(tmp / "none"), str(tmp / "kept")], "no comparison"),
+    (
+        "verdict_ablations",
+        lambda tmp: [str(tmp / "none"), "--out", str(tmp / "kept")],
+        "no comparison",
+    ),
     ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
     (
         "bench_convert",

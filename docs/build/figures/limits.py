@@ -59,8 +59,8 @@ def by_task() -> str:
 
 
 def what_explains() -> str:
-    """The necessity maps' readings, and the components the reference's retrieval runs rest on
-    (``results/dynamics-retrieval``: the largest mean-ablation drop of each standard run)."""
+    """The necessity maps' readings, and the component each verdict's reference run rests on
+    most (``results/verdict-ablations``: its largest mean-ablation drop, per task and seed)."""
     lines = []
     for found in sorted(RESULTS.glob("per-layer-*/necessity.json")):
         necessity = json.loads(found.read_text())
@@ -68,13 +68,13 @@ def what_explains() -> str:
             lines.append(
                 f"- `results/{found.parent.name}`, layer {cell['layer']}: {cell['reading']}"
             )
-    dynamics = RESULTS / "dynamics-retrieval" / "dynamics.json"
-    for run in json.loads(dynamics.read_text())["runs"]:
-        if run["model"] != "standard":
-            continue
-        top = run["ablation"]["components"][0]
-        lines.append(
-            f"- `results/dynamics-retrieval`, standard seed {run['seed']}: mean-ablating "
-            f"{top['component']} costs the most ({top['drop']:+.3f} test accuracy)"
-        )
+    ablations = RESULTS / "verdict-ablations" / "ablations.json"
+    for comparison in json.loads(ablations.read_text())["comparisons"]:
+        for run in comparison["runs"]:
+            top = run["components"][0]
+            lines.append(
+                f"- `results/verdict-ablations`, {comparison['task']}, standard seed "
+                f"{run['seed']}: mean-ablating {top['component']} takes it from "
+                f"{run['unablated']:.3f} to {top['metric']:.3f}"
+            )
     return "\n".join(lines)
