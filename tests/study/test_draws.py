@@ -57,6 +57,7 @@ def test_compare_frozen_draws_trains_each_draw_and_shares_the_reference(tmp_path
     printed = capsys.readouterr().out
     assert "model.frozen_seed=10000:" in printed and "over the frozen draws" in printed
     (reading,) = json.loads((out / "draws.json").read_text())["draws"]
+    assert (out / "draws.png").stat().st_size > 10_000 and (out / "draws.pdf").is_file()
     assert reading["model"] == "mixit" and reading["draws"] == [10000, 10001]
     assert len(reading["values"]) == 2 and all(len(v) == 2 for v in reading["values"])
     first, second = (

@@ -23,6 +23,7 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
+from mixit.common.plots import save, series_style, styled
 from mixit.models.variants import variant_named
 from mixit.study.comparison import ComparisonResult
 from mixit.study.litmus import VERDICTS
@@ -32,6 +33,8 @@ from mixit.study.text import duration
 # (0-2, 100-102, 300-302, 400-402, 1000, 2000-2009), and the same for every data seed.
 FIRST_DRAW = 10_000
 FROZEN_KEY = "model.frozen_seed"
+REFERENCE = "standard"
+MARKS = {True: "match", False: "short", None: "open"}
 
 
 def draw_seeds(count: int) -> list[int]:
@@ -159,7 +162,7 @@ def format_draws(readings: Sequence[DrawReading]) -> str:
     """The reading over the draws: each model's verdict per draw, and its spread split."""
     lines = ["over the frozen draws (each draw crossed with every data seed):"]
     for r in readings:
-        marks = " ".join({True: "match", False: "short", None: "open"}[v] for v in r.verdicts)
+        marks = " ".join(MARKS[v] for v in r.verdicts)
         lines.append(f"  {r.model}: {marks}: {r.reading}")
         if r.spread is not None:
             s = r.spread
@@ -168,6 +171,29 @@ def format_draws(readings: Sequence[DrawReading]) -> str:
                 f"{s.residual:.4f} neither (std)"
             )
     return "\n".join(lines)
+
+
+def plot_draws(readings: Sequence[DrawReading], reference: Sequence[float], path: Path) -> None:
+    """A panel per model that keeps a draw: its metric on each seed (a marker each) at each
+    draw, the reference's mean as a dashed line, and the model's verdict per draw under it."""
+    with styled() as plt:
+        fig, axes = plt.subplots(1, len(readings), figsize=(2.4 * len(readings) + 0.6, 2.6),
+                                 sharey=True, squeeze=False)  # fmt: skip
+        for ax, r in zip(axes[0], readings, strict=True):
+            for d, values in enumerate(r.values):
+                style = {**series_style(r.model, 0), "linestyle": ""}  # markers only
+                ax.plot([d] * len(values), values, **style)
+            if reference:
+                ax.axhline(
+                    statistics.fmean(reference), color="#000000", linewidth=0.8, linestyle="--"
+                )
+            names = [f"{seed}\n{MARKS[v]}" for seed, v in zip(r.draws, r.verdicts, strict=True)]
+            ax.set_xticks(range(len(r.draws)), names, fontsize=6)
+            ax.set_title(r.model, fontsize=8)
+            ax.set_xlabel("frozen draw (model.frozen_seed), verdict", fontsize=7)
+        axes[0][0].set_ylabel("headline metric, one marker a seed")
+        fig.suptitle("each frozen draw crossed with every seed (dashed: the reference)", y=1.04)
+        save(fig, path)
 
 
 def share_undrawn(source: Path, target: Path) -> None:
@@ -222,4 +248,7 @@ def along_draws(
         results[seed] = compare_point(out / f"draw-{seed}", point)
     readings = read_draws(results)
     write_json(out / "draws.json", {"draws": [asdict(r) for r in readings]})
+    rows = {row["model"]: row for row in results[seeds[0]]["rows"]}
+    reference = rows[REFERENCE].get("values", []) if REFERENCE in rows else []
+    plot_draws(readings, reference, out / "draws.png")
     return readings
