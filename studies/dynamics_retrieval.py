@@ -101,12 +101,12 @@ def readme(runs: list[dict[str, Any]], command: str) -> str:
         f"    {command}",
         "",
         f"Each run's strongest previous-token and induction head (by its last score), the first "
-        f"step each reached {HEAD_THRESHOLD:g}, the evaluation with the metric's largest gain, "
+        f"step each reached {HEAD_THRESHOLD:g}, the metric's halfway point, "
         f"and the component whose mean ablation on {ROWS} test rows costs the most (its drop "
         "in test accuracy). `dynamics.json` has every head and every ablation; `dynamics.png` "
         "draws the two heads of each run.",
         "",
-        "| model | seed | previous-token head, crossed | induction head, crossed | metric's jump "
+        "| model | seed | previous-token head, crossed | induction head, crossed | metric halfway "
         "| largest ablation drop |",
         "|---|---:|---|---|---:|---|",
     ]
@@ -115,7 +115,7 @@ def readme(runs: list[dict[str, Any]], command: str) -> str:
         lines.append(
             f"| {r['model']} | {r['seed']} | {prev['head']} at {_step(prev['crossed_at'])} "
             f"| {ind['head']} at {_step(ind['crossed_at'])} "
-            f"| {_step(r['dynamics']['jump_at'])} | {top['component']} {top['drop']:+.3f} |"
+            f"| {_step(r['dynamics']['learned_at'])} | {top['component']} {top['drop']:+.3f} |"
         )
     lines += ["", "## What the runs show, counted", ""]
     for model in dict.fromkeys(r["model"] for r in runs):
@@ -123,9 +123,9 @@ def readme(runs: list[dict[str, Any]], command: str) -> str:
         lines.append(f"- {model}: " + "; ".join(_counts(mine)) + ".")
     lines += [
         "",
-        "The metric's jump is the largest gain between two evaluations: where a run's accuracy "
-        "rises slowly it can be the first evaluations' rise from below chance to chance, not the "
-        "circuit's (the figure shows which).",
+        "The metric's halfway point is the first evaluation at which the test accuracy reaches "
+        "halfway from its first value to its best: when the task was learned, read so that a "
+        "first rise from below chance to chance is not taken for it.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -1,12 +1,12 @@
 """``train.track_heads`` and ``mixit analyze dynamics``: head scores at every evaluation, and when
-each head crossed the threshold beside the metric's jump (#105 item 3)."""
+each head crossed the threshold beside when the metric was learned (#105 item 3)."""
 
 import json
 
 import pytest
 import torch
 
-from mixit.analysis.dynamics import read_dynamics
+from mixit.analysis.dynamics import halfway, read_dynamics
 from mixit.cli import main
 from mixit.common.errors import UsageError
 from mixit.models.heads import TRACKED_ROWS, tracked_scores
@@ -57,7 +57,7 @@ def test_analyze_dynamics_draws_the_tracked_scores_and_says_when_each_head_cross
     found = json.loads((tmp_path / "dynamics.json").read_text())
     assert found["steps"] == [4, 8] and len(found["series"]) == 8
     assert (tmp_path / "dynamics.png").stat().st_size > 10_000
-    assert "largest gain at" in capsys.readouterr().out
+    assert "halfway from its first value to its best at" in capsys.readouterr().out
     dynamics = read_dynamics(run_dir)
     for series in dynamics.series:  # the first step at the threshold, or none
         at = [s for s, v in zip(dynamics.steps, series.values, strict=True) if v >= 0.5]
@@ -75,3 +75,12 @@ def test_an_untracked_run_says_how_to_track_it_and_an_arch_model_cannot(tmp_path
         resolve_config(
             "retrieval", "standard", "tiny", 0, {"model.arch": "hf:gpt2", "train.track_heads": True}
         )
+
+
+def test_the_metric_is_learned_halfway_from_its_first_value_to_its_best_not_at_a_first_rise():
+    """A run that first rises to chance (0.05 -> 0.25) and learns the task later (0.9) is
+    read at its later rise; log perplexity falls."""
+    steps = [100, 200, 300, 400, 500]
+    assert halfway(steps, [0.05, 0.25, 0.27, 0.6, 0.9], higher_is_better=True) == 400
+    assert halfway(steps, [5.0, 4.0, 2.0, 1.9, 1.9], higher_is_better=False) == 300
+    assert halfway(steps, [0.3, 0.3, 0.2, 0.1, 0.3], higher_is_better=True) is None

@@ -3,14 +3,14 @@ at every evaluation (``train.track_heads``), beside its task metric.
 
 Each head's previous-token and induction score is drawn against the step; the step at which
 a score first reaches ``HEAD_THRESHOLD`` (claim C10's) marks when that head became such a
-head, and the evaluation that gained the most in the metric marks when the task was learned.
-A head that crosses before the jump is a candidate for what the jump rests on
-(``mixit analyze ablate`` checks it causally).
+head, and the first evaluation at which the metric reaches halfway from its first value to its
+best marks when the task was learned (a midpoint: a run that first rises to chance, then learns
+the task, is not read at its first rise). A head that crosses by then is a candidate for what
+the learning rests on (``mixit analyze ablate`` checks it causally).
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,12 +35,13 @@ class Series:
 @dataclass(frozen=True)
 class Dynamics:
     """A tracked run over its evaluations: the steps, the headline metric (its name and values),
-    the step of its largest gain between two evaluations, and every head's series."""
+    the first step at which it reached halfway from its first value to its best (``learned_at``),
+    and every head's series."""
 
     metric: str
     steps: list[int]
     values: list[float]
-    jump_at: int | None
+    learned_at: int | None
     series: list[Series]
 
 
@@ -57,9 +58,7 @@ def read_dynamics(run_dir: str | Path) -> Dynamics:
         )
     steps = [r["step"] for r in tracked]
     values = [r[spec.metric] for r in tracked]
-    sign = 1.0 if spec.higher_is_better else -1.0
-    gains = [sign * (b - a) for a, b in itertools.pairwise(values)]
-    jump_at = steps[1 + gains.index(max(gains))] if gains and max(gains) > 0 else None
+    learned_at = halfway(steps, values, spec.higher_is_better)
     heads = sorted({k.split(".", 2)[2] for k in tracked[0] if k.startswith("heads.")})
     series = []
     for kind in TRACKED:
@@ -69,14 +68,25 @@ def read_dynamics(run_dir: str | Path) -> Dynamics:
                 (s for s, v in zip(steps, scores, strict=True) if v >= HEAD_THRESHOLD), None
             )
             series.append(Series(head, kind, scores, crossed))
-    return Dynamics(spec.metric, steps, values, jump_at, series)
+    return Dynamics(spec.metric, steps, values, learned_at, series)
+
+
+def halfway(steps: list[int], values: list[float], higher_is_better: bool) -> int | None:
+    """The first step at which ``values`` reach halfway from the first to the best (None when
+    they never move past the first)."""
+    sign = 1.0 if higher_is_better else -1.0
+    best = max(sign * v for v in values)
+    middle = (sign * values[0] + best) / 2
+    if best <= sign * values[0]:
+        return None
+    return next(step for step, v in zip(steps, values, strict=True) if sign * v >= middle)
 
 
 def format_dynamics(found: Dynamics) -> str:
-    """Each head's crossing steps, and the metric's jump."""
-    jump = "none" if found.jump_at is None else f"step {found.jump_at:,}"
+    """Each head's crossing steps, and when the metric was halfway learned."""
+    learned = "never" if found.learned_at is None else f"step {found.learned_at:,}"
     lines = [
-        f"{metric_label(found.metric)}: largest gain at {jump}",
+        f"{metric_label(found.metric)}: halfway from its first value to its best at {learned}",
         "head   kind            crossed",
     ]
     for s in found.series:
@@ -88,7 +98,7 @@ def format_dynamics(found: Dynamics) -> str:
 
 def plot_dynamics(found: Dynamics, path: Path, title: str) -> None:
     """A panel per kind of score: each head's score against the step, the threshold (dotted),
-    the metric's largest gain (dashed), and the metric itself on the right axis (grey)."""
+    the metric's halfway point (dashed), and the metric itself on the right axis (grey)."""
     with styled() as plt:
         fig, axes = plt.subplots(1, len(TRACKED), figsize=(7.0, 3.0), sharey=True)
         for ax, kind in zip(axes, TRACKED, strict=True):
@@ -98,8 +108,8 @@ def plot_dynamics(found: Dynamics, path: Path, title: str) -> None:
                     found.steps, s.values, label=s.head, markersize=3, **series_style(s.head, index)
                 )
             ax.axhline(HEAD_THRESHOLD, color="#999999", linewidth=0.8, linestyle=":")
-            if found.jump_at is not None:
-                ax.axvline(found.jump_at, color="#000000", linewidth=0.8, linestyle="--")
+            if found.learned_at is not None:
+                ax.axvline(found.learned_at, color="#000000", linewidth=0.8, linestyle="--")
             ax.set_title(f"{kind.replace('_', '-')} score", fontsize=8)
             ax.set_xlabel("step")
             ax.set_ylim(-0.02, 1.02)
