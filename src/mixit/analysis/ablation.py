@@ -58,7 +58,8 @@ class Ablation:
     components: list[Ablated]
 
 
-def _head_slice(decoder: Decoder, layer: int, head: int) -> slice:
+def _head_slice(decoder: Decoder, head: int) -> slice:
+    """Head ``head``'s columns of W_O's input: its gathered values, side by side with the others."""
     size = decoder.config.n_embd // decoder.config.n_head
     return slice(head * size, (head + 1) * size)
 
@@ -83,7 +84,7 @@ class _Means:
 
 @contextmanager
 def _hooked(model: nn.Module, hooks: list[tuple[nn.Module, str, Callable]]) -> Iterator[None]:
-    """``model`` with each (module, "pre" or "post", hook) registered for the block's length."""
+    """``model`` with each (module, "pre" or "post", hook) registered while the block runs."""
     handles = [
         module.register_forward_pre_hook(hook)
         if kind == "pre"
@@ -120,7 +121,7 @@ def ablate(model: RunModel, config: RunConfig, sequences: int) -> Ablation:
     components = []
     for layer, block in enumerate(decoder.blocks):
         for head in range(decoder.config.n_head):
-            columns = _head_slice(decoder, layer, head)
+            columns = _head_slice(decoder, head)
             hook = _mean_head(means.mean(f"L{layer}.attn"), columns)
             metric = _scored(model, data, config, spec.metric, [(block.attn.w_o, "pre", hook)])
             components.append(
