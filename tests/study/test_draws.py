@@ -44,6 +44,8 @@ def test_a_verdict_held_on_every_draw_and_draws_that_disagree():
     assert disagree[0].reading.startswith("the draws disagree (matches on 1, falls short on 1")
     ragged = read_draws({one: _result(False, [0.3, 0.31]), two: _result(False, [0.3, 0.3, 0.2])})
     assert ragged[0].spread is None  # seeds that differ between draws: no crossed table
+    half_open = read_draws({one: _result(True, [1.0, 0.99]), two: _result(None, [0.9, 1.0])})
+    assert half_open[0].reading.startswith("matches on 1, inconclusive on 1 of 2: no draw falls")
     lost = _result(None, [0.3, 0.31])
     lost["litmus"] |= {"rows": [], "no_reference": ["standard reaches 0.04"]}
     unread = read_draws({one: _result(False, [0.3, 0.31]), two: lost})

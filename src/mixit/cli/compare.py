@@ -28,6 +28,7 @@ from mixit.cli.options import (
     tune_choice,
 )
 from mixit.common.errors import UsageError
+from mixit.common.io import read_json
 from mixit.config.overrides import Setting, Settings
 from mixit.models.variants import HYBRID_SYNTAX, SPECTRUM, VARIANTS
 from mixit.study.axis import along_axis, format_axis, parse_axis
@@ -37,6 +38,7 @@ from mixit.study.draws import (
     FROZEN_KEY,
     along_draws,
     check_frozen_seed,
+    draw_seeds,
     draws_estimate_line,
     format_draws,
     keeps_a_draw,
@@ -217,6 +219,20 @@ def shown(study: Study, key: str) -> Callable[[Path, dict[str, Setting]], Compar
     return compare_at
 
 
+def compare_draws(args: argparse.Namespace, study: Study, overrides: Settings, out: str) -> int:
+    """``--frozen-draws K``: the comparison under each draw, the reading over them, and the
+    command that would decide what a draw left open."""
+    draws = along_draws(args.frozen_draws, Path(out), overrides, shown(study, FROZEN_KEY))
+    print(format_draws(draws))
+    # A draw left open by a run still rising decides under --extend, as one comparison
+    # does; every draw runs the same command.
+    opened = (Path(out) / f"draw-{seed}" / "compare.json" for seed in draw_seeds(args.frozen_draws))
+    if any(next_step(read_json(path, str(path))) == EXTEND for path in opened):
+        print(f"next, to decide what is open: mixit {with_step(args.argv, EXTEND)}")
+    print(f"results: {out}/draws.json", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     overrides = dotted_overrides(args)
     depth = None if args.per_layer is None else task_depth(args, overrides)
@@ -248,10 +264,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     if args.frozen_draws is not None:
-        draws = along_draws(args.frozen_draws, Path(out), overrides, shown(study, FROZEN_KEY))
-        print(format_draws(draws))
-        print(f"results: {out}/draws.json", file=sys.stderr)
-        return 0
+        return compare_draws(args, study, overrides, out)
     if args.axis is not None:
         axis = parse_axis(args.axis, args.task, args.preset, overrides)
         print(format_axis(along_axis(axis, Path(out), overrides, shown(study, axis.key))))

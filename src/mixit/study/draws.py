@@ -115,9 +115,16 @@ def _sentence(model: str, verdicts: Sequence[bool | None], unreferenced: Sequenc
     counts = ", ".join(
         f"{VERDICTS[v]} on {verdicts.count(v)}" for v in (True, False, None) if v in verdicts
     )
+    if True in verdicts and False in verdicts:
+        return (
+            f"the draws disagree ({counts} of {len(verdicts)}): the verdict is one of {model}'s "
+            "draws, not of the variant; more draws estimate how often a draw suffices"
+        )
+    # Decided draws agree and the rest are open: no draw says otherwise yet.
+    none = "falls short" if True in verdicts else "matches"
     return (
-        f"the draws disagree ({counts} of {len(verdicts)}): the verdict is one of {model}'s "
-        "draws, not of the variant; more draws estimate how often a draw suffices"
+        f"{counts} of {len(verdicts)}: no draw {none}; each open draw's reading says what "
+        "would decide it"
     )
 
 
