@@ -27,7 +27,7 @@ from figures.axes import AXES, axis_results, axis_values
 from figures.common import ROOT
 from figures.estimates import paper_h100
 from figures.layers import draw_layers, layers
-from figures.limits import by_size, by_task, what_explains
+from figures.limits import by_size, by_task, frozen_draws, what_explains
 from figures.reproduce import (
     c2_budget,
     c9_by_construction,
@@ -110,6 +110,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "mixit-by-size": by_size,
     "mixit-by-task": by_task,
     "mixit-explained": what_explains,
+    "frozen-draws": frozen_draws,
     "layers": layers,
     "peer-tasks": peer_tasks,
     "modadd-depth": modadd_depth,
@@ -136,6 +137,7 @@ DOCUMENTS = (
     ROOT / "docs" / "cost.md",
     ROOT / "docs" / "rows.md",
     ROOT / "docs" / "mixit-limits.md",
+    ROOT / "docs" / "reviewers.md",
     *sorted(folder / "README.md" for folder in AXES.values()),
 )
 # Every page a reader opens: held to the rule on times (``undated_times``).

@@ -78,3 +78,26 @@ def what_explains() -> str:
                 f"{run['unablated']:.3f} to {top['metric']:.3f}"
             )
     return "\n".join(lines)
+
+
+def frozen_draws() -> str:
+    """docs/reviewers.md: each committed ``results/draws-*`` (``compare --frozen-draws``): per
+    model that keeps a draw, its verdict on each draw, the reading over them and its spread."""
+    lines = []
+    for found in sorted(RESULTS.glob("draws-*/draws.json")):
+        draws = json.loads(found.read_text())["draws"]
+        first = json.loads(next(found.parent.glob("draw-*/compare.json")).read_text())
+        lines.append(f"- `results/{found.parent.name}` ({first['task']}, {first['metric']}):")
+        for d in draws:
+            verdicts = ", ".join(
+                f"{seed}: {VERDICTS[v]}" for seed, v in zip(d["draws"], d["verdicts"], strict=True)
+            )
+            spread = d["spread"]
+            split = (
+                f"; std {spread['draw']:.4f} between draws, {spread['seed']:.4f} between seeds, "
+                f"{spread['residual']:.4f} neither"
+                if spread
+                else ""
+            )
+            lines.append(f"  - {d['model']}: {verdicts}. {d['reading']}{split}")
+    return "\n".join(lines) or "No committed frozen draws yet."
