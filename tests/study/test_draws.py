@@ -104,3 +104,29 @@ def test_train_refuses_a_frozen_seed_its_model_does_not_read(tmp_path, capsys):
     argv = ["train", "--task", "retrieval", "--model", "standard", "--out", str(out)]
     assert main([*argv, "model.frozen_seed=3", *SHORT]) == 2
     assert "standard keeps none" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_draw_left_open_by_a_rising_run_prints_the_extension_of_the_whole_command(
+    tmp_path, monkeypatch, capsys
+):
+    """Each draw is its own comparison: one still rising asks for --extend, which every draw
+    then runs (the command printed is the draws' own, with --extend added)."""
+    import mixit.cli.compare as command
+    from mixit.common.io import write_json
+
+    rising = _result(None, [0.9, 1.0])
+    rising["litmus"]["rows"][0]["still_rising"] = True
+    planted = {10000: _result(True, [1.0, 1.0]), 10001: rising}
+
+    def trained(count, out, overrides, compare_point):
+        for seed, result in planted.items():
+            write_json(out / f"draw-{seed}" / "compare.json", result)
+        return read_draws(planted)
+
+    monkeypatch.setattr(command, "along_draws", trained)
+    out = tmp_path / "draws"
+    argv = ["compare", "--task", "retrieval", "--models", "standard,mixit", "--seeds", "2"]
+    assert main([*argv, "--frozen-draws", "2", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1].startswith("next, to decide what is open: mixit compare --task retrieval")
+    assert printed[-1].endswith("--extend") and "--frozen-draws 2" in printed[-1]
