@@ -40,7 +40,7 @@ def _strongest(found: Dynamics, kind: str) -> Series:
 def read_run(run_dir: Path) -> dict[str, Any]:
     """One run's model, seed, tracked dynamics and ablation."""
     model, config = load_run(run_dir)
-    found = read_dynamics(run_dir)
+    found = read_dynamics(run_dir, config)
     ablation = ablate(model, config, ROWS)
     return {
         "model": config.variant,

@@ -58,7 +58,7 @@ def test_analyze_dynamics_draws_the_tracked_scores_and_says_when_each_head_cross
     assert found["steps"] == [4, 8] and len(found["series"]) == 8
     assert (tmp_path / "dynamics.png").stat().st_size > 10_000
     assert "halfway from its first value to its best at" in capsys.readouterr().out
-    dynamics = read_dynamics(run_dir)
+    dynamics = read_dynamics(run_dir, load_run(run_dir)[1])
     for series in dynamics.series:  # the first step at the threshold, or none
         at = [s for s, v in zip(dynamics.steps, series.values, strict=True) if v >= 0.5]
         assert series.crossed_at == (at[0] if at else None)

@@ -27,12 +27,10 @@ from torch import nn
 from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel
 from mixit.models.decoder import Decoder
-from mixit.models.heads import decoder_of, head_scores
+from mixit.models.heads import PAD, decoder_of, head_scores
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData
 from mixit.training.scoring import evaluate_run
-
-PAD = 0  # every task pads with token 0
 
 
 @dataclass(frozen=True)
@@ -104,9 +102,9 @@ def ablate(model: RunModel, config: RunConfig, sequences: int) -> Ablation:
     spec = get_task(config.task_name)
     data = spec.make_data(config.task, config.seed)
     rows = Split(data.test.inputs[:sequences], data.test.targets[:sequences])  # (S, T) each
-    # Only the test split is scored: the train split is the same rows, so that the summary's
-    # train accuracy costs no second pass over other data.
-    data = dataclasses.replace(data, train=rows, test=rows)
+    # Only these rows are scored: marked as the training set too, the summary's train accuracy
+    # is read from the same pass instead of a second one.
+    data = dataclasses.replace(data, train=rows, test=rows, test_is_train=True)
     decoder = decoder_of(model)
     better = 1.0 if spec.higher_is_better else -1.0
     means = _Means()

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from mixit.common.errors import UsageError
 from mixit.common.plots import legend_below, metric_label, save, series_style, styled
+from mixit.config.schema import RunConfig
 from mixit.models.heads import HEAD_THRESHOLD, TRACKED
 from mixit.tasks import get_task
-from mixit.training.rundir import load_run, read_records
+from mixit.training.rundir import read_records
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,9 @@ class Dynamics:
     series: list[Series]
 
 
-def read_dynamics(run_dir: str | Path) -> Dynamics:
-    """The tracked head scores and the metric of the finished run in ``run_dir``."""
-    _, config = load_run(run_dir)
+def read_dynamics(run_dir: str | Path, config: RunConfig) -> Dynamics:
+    """The tracked head scores and the metric of the finished run in ``run_dir`` (``config``:
+    its config, as ``load_run`` gives it)."""
     records = read_records(Path(run_dir) / "metrics.jsonl")
     spec = get_task(config.task_name)
     tracked = [r for r in records if spec.metric in r and any(k.startswith("heads.") for k in r)]

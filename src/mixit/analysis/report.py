@@ -12,12 +12,11 @@ from mixit.analysis.covariance import token_covariance
 from mixit.analysis.dynamics import format_dynamics, plot_dynamics, read_dynamics
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
-from mixit.models.heads import HEAD_THRESHOLD, attention_patterns, head_scores
+from mixit.models.heads import HEAD_THRESHOLD, PAD, attention_patterns, head_scores
 from mixit.tasks import get_task
 from mixit.training.rundir import load_run
 
 ANALYSES = ("attention", "covariance", "ablate", "dynamics")
-PAD = 0  # every task pads (left or right) with token 0
 
 
 def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str:
@@ -29,7 +28,7 @@ def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str
     inputs = get_task(config.task_name).make_data(config.task, config.seed).test.inputs
     inputs = inputs[:sequences]  # (S, T)
     if kind == "dynamics":
-        found = read_dynamics(run_dir)
+        found = read_dynamics(run_dir, config)
         write_json(folder / "dynamics.json", dataclasses.asdict(found))
         title = f"{config.variant} on {config.task_name}: heads as it trained"
         plot_dynamics(found, folder / "dynamics.png", title)

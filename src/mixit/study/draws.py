@@ -27,6 +27,7 @@ from mixit.common.plots import save, series_style, styled
 from mixit.models.variants import variant_named
 from mixit.study.comparison import ComparisonResult
 from mixit.study.litmus import VERDICTS
+from mixit.study.per_layer import MARKS
 from mixit.study.text import duration
 
 # Draw d's frozen seed is FIRST_DRAW + d: apart from the data and tuning seeds the docs use
@@ -34,7 +35,6 @@ from mixit.study.text import duration
 FIRST_DRAW = 10_000
 FROZEN_KEY = "model.frozen_seed"
 REFERENCE = "standard"
-MARKS = {True: "match", False: "short", None: "open"}
 
 
 def draw_seeds(count: int) -> list[int]:
