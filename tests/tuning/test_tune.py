@@ -169,7 +169,11 @@ def test_max_hours_leaves_out_a_step_past_the_edge_and_says_so(tmp_path, monkeyp
 def test_max_hours_leaves_a_budget_undoubled_and_marks_it(tmp_path, monkeypatch):
     monkeypatch.setattr(tuning, "still_rising", lambda trial: True)
     base = quick_base(steps=8)
-    rising = Trial(Candidate(0), tuning_rules.candidate_config(base, Candidate(0), 1000))
+    rising = Trial(
+        Candidate(0),
+        tuning_rules.candidate_config(base, Candidate(0), 1000),
+        tuning_rules.Scoring.of(base),
+    )
     rising.steps_run, rising.run_dir, rising.scores = 8, "planted", {8: 0.5}
     tuner = Tuner(1000, tmp_path, max_hours=2.5)  # a doubling costs 2 h more: 3 h in all
     tuner.spent["planted"] = 3600.0
@@ -217,7 +221,11 @@ def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
 def test_a_model_still_rising_trains_again_at_twice_its_budget_up_to_the_cap(tmp_path):
     tuner, base = Tuner(1000, tmp_path), quick_base(steps=8)
     candidate = Candidate(0)
-    rising = Trial(candidate, tuning_rules.candidate_config(base, candidate, 1000))
+    rising = Trial(
+        candidate,
+        tuning_rules.candidate_config(base, candidate, 1000),
+        tuning_rules.Scoring.of(base),
+    )
     tuner.train_to([rising], 8)
     records = read_records(Path(rising.run_dir) / "metrics.jsonl")
     half = next(r for r in records if r["step"] == 4)["test_accuracy"]

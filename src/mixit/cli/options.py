@@ -185,11 +185,13 @@ def add_arch_option(parser: argparse.ArgumentParser) -> None:
 
 def dotted_overrides(args: argparse.Namespace) -> dict[str, str]:
     """The dotted overrides, with ``--arch`` as ``model.arch`` (``command_line_overrides``)."""
-    given = parse_overrides(args.overrides).get("model.arch")
+    overrides = parse_overrides(args.overrides)
+    given = overrides.get("model.arch")
     if args.arch is not None and given is not None and given != args.arch:
         raise UsageError(f"--arch {args.arch} and model.arch={given} disagree; give one")
-    arch = [] if args.arch is None else [f"model.arch={args.arch}"]
-    return command_line_overrides([*args.overrides, *arch])
+    if args.arch is not None:
+        overrides["model.arch"] = args.arch
+    return checked_overrides(overrides)
 
 
 # The model settings an ``--arch`` model takes from mixit's config (mixit.models.build): its sizes,
@@ -213,7 +215,11 @@ def command_line_overrides(items: list[str]) -> dict[str, str]:
     """``KEY=VALUE`` items of the command line as a dict; a module its ``model.arch`` names is
     trusted (``arch.trust_module``): the user named it here. An option of mixit's decoder
     given to another architecture is refused: it would be recorded and never applied."""
-    overrides = parse_overrides(items)
+    return checked_overrides(parse_overrides(items))
+
+
+def checked_overrides(overrides: dict[str, str]) -> dict[str, str]:
+    """``command_line_overrides`` of items already parsed."""
     arch = str(overrides.get("model.arch", "mixit"))
     trust_module(arch)
     if overrides.get("task.generator"):  # a custom task's data generator, named here

@@ -22,7 +22,7 @@ from mixit.study.litmus import DEFAULT_TOLERANCE, NO_CEILING, short_of_chance
 from mixit.study.results import read_results_csv
 from mixit.tasks import get_task
 from mixit.training.rundir import RunSummary
-from mixit.tuning.rules import at_top, headline, rising_at_end
+from mixit.tuning.rules import Scoring, at_top, rising_at_end
 
 
 def per_seed(summaries: Summaries, selected: Collection[Run], metric: str) -> dict[int, float]:
@@ -168,8 +168,9 @@ def ended_at_top(summary: RunSummary, config: RunConfig | None) -> bool:
     leaves this run's reading decided (#101: a perfect score is not still rising)."""
     if config is None:
         return False
-    final = summary.get("metrics", {}).get(headline(config))
-    return final is not None and at_top(final, config)
+    line = Scoring.of(config)
+    final = summary.get("metrics", {}).get(line.metric)
+    return final is not None and at_top(final, config.train.stop_at, line)
 
 
 def _listed(seeds: Collection[int]) -> str:

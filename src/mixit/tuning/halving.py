@@ -26,18 +26,16 @@ from mixit.tuning.rules import (
     BUDGET_CAP,
     EDGE_BOUND,
     Candidate,
+    Scoring,
     Trial,
     ValidationPoint,
     candidate_config,
-    direction,
     grid,
-    headline,
     learned,
     rung_steps,
     score_at,
     still_rising,
     survivors,
-    tolerance,
     tuning_seed,
 )
 
@@ -100,7 +98,7 @@ class Tuner:
             trial = trials[i]
             trial.run_dir = summary["run_dir"]
             self.spent[trial.run_dir] = summary.get("train_seconds", 0.0)
-            metric = headline(trial.config)
+            metric = trial.scoring.metric
             if summary["steps_run"] > step:
                 # Finished past this rung in an earlier call (a resumed tuning): it is judged
                 # at the rung, as the uninterrupted halving judged it.
@@ -119,7 +117,7 @@ class Tuner:
         def key(trial: Trial) -> tuple:
             solved = trial.stopped == "target"
             return (
-                -direction(trial.config) * trial.score,
+                -trial.scoring.sign * trial.score,
                 trial.steps_run if solved else math.inf,
                 abs(trial.candidate.exponent),
                 trial.candidate.exponent,
@@ -133,7 +131,7 @@ class Tuner:
         """Successive halving of every key's grid at once (their runs train side by side):
         each key's record (``record``) and its winning trial."""
         trials = {
-            key: [Trial(c, candidate_config(base, c, self.seed)) for c in grid]
+            key: [Trial(c, candidate_config(base, c, self.seed), Scoring.of(base)) for c in grid]
             for key, (base, grid) in grids.items()
         }
         rungs = {
@@ -198,7 +196,7 @@ class Tuner:
             if not self.affords(key, self.seconds(best), past):
                 continue
             config = candidate_config(grids[key][0], beyond, self.seed)
-            trial = Trial(beyond, config)
+            trial = Trial(beyond, config, best.scoring)
             trials[key].append(trial)
             live[key].append(trial)
             extended[key].append(trial.rate)
@@ -213,8 +211,8 @@ class Tuner:
         neighbours = [t for t in live if t.candidate == inside]
         if not neighbours:
             return False
-        gain = direction(best.config) * (best.score - neighbours[0].score)
-        return gain > tolerance(best.config)
+        gain = best.scoring.sign * (best.score - neighbours[0].score)
+        return gain > best.scoring.tolerance
 
     @staticmethod
     def record(
@@ -292,7 +290,8 @@ def doubled(
 
 def at_steps(trial: Trial, steps: int) -> Trial:
     """``trial``'s candidate over a budget of ``steps`` (a fresh schedule)."""
-    return Trial(trial.candidate, with_settings(trial.config, {"train.steps": steps}))
+    longer = with_settings(trial.config, {"train.steps": steps})
+    return Trial(trial.candidate, longer, trial.scoring)
 
 
 def budgets(

@@ -120,12 +120,29 @@ def candidate_config(base: RunConfig, candidate: Candidate, seed: int, steps: in
     return config
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """How the rules score a task: its headline metric: its name, ``sign`` +1 where it rises
+    as it improves (-1 where it falls), and the litmus ``tolerance`` a gain must beat. Read
+    once per task (``of``) and carried, so a rule never looks the task up again."""
+
+    metric: str
+    sign: float
+    tolerance: float
+
+    @classmethod
+    def of(cls, config: RunConfig) -> Scoring:
+        spec = get_task(config.task_name)
+        return cls(spec.metric, 1.0 if spec.higher_is_better else -1.0, spec.tolerance)
+
+
 @dataclass
 class Trial:
     """A candidate's run on the tuning seed: its config and its score at each rung reached."""
 
     candidate: Candidate
     config: RunConfig
+    scoring: Scoring
     scores: dict[int, float] = field(default_factory=dict)  # step -> validation metric
     steps_run: int = 0
     stopped: str = "halted"
@@ -176,20 +193,6 @@ def halving_budgets(candidates: int, steps: int = 1000, eval_every: int = 1) -> 
     return total
 
 
-def direction(config: RunConfig) -> float:
-    """+1 where the task's headline metric rises as it improves, -1 where it falls."""
-    return 1.0 if get_task(config.task_name).higher_is_better else -1.0
-
-
-def headline(config: RunConfig) -> str:
-    return get_task(config.task_name).metric
-
-
-def tolerance(config: RunConfig) -> float:
-    """The litmus tolerance of the task's headline metric: what "still rising" must beat."""
-    return get_task(config.task_name).tolerance
-
-
 def score_at(run_dir: Path, step: int) -> dict[str, Any]:
     """A run's evaluation at ``step`` (a rung: an evaluation step) from its metrics.jsonl."""
     records = [r for r in read_records(run_dir / "metrics.jsonl") if r["step"] == step]
@@ -200,19 +203,23 @@ def score_at(run_dir: Path, step: int) -> dict[str, Any]:
 
 def still_rising(trial: Trial) -> bool:
     """Whether a full-budget run ended its budget still improving (``rising_at_end``)."""
-    return rising_at_end(Path(trial.run_dir), trial.config, trial.stopped)
+    return rising_at_end(Path(trial.run_dir), trial.config, trial.stopped, trial.scoring)
 
 
-def rising_at_end(run_dir: Path, config: RunConfig, stopped: str) -> bool:
+def rising_at_end(
+    run_dir: Path, config: RunConfig, stopped: str, line: Scoring | None = None
+) -> bool:
     """Whether a run ended its budget still improving (rule 5 and the reading rules of
     2026-12-06, docs/tuning.md): stopped by the budget (not at its target nor on a plateau),
     its headline gained more than the task's litmus tolerance over the last half of the
     budget (over its last ``RISING_WINDOW`` evaluations where that half holds fewer), and it
     ended further than the tolerance from the metric's ceiling and from its target. A run at
-    its ceiling has converged, whatever it gained on the way."""
+    its ceiling has converged, whatever it gained on the way. ``line``: the task's headline,
+    where the caller holds it."""
     if stopped != "budget":
         return False
-    metric, better, margin = headline(config), direction(config), tolerance(config)
+    line = line or Scoring.of(config)
+    metric = line.metric
     records = [r for r in read_records(run_dir / "metrics.jsonl") if metric in r]
     window = [r for r in records if r["step"] >= config.train.steps / 2]
     if len(window) < RISING_WINDOW:
@@ -220,19 +227,17 @@ def rising_at_end(run_dir: Path, config: RunConfig, stopped: str) -> bool:
     if len(window) < 2:
         return False
     last = window[-1][metric]
-    if at_top(last, config):
+    if at_top(last, config.train.stop_at, line):
         return False
-    return better * (last - window[0][metric]) > margin
+    return line.sign * (last - window[0][metric]) > line.tolerance
 
 
-def at_top(value: float, config: RunConfig) -> bool:
+def at_top(value: float, target: float | None, line: Scoring) -> bool:
     """Whether a headline value is within the task's litmus tolerance of the metric's ceiling
-    or of the run's target (``train.stop_at``): a run there has converged, and no budget would
-    raise it by more than the tolerance."""
-    metric, better, margin = headline(config), direction(config), tolerance(config)
-    target = config.train.stop_at
-    reached = target is not None and better * (target - value) <= margin
-    return reached or near_ceiling(value, metric, margin)
+    or of the run's ``target`` (``train.stop_at``): a run there has converged, and no budget
+    would raise it by more than the tolerance."""
+    reached = target is not None and line.sign * (target - value) <= line.tolerance
+    return reached or near_ceiling(value, line.metric, line.tolerance)
 
 
 def near_ceiling(value: float, metric: str, margin: float) -> bool:
@@ -248,20 +253,20 @@ def best_held_out(run_dir: Path, config: RunConfig) -> tuple[float, int] | None:
     (``STOP_METRIC``, the rows its stop rule reads) was best, and that step; None for a run
     evaluated without one (no stop rule, or a tuning run, which reads its validation split)."""
     best = best_held_out_record(run_dir, config)
-    return None if best is None else (best[headline(config)], best["step"])
+    return None if best is None else (best[Scoring.of(config).metric], best["step"])
 
 
 def best_held_out_record(run_dir: Path, config: RunConfig) -> dict[str, Any] | None:
     """The evaluation ``best_held_out`` reads, whole (metrics.jsonl's record); None for a run
     evaluated without a held-out stop split, or kept without its metrics.jsonl (a record of
     its config and summary alone reads as its summary says)."""
-    metric, better = headline(config), direction(config)
+    line = Scoring.of(config)
     path = run_dir / "metrics.jsonl"
     records = read_records(path) if path.is_file() else []
-    held = [record for record in records if STOP_METRIC in record and metric in record]
+    held = [record for record in records if STOP_METRIC in record and line.metric in record]
     if not held:
         return None
-    return max(held, key=lambda record: better * record[STOP_METRIC])  # the first of equals
+    return max(held, key=lambda record: line.sign * record[STOP_METRIC])  # the first of equals
 
 
 def summary_at_best(summary: RunSummary, config: RunConfig) -> RunSummary:
@@ -289,11 +294,11 @@ def learned(
     chance = spec.chance(spec.make_data(base.task, seed), base.task)
     if chance is None:
         return True
-    better = direction(base)
+    better = 1.0 if spec.higher_is_better else -1.0
     scores = [point.score for point in validation]
     scores += [budget["score"] for budget in budgets]
     best = max(scores, key=lambda s: better * s)
-    return not short_of_chance({seed: best}, chance, tolerance(base), better > 0)
+    return not short_of_chance({seed: best}, chance, spec.tolerance, spec.higher_is_better)
 
 
 def grid(init: str | None = None) -> list[Candidate]:
