@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.errors import UsageError
-from mixit.config.overrides import Setting, with_settings
+from mixit.config.overrides import Setting
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import Launch
 from mixit.running.runs import train_missing
@@ -37,6 +37,7 @@ from mixit.tuning.rules import (
     still_rising,
     survivors,
     tuning_seed,
+    with_train,
 )
 
 
@@ -92,7 +93,7 @@ class Tuner:
             if trial.stopped != "halted":
                 continue  # finished early (target or plateau): its score is final
             halt = 0 if step >= trial.config.train.steps else step
-            configs[i] = with_settings(trial.config, {"train.halt_at": halt})
+            configs[i] = with_train(trial.config, halt_at=halt)
         summaries, _ = train_missing(configs, self.runs_dir, self.progress, launch=self.launch)
         for i, summary in summaries.items():
             trial = trials[i]
@@ -290,8 +291,7 @@ def doubled(
 
 def at_steps(trial: Trial, steps: int) -> Trial:
     """``trial``'s candidate over a budget of ``steps`` (a fresh schedule)."""
-    longer = with_settings(trial.config, {"train.steps": steps})
-    return Trial(trial.candidate, longer, trial.scoring)
+    return Trial(trial.candidate, with_train(trial.config, steps=steps), trial.scoring)
 
 
 def budgets(

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mixit.common.errors import RunsFailed
-from mixit.config.overrides import Setting, with_settings
 from mixit.config.schema import ARCH_INITS, RunConfig
 from mixit.tasks import get_task
 from mixit.tasks.base import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
@@ -107,17 +106,26 @@ def candidate_config(base: RunConfig, candidate: Candidate, seed: int, steps: in
     the validation split, at the candidate's rate and initialisation (``model.init`` for
     mixit's decoder, ``model.arch_init`` for a ``model.arch`` model), and over ``steps`` when
     given."""
-    settings: dict[str, Setting] = {
-        "train.lr": base.train.lr * GRID_STEP**candidate.exponent,
-        "train.validation_fraction": VALIDATION_FRACTION,
+    changes: dict[str, float] = {
+        "lr": base.train.lr * GRID_STEP**candidate.exponent,
+        "validation_fraction": VALIDATION_FRACTION,
     }
-    if candidate.init is not None:
-        settings["model.init" if base.model.arch == "mixit" else "model.arch_init"] = candidate.init
     if steps:
-        settings["train.steps"] = steps
-    config = dataclasses.replace(with_settings(base, settings), seed=seed)
+        changes["steps"] = steps
+    config = with_train(base, **changes)
+    if candidate.init is not None:
+        field_name = "init" if base.model.arch == "mixit" else "arch_init"
+        model = dataclasses.replace(base.model, **{field_name: candidate.init})
+        config = dataclasses.replace(config, model=model)
+    config = dataclasses.replace(config, seed=seed)
     validate(config)
     return config
+
+
+def with_train(config: RunConfig, **changes: float | int) -> RunConfig:
+    """A copy of ``config`` with these fields of its training section changed (a halt, a
+    budget, a rate); ``config`` itself is left as it is, as every resolved config is."""
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, **changes))
 
 
 @dataclass(frozen=True)
