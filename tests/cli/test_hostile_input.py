@@ -585,6 +585,7 @@ TOOL_CASES = [
         "no comparison",
     ),
     ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
+    ("together", lambda tmp: ["--out", str(tmp / "t.json"), "--settings", "spin"], "not one of"),
     (
         "bench_convert",
         lambda tmp: ["--out", str(tmp / "b.json"), "--n-embd", "30"],
