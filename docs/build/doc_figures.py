@@ -52,6 +52,7 @@ from figures.speed import (
     members_cpu,
     wait_policy,
     wait_policy_beside,
+    wait_together,
 )
 from figures.suites import (
     TUNED_SUITES,
@@ -90,6 +91,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "decode": decode,
     "wait-policy": wait_policy,
     "wait-policy-beside": wait_policy_beside,
+    "wait-together": wait_together,
     "convert-bench": convert_bench,
     "cpu-presets": cpu_presets,
     "members-cpu": members_cpu,

@@ -115,6 +115,24 @@ def wait_policy_beside() -> str:
     return "\n".join(rows)
 
 
+def wait_together() -> str:
+    """docs/speed.md: two tiny trainings on the same cores, both timed, per waiting setting
+    (studies/together.py), from each file of results/wait-together/."""
+    rows = [
+        "| file | setting | alone, s | together: x alone | second started 8 s later: x alone |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for path in sorted((ROOT / "results" / "wait-together").glob("*.json")):
+        for row in _json(path)["settings"]:
+            together = ", ".join(f"{x:.2f}x" for x in row["together_x"])
+            beside = ", ".join(f"{x:.2f}x" for x in row["beside_x"])
+            rows.append(
+                f"| {path.name} | {row['setting']} | {row['alone_seconds']:.1f} | {together} "
+                f"| {beside} |"
+            )
+    return "\n".join(rows)
+
+
 def convert_bench() -> str:
     """docs/huggingface.md: training speed of a converted Hugging Face model against the
     original, one table per architecture, from results/convert-bench/."""

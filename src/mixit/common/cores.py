@@ -31,22 +31,41 @@ def busy_cores_elsewhere(interval: float = 0.5) -> float | None:
     """How many of the cores this process may use (``sched_getaffinity``) other processes kept
     busy over ``interval`` seconds: their busy time in /proc/stat, less this process's own.
     None where there is no /proc/stat (not Linux)."""
-    stat, cores = Path("/proc/stat"), os.sched_getaffinity(0)  # the usable cores' numbers
-    if not stat.is_file():
-        return None
+    watch = BusyWatch()
+    time.sleep(interval)
+    return watch.look()
 
-    def busy() -> float:
+
+class BusyWatch:
+    """Other processes' busy cores (of those this process may use) between one ``look`` and
+    the next, from /proc/stat less this process's own CPU time, without waiting: how a
+    running training sees its cores become shared, and free again."""
+
+    def __init__(self) -> None:
+        self._cores = os.sched_getaffinity(0)  # the usable cores' numbers
+        self._last = self._now()
+
+    def _now(self) -> tuple[float, float] | None:
+        """(other processes' busy seconds on the usable cores so far, the wall clock)."""
+        stat = Path("/proc/stat")
+        if not stat.is_file():
+            return None
         ticks = 0
         for line in stat.read_text().splitlines():
             name, *fields = line.split()
-            if name[3:].isdigit() and name.startswith("cpu") and int(name[3:]) in cores:
+            if name[3:].isdigit() and name.startswith("cpu") and int(name[3:]) in self._cores:
                 values = [int(v) for v in fields[:8]]  # user .. steal
                 ticks += sum(values) - values[3] - values[4]  # less idle and iowait
-        return ticks / os.sysconf("SC_CLK_TCK") - time.process_time()
+        busy = ticks / os.sysconf("SC_CLK_TCK") - time.process_time()
+        return busy, time.perf_counter()
 
-    before = busy()
-    time.sleep(interval)
-    return max(0.0, (busy() - before) / interval)
+    def look(self) -> float | None:
+        """The busy cores elsewhere since the last look (or the start); None where there is
+        no /proc/stat (not Linux)."""
+        before, self._last = self._last, self._now()
+        if before is None or self._last is None or self._last[1] <= before[1]:
+            return None
+        return max(0.0, (self._last[0] - before[0]) / (self._last[1] - before[1]))
 
 
 def wait_policy_line(environ: MutableMapping[str, str], busy: float | None) -> str:

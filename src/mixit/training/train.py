@@ -39,6 +39,7 @@ from mixit.training.step import (
     lr_factor,
 )
 from mixit.training.stopping import STOP_METRIC, StopRule
+from mixit.training.threads import ThreadShare
 from mixit.training.writer import RunWriter
 
 
@@ -68,9 +69,14 @@ def run(
         desc=f"{config.task_name}/{config.variant} seed {config.seed}",
         unit="step",
     )
-    for step in bar:
-        if loop.after_step(step, *loop.training.step(), bar):
-            break
+    share = ThreadShare.on(loop.training.device)
+    try:
+        for step in bar:
+            if loop.after_step(step, *loop.training.step(), bar):
+                break
+            share.tick()
+    finally:
+        share.restore()
     bar.close()
     summary = close_run(loop)
     ranks.close()
