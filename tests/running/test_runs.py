@@ -12,7 +12,7 @@ def test_a_single_missing_run_trains_with_every_core_despite_jobs(tmp_path, monk
     def no_pool(*args, **kwargs):
         raise AssertionError("one run trained in a worker pool of two")
 
-    monkeypatch.setattr(runs, "worker_pool", no_pool)
+    monkeypatch.setattr(runs, "kept_pool", no_pool)
     overrides = {"train.steps": 2, "train.eval_every": 2, "task.n_train": 64, "task.n_test": 32}
     config = resolve_config("addition", "standard", "tiny", 0, overrides)
     summaries, trained = runs.train_missing({"one": config}, tmp_path, launch=Launch(jobs=2))

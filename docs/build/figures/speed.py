@@ -133,6 +133,29 @@ def wait_together() -> str:
     return "\n".join(rows)
 
 
+def fixed_costs() -> str:
+    """docs/speed.md: what a short run pays besides its steps, from
+    results/fixed-costs/fixed-costs.json (studies/fixed_costs.py)."""
+    measured = _json(ROOT / "results" / "fixed-costs" / "fixed-costs.json")
+    starts = ", ".join(f"{s:.1f}" for s in measured["pool_start_seconds"])
+    runs = measured["short_runs"]
+    outside = ", ".join(f"{r['whole_seconds'] - r['step_seconds']:.1f}" for r in runs)
+    steps = ", ".join(f"{r['step_seconds']:.1f}" for r in runs)
+    data = measured["data_seconds"]
+    slowest = max(data, key=data.get)
+    return "\n".join(
+        [
+            "| what | seconds, each try |",
+            "|---|---|",
+            f"| a fresh pool of {measured['jobs']} workers, until each is ready to train | "
+            f"{starts} |",
+            f"| a 100-step tiny retrieval run's steps | {steps} |",
+            f"| the same run outside its steps (setup, evaluation, files) | {outside} |",
+            f"| the slowest tiny task's data ({slowest}) | {data[slowest]:.2f} |",
+        ]
+    )
+
+
 def convert_bench() -> str:
     """docs/huggingface.md: training speed of a converted Hugging Face model against the
     original, one table per architecture, from results/convert-bench/."""

@@ -31,10 +31,10 @@ from mixit.cost.predict import Timing, get_target, predict, shapes
 from mixit.models.build import arch_files
 from mixit.running.launchers import LOCAL, JobArray, Launch
 from mixit.running.workers import (
+    kept_pool,
     stop_workers,
     train_group_in_worker,
     train_in_worker,
-    worker_pool,
     worker_threads,
 )
 from mixit.tasks import get_task
@@ -227,7 +227,7 @@ def _train_in_pool(
     for config, _ in todo.values():
         Ranks(world=ranks).check_batch(config.train.batch_size)
     threads = worker_threads(jobs * ranks)
-    pool = worker_pool(jobs, ranks)
+    pool = kept_pool(jobs, ranks)
     try:
         futures = {}
         for unit in units:
@@ -248,8 +248,6 @@ def _train_in_pool(
     except BaseException:  # Ctrl-C or a failed run: stop now, not after the queued runs
         stop_workers(pool)
         raise
-    finally:
-        pool.shutdown()
 
 
 def _submit_missing(

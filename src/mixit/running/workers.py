@@ -135,11 +135,30 @@ def worker_pool(jobs: int, per_run: int = 1) -> ProcessPoolExecutor:
     )
 
 
+# The pools this process keeps once started, by (jobs, processes per run): a tuning trains its
+# rungs in many batches, and a fresh pool per batch would start its workers and import torch in
+# each again, seconds a worker (docs/speed.md, "Fixed costs").
+_KEPT: dict[tuple[int, int], ProcessPoolExecutor] = {}
+
+
+def kept_pool(jobs: int, per_run: int = 1) -> ProcessPoolExecutor:
+    """``worker_pool(jobs, per_run)``, started the first time it is asked for and used by
+    every later batch of runs of this process; idle workers end with it."""
+    key = (jobs, per_run)
+    if key not in _KEPT:
+        _KEPT[key] = worker_pool(jobs, per_run)
+    return _KEPT[key]
+
+
 def stop_workers(pool: ProcessPoolExecutor) -> None:
     """Drop the queued runs and end the running ones; their run directories stay unfinished,
     so the next ``reproduce`` trains them again. The executor names no workers publicly, so
-    this ends every child process of this one, which while training are the pool's only."""
+    this ends every child process of this one, which while training are the pools' only:
+    every kept pool is forgotten with them, and the next batch starts a fresh one."""
     pool.shutdown(wait=False, cancel_futures=True)
+    for kept in _KEPT.values():
+        kept.shutdown(wait=False, cancel_futures=True)
+    _KEPT.clear()
     for worker in multiprocessing.active_children():
         worker.terminate()
 
