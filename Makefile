@@ -48,7 +48,7 @@ test-slow: setup
 
 # The main job on embedded defaults: the spectrum on tiny retrieval (Table 1's direction).
 demo: setup
-	$(BIN)/mixit compare --task retrieval --preset tiny --out runs/demo
+	$(BIN)/mixit compare --task retrieval --preset tiny --jobs auto --out runs/demo
 
 clean:
 	rm -rf $(VENV) runs

@@ -9,18 +9,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mixit.cli.launch import add_launch_options, check_jobs_fit, launch_options
 from mixit.cli.limits import add_extend_options, add_force_option
 from mixit.cli.options import (
     FORMATTER,
     add_axis_option,
     add_common,
-    add_launch_options,
     add_tune_options,
     catalogue,
-    check_jobs_fit,
     count,
     dotted_overrides,
-    launch_options,
     margin,
     model_names,
     refuse_tuning_along,

@@ -8,15 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mixit.cli.launch import add_launch_options, launch_options
 from mixit.cli.limits import add_extend_options, add_force_option
 from mixit.cli.options import (
     add_ablation_options,
     add_estimate_options,
-    add_launch_options,
     add_progress_option,
     add_tune_options,
     command_line_overrides,
-    launch_options,
     names,
     seed_count,
     tune_choice,

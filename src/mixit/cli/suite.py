@@ -9,18 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from mixit.cli.compare import EXTEND, MORE_SEEDS, next_step, with_step
+from mixit.cli.launch import add_launch_options, check_jobs_fit, launch_options
 from mixit.cli.limits import add_extend_options, add_force_option
 from mixit.cli.options import (
     add_arch_option,
     add_axis_option,
     add_estimate_options,
-    add_launch_options,
     add_overrides_argument,
     add_progress_option,
     add_tune_options,
-    check_jobs_fit,
     dotted_overrides,
-    launch_options,
     model_names,
     names,
     refuse_tuning_along,

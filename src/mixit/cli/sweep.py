@@ -7,13 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mixit.cli.launch import add_launch_options, launch_options
 from mixit.cli.options import (
-    add_launch_options,
     add_overrides_argument,
     add_progress_option,
     command_line_overrides,
     count,
-    launch_options,
 )
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
