@@ -32,7 +32,7 @@ OVERRIDES = {
 }
 # (seed, learning rate, more): the third stops at its first evaluation (any accuracy reaches 0).
 MEMBERS = [(0, 1e-3, {}), (1, 3e-3, {}), (2, 2e-3, {"train.stop_at": 0.0})]
-TIMES = {"train_seconds", "tokens_per_second"}
+TIMES = {"phase_seconds", "train_seconds", "tokens_per_second"}
 
 
 def _configs(variant):

@@ -268,3 +268,20 @@ def test_a_resolved_config_is_never_changed_in_place():
     assert config.to_dict() == before and config.model.vocab_size == 0
     assert fitted.model.vocab_size == data.vocab_size and fitted.train.halt_at == 0
     assert (halted.train.halt_at, halted.train.steps) == (2, 4)
+
+
+def test_a_run_records_its_time_outside_its_steps_over_every_stretch(tmp_path):
+    """summary.json's phase_seconds: setup and evaluation, neither counted in train_seconds,
+    summed over a run halted and resumed (issue #102's breakdown)."""
+    overrides = MICRO | {"train.steps": 8, "train.eval_every": 4}
+    config = resolve_config("retrieval", "mixit", "tiny", 0, overrides)
+    halted = with_settings(config, {"train.halt_at": 4})
+    out = tmp_path / "run"
+    run(halted, out, progress=False)
+    kept = torch.load(out / "checkpoint" / "state.pt", weights_only=False)
+    first = json.loads(kept["progress"])["phase_seconds"]
+    summary = run(config, out, progress=False, resume=True)
+    phases = summary["phase_seconds"]
+    assert set(phases) == {"setup", "evaluation"}
+    assert phases["setup"] > first["setup"] > 0 and phases["evaluation"] > first["evaluation"] > 0
+    assert json.loads((out / "summary.json").read_text())["phase_seconds"] == phases

@@ -43,6 +43,8 @@ class RunProgress(TypedDict, total=False):
     history: list[tuple[int, float]]
     # The running loss after the first step, which ``BLOWN_UP`` times over stops the run.
     first_loss: float
+    # The seconds outside its steps so far (rundir.PhaseSeconds; absent before 2026-12-07).
+    phase_seconds: dict[str, float]
 
 
 def weights_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:

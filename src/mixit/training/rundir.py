@@ -28,6 +28,15 @@ from mixit.training.resolve import stored_config, validate
 Evaluation = dict[str, float]
 
 
+class PhaseSeconds(TypedDict):
+    """A run's seconds outside ``train_seconds`` (its steps, and the checkpoints written
+    between them), summed over its stretches of training: building its data, model and
+    optimiser (``setup``, again at each resume), and evaluating."""
+
+    setup: float
+    evaluation: float
+
+
 class RunSummary(TypedDict, total=False):
     """``summary.json``, as ``mixit.train`` returns it (docs: the public contract): what ran,
     how far and why it stopped (``halted``: at ``train.halt_at``, no file written), its size,
@@ -53,6 +62,8 @@ class RunSummary(TypedDict, total=False):
     run_dir: str
     # The step a reading read its metrics at, where not the last (tuning.rules.summary_at_best).
     read_at: int
+    # Where the rest of its time went (runs trained alone since 2026-12-07; issue #102).
+    phase_seconds: PhaseSeconds
 
 
 # The files a run writes, none of which may be a link to another run's.

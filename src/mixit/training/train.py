@@ -11,7 +11,7 @@ import math
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from mixit.training.resolve import (
     check_runnable_here,
     resolve_config,
 )
-from mixit.training.rundir import RunDir, RunSummary, halted_summary, resumed
+from mixit.training.rundir import PhaseSeconds, RunDir, RunSummary, halted_summary, resumed
 from mixit.training.setup import Training, setup
 from mixit.training.step import (
     lr_factor,
@@ -88,6 +88,7 @@ def open_run(
 ) -> tuple[RunLoop, range]:
     """Everything a run trains with, from its last checkpoint in ``out`` with ``resume``: its
     loop and the steps left to train (to the budget, or to ``train.halt_at``)."""
+    began = time.perf_counter()
     spec = get_task(config.task_name)
     training = setup(config, spec.make_data(config.task, config.seed), ranks)
     config, data = training.config, training.data  # sizes filled in from the data, splits held out
@@ -106,7 +107,9 @@ def open_run(
             file=sys.stderr,
         )
     keep_vocabulary(spec, config, writer.out)
-    return RunLoop.begin(training, schedule, progress, writer), range(first_step, last_step)
+    loop = RunLoop.begin(training, schedule, progress, writer)
+    loop.phases["setup"] += time.perf_counter() - began
+    return loop, range(first_step, last_step)
 
 
 def close_run(loop: RunLoop) -> RunSummary:
@@ -124,6 +127,7 @@ def close_run(loop: RunLoop) -> RunSummary:
         state["metrics"],
     )
     summary["evaluated_on"] = "validation" if loop.training.on_validation else "test"
+    summary["phase_seconds"] = {**loop.phases}
     loop.writer.finish(loop.training.model, summary)
     return summary
 
@@ -142,6 +146,7 @@ class RunLoop:
     progress: RunProgress
     rule: StopRule
     start: float = 0.0  # when the current stretch of training began (perf_counter)
+    phases: PhaseSeconds = field(default_factory=lambda: PhaseSeconds(setup=0.0, evaluation=0.0))
 
     @classmethod
     def begin(
@@ -153,7 +158,11 @@ class RunLoop:
         if "first_loss" in progress:
             state["first_loss"] = progress["first_loss"]
         rule = StopRule.of(training.config, spec, progress, not training.stop_rule_off)
-        return cls(training, schedule, writer, state, rule, time.perf_counter())
+        loop = cls(training, schedule, writer, state, rule, time.perf_counter())
+        for phase, seconds in progress.get("phase_seconds", {}).items():
+            if phase in loop.phases:
+                loop.phases[phase] = seconds
+        return loop
 
     def after_step(
         self, step: int, loss_value: float, grad_norm: float | torch.Tensor, bar: tqdm
@@ -187,6 +196,7 @@ class RunLoop:
             kept = {key: state[key] for key in ("step", "running_loss", "metrics", "stopped")}
             kept["first_loss"] = state["first_loss"]
             kept |= self.rule.state() | {"train_seconds": seconds}
+            kept["phase_seconds"] = {**self.phases}
             self.training.save(out, self.schedule, kept)
         return bool(state["stopped"])
 
@@ -194,7 +204,9 @@ class RunLoop:
         """Evaluate, log the record and read the stop rule; the clock stops meanwhile."""
         state, metric = self.progress, self.training.spec.metric
         state["train_seconds"] += time.perf_counter() - self.start
+        evaluating = time.perf_counter()
         state["metrics"] = metrics = self.training.evaluate()
+        self.phases["evaluation"] += time.perf_counter() - evaluating
         record = {"step": state["step"], "lr": self.schedule.get_last_lr()[0]}
         record |= {"train_loss": state["running_loss"]} | metrics
         record |= {"train_seconds": state["train_seconds"], "grad_norm": float(grad_norm)}
