@@ -587,6 +587,7 @@ TOOL_CASES = [
     ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
     ("together", lambda tmp: ["--out", str(tmp / "t.json"), "--settings", "spin"], "not one of"),
     ("fixed_costs", lambda tmp: ["--out", str(tmp / "f.json"), "--tries", "0"], "must be >= 1"),
+    ("time_breakdown", lambda tmp: [str(tmp), "--out", str(tmp / "b.json")], "no timing.json"),
     (
         "bench_convert",
         lambda tmp: ["--out", str(tmp / "b.json"), "--n-embd", "30"],

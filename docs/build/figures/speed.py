@@ -241,3 +241,33 @@ def members_cpu() -> str:
         f"{MEMBERS_RULE:.1f}x): `--members auto` is {verdict} on the CPU.",
     ]
     return "\n".join(rows)
+
+
+def time_breakdown() -> str:
+    """docs/cost.md: where a reproduction's time went, by experiment and by stop reason, from
+    each file of results/time-breakdown/ (studies/time_breakdown.py)."""
+    tables = []
+    for path in sorted((ROOT / "results" / "time-breakdown").glob("*.json")):
+        measured = _json(path)
+        rows = [
+            f"`{measured['output']}` (--jobs {measured['jobs']}):",
+            "",
+            "| experiment | runs | steps run of budget | steps, s | its calls' wall, s |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for row in measured["experiments"]:
+            if not row["runs"]:
+                continue
+            rows.append(
+                f"| {row['experiment']} | {row['runs']} | {row['steps_run']:,} of "
+                f"{row['steps_budget']:,} | {row['step_seconds']:,.0f} "
+                f"| {row['wall_seconds']:,.0f} |"
+            )
+        rows += ["", "| stopped | runs | steps run of budget | steps, s |", "|---|---:|---:|---:|"]
+        for reason, group in sorted(measured["stopped"].items()):
+            rows.append(
+                f"| {reason} | {group['runs']} | {group['steps_run']:,} of "
+                f"{group['steps_budget']:,} | {group['step_seconds']:,.0f} |"
+            )
+        tables.append("\n".join(rows))
+    return "\n\n".join(tables)
