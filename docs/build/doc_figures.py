@@ -46,6 +46,7 @@ from figures.rows import necessity_maps, rows_compared
 from figures.sources import source_sizes
 from figures.speed import (
     bench,
+    compile_repay,
     convert_bench,
     cpu_presets,
     decode,
@@ -96,6 +97,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "wait-together": wait_together,
     "fixed-costs": fixed_costs,
     "time-breakdown": time_breakdown,
+    "compile-repay": compile_repay,
     "convert-bench": convert_bench,
     "cpu-presets": cpu_presets,
     "members-cpu": members_cpu,

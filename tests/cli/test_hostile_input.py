@@ -588,6 +588,7 @@ TOOL_CASES = [
     ("together", lambda tmp: ["--out", str(tmp / "t.json"), "--settings", "spin"], "not one of"),
     ("fixed_costs", lambda tmp: ["--out", str(tmp / "f.json"), "--tries", "0"], "must be >= 1"),
     ("time_breakdown", lambda tmp: [str(tmp), "--out", str(tmp / "b.json")], "no timing.json"),
+    ("compile_repay", lambda tmp: ["--out", str(tmp / "c.json"), "--tasks", "nope"], "not a task"),
     (
         "bench_convert",
         lambda tmp: ["--out", str(tmp / "b.json"), "--n-embd", "30"],

@@ -271,3 +271,25 @@ def time_breakdown() -> str:
             )
         tables.append("\n".join(rows))
     return "\n\n".join(tables)
+
+
+def compile_repay() -> str:
+    """docs/cost.md: compile seconds against what compiling saves over each tiny preset's
+    budget, from results/compile-repay/compile-repay.json (studies/compile_repay.py)."""
+    path = ROOT / "results" / "compile-repay" / "compile-repay.json"
+    if not path.is_file():
+        return "(not measured yet)"
+    measured = _json(path)
+    rows = [
+        "| preset | budget | eager s a step | compiled s a step | compile s | saved over budget, s "
+        "| repays (rule) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in measured["rows"]:
+        repays = row["compile_seconds"] < 0.5 * row["saved_over_budget"]
+        rows.append(
+            f"| {row['task']} | {row['budget']:,} | {row['eager_step_seconds']:.4f} "
+            f"| {row['compiled_step_seconds']:.4f} | {row['compile_seconds']:.1f} "
+            f"| {row['saved_over_budget']:.1f} | {'yes' if repays else 'no'} |"
+        )
+    return "\n".join(rows)
