@@ -12,6 +12,8 @@ import torch
 from mixit import train
 from mixit.common.cores import BusyWatch
 from mixit.training import threads
+from mixit.training.members import train_group
+from mixit.training.resolve import resolve_config
 from mixit.training.threads import ThreadShare
 
 # Tiny retrieval's own shapes (n=64, batch 128), whose matmuls and reductions run on several
@@ -75,3 +77,19 @@ def test_the_watch_reads_other_processes_busy_cores_without_waiting():
     time.sleep(0.05)
     busy = watch.look()
     assert busy is not None and 0.0 <= busy <= len(os.sched_getaffinity(0)) + 0.5
+
+
+def test_members_trained_together_follow_the_cores_to_the_same_numbers(
+    two_threads, monkeypatch, tmp_path
+):
+    configs = [resolve_config("retrieval", "mixit", "tiny", seed, SHORT) for seed in (0, 1)]
+    steady = train_group(configs, [tmp_path / "steady" / str(i) for i in range(2)])
+    busy = itertools.cycle([2.0, 0.0])
+    monkeypatch.setattr(threads, "LOOK_EVERY", 0.0)
+    monkeypatch.setattr(BusyWatch, "look", lambda self: next(busy))
+    set_to, set_threads = [], torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (set_to.append(n), set_threads(n)))
+    switching = train_group(configs, [tmp_path / "switching" / str(i) for i in range(2)])
+    assert 1 in set_to and 2 in set_to
+    assert [s["metrics"] for s in switching] == [s["metrics"] for s in steady]
+    assert torch.get_num_threads() == 2

@@ -35,6 +35,7 @@ from mixit.models.build import RunModel
 from mixit.tasks import IGNORE_INDEX
 from mixit.training.rundir import RunSummary, resumed
 from mixit.training.step import apply_gradients, mixed_precision
+from mixit.training.threads import ThreadShare
 from mixit.training.train import RunLoop, close_run, open_run, run
 
 
@@ -148,30 +149,35 @@ def _train_together(opened: dict[int, tuple[RunLoop, range]]) -> None:
     stack = Stack([loops[index].training.model for index in active])
     first = loops[active[0]].training
     bar = progress_bar(mode="off")  # a group's runs show no bar of their own
-    while active:
-        batches = [loops[index].training.batch() for index in active]
-        inputs = torch.stack([x for x, _ in batches])  # (M, B, T)
-        targets = torch.stack([y for _, y in batches])  # (M, B, T)
-        counts = (targets != IGNORE_INDEX).sum((1, 2)).float()  # (M,)
-        with mixed_precision(first.device, first.config):
-            losses = stack.losses(inputs, targets) / counts  # (M,)
-        losses.sum().backward()
-        stack.hand_out_gradients()
-        ended = []
-        for index, loss_value in zip(active, losses.detach().tolist(), strict=True):
-            loop = loops[index]
-            training = loop.training
-            grad_norm = apply_gradients(
-                training.model, training.optimizer, loss_value, training.config
-            )
-            step = loop.progress["step"]
-            if loop.after_step(step, loss_value, grad_norm, bar) or step + 1 >= last[index]:
-                ended.append(index)
-        if ended:
-            kept = [position for position, index in enumerate(active) if index not in ended]
-            active = [active[position] for position in kept]
-            if active:
-                stack.keep(kept)
+    share = ThreadShare.on(first.device)  # one thread while the cores are shared
+    try:
+        while active:
+            batches = [loops[index].training.batch() for index in active]
+            inputs = torch.stack([x for x, _ in batches])  # (M, B, T)
+            targets = torch.stack([y for _, y in batches])  # (M, B, T)
+            counts = (targets != IGNORE_INDEX).sum((1, 2)).float()  # (M,)
+            with mixed_precision(first.device, first.config):
+                losses = stack.losses(inputs, targets) / counts  # (M,)
+            losses.sum().backward()
+            stack.hand_out_gradients()
+            ended = []
+            for index, loss_value in zip(active, losses.detach().tolist(), strict=True):
+                loop = loops[index]
+                training = loop.training
+                grad_norm = apply_gradients(
+                    training.model, training.optimizer, loss_value, training.config
+                )
+                step = loop.progress["step"]
+                if loop.after_step(step, loss_value, grad_norm, bar) or step + 1 >= last[index]:
+                    ended.append(index)
+            if ended:
+                kept = [position for position, index in enumerate(active) if index not in ended]
+                active = [active[position] for position in kept]
+                if active:
+                    stack.keep(kept)
+            share.tick()
+    finally:
+        share.restore()
     bar.close()
 
 
