@@ -294,7 +294,7 @@ def plant_gaps(monkeypatch, gaps):
 
     from mixit.tasks import get_task
 
-    def planted(model, data, config):
+    def planted(model, data, config, training_rows=True):
         gap = gaps.get(config.seed, 0.0) if config.variant == "mixit" else 0.0
         return {get_task(config.task_name).metric: 0.9 + gap}
 

@@ -85,8 +85,8 @@ def test_early_stopping_never_reads_the_test_split(tmp_path, monkeypatch):
     module = importlib.import_module("mixit.training.setup")
     real = module.evaluate_run
 
-    def planted(model, data, config):
-        metrics = real(model, data, config)
+    def planted(model, data, config, training_rows=True):
+        metrics = real(model, data, config, training_rows)
         return metrics if data.test_is_train else metrics | {"test_accuracy": 1.0}
 
     monkeypatch.setattr(module, "evaluate_run", planted)

@@ -285,3 +285,18 @@ def test_a_run_records_its_time_outside_its_steps_over_every_stretch(tmp_path):
     assert set(phases) == {"setup", "evaluation"}
     assert phases["setup"] > first["setup"] > 0 and phases["evaluation"] > first["evaluation"] > 0
     assert json.loads((out / "summary.json").read_text())["phase_seconds"] == phases
+
+
+def test_train_accuracy_is_scored_at_the_last_evaluation_only(tmp_path):
+    """No rule reads the train accuracy: the evaluations before the last skip its pass over
+    the training rows, and the last one, at the budget or where the stop rule ends the run,
+    scores it into the summary."""
+    summary = micro_train("standard", 12, tmp_path, **{"train.eval_every": 4})
+    lines = (tmp_path / "standard-12-0" / "metrics.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["step"] for r in records] == [4, 8, 12]
+    assert ["train_accuracy" in r for r in records] == [False, False, True]
+    assert summary["metrics"]["train_accuracy"] == records[-1]["train_accuracy"]
+    stopped = micro_train("standard", 40, tmp_path, **{"train.eval_every": 4, "train.stop_at": 0})
+    assert stopped["stopped"] == "target" and stopped["steps_run"] == 4
+    assert "train_accuracy" in stopped["metrics"]

@@ -200,8 +200,8 @@ def test_selection_never_reads_the_test_split(tmp_path, monkeypatch):
     evaluate = train_module.evaluate_run
     spec = get_task("retrieval")
 
-    def planted_evaluate(model, data, config):
-        metrics = evaluate(model, data, config)
+    def planted_evaluate(model, data, config, training_rows=True):
+        metrics = evaluate(model, data, config, training_rows)
         test = spec.make_data(config.task, config.seed).test  # the real test split
         on_test = data.test.inputs.shape == test.inputs.shape and bool(
             (data.test.inputs == test.inputs).all()
@@ -287,7 +287,7 @@ def test_a_variants_initialisation_is_chosen_apart_from_the_references(tmp_path,
     train_module = importlib.import_module("mixit.training.setup")
     learns_under = {"standard": "own", "frozen-qk": "small-output"}
 
-    def planted_evaluate(model, data, config):
+    def planted_evaluate(model, data, config, training_rows=True):
         solved = config.model.arch_init == learns_under[config.variant]
         return {"test_accuracy": 0.9 if solved else 0.1}
 
@@ -388,7 +388,7 @@ def test_a_tuning_resumed_over_its_finished_runs_chooses_as_it_did(tmp_path, mon
     # A score that moves at every step: the weights' size.
     train_module = importlib.import_module("mixit.training.setup")
 
-    def planted_evaluate(model, data, config):
+    def planted_evaluate(model, data, config, training_rows=True):
         size = sum(float(p.detach().abs().sum()) for p in model.parameters())
         return {"test_accuracy": size % 1.0}
 

@@ -130,11 +130,14 @@ def correct_rows(model: RunModel, split: Split, max_examples: int, batch_size: i
     return _score_rows(model, split, max_examples, batch_size).rows
 
 
-def evaluate_run(model: RunModel, data: TaskData, config: RunConfig) -> dict[str, float]:
-    """The summary metrics: test loss and accuracies, train accuracy, the task's own extras."""
+def evaluate_run(
+    model: RunModel, data: TaskData, config: RunConfig, training_rows: bool = True
+) -> dict[str, float]:
+    """The summary metrics: test loss and accuracies, train accuracy (``training_rows``: a
+    pass over the training rows, which no rule reads; without it only where the test split
+    is the training set), the task's own extras."""
     spec = get_task(config.task_name)
-    batch = max(config.train.batch_size, 256)
-    limits = (config.train.eval_examples, batch)
+    limits = _limits(config)
     test_rows = _score_rows(model, data.test, *limits)
     test = _summarised(test_rows)
     metrics = {"test_loss": test["loss"], "test_token_accuracy": test["token_accuracy"]}
@@ -143,8 +146,10 @@ def evaluate_run(model: RunModel, data: TaskData, config: RunConfig) -> dict[str
     if spec.exact_match:
         metrics["test_accuracy"] = test["accuracy"]
         # Memorization scores the training set itself: no second pass over the same examples.
-        train = test if data.test_is_train else evaluate(model, data.train, *limits)
-        metrics["train_accuracy"] = train["accuracy"]
+        if data.test_is_train:
+            metrics["train_accuracy"] = test["accuracy"]
+        elif training_rows:
+            metrics |= train_accuracy(model, data, config)
     if spec.row_metrics is not None:
         inputs = data.test.inputs[: len(test_rows.rows)]  # (N, T), the rows scored
         metrics |= spec.row_metrics(test_rows.rows, inputs, config.task)
@@ -152,3 +157,16 @@ def evaluate_run(model: RunModel, data: TaskData, config: RunConfig) -> dict[str
         params_trainable = sum(p.numel() for p in model.trainable_parameters())
         metrics |= spec.extra_metrics(metrics, params_trainable, config.task)
     return metrics
+
+
+def train_accuracy(model: RunModel, data: TaskData, config: RunConfig) -> dict[str, float]:
+    """The exact-match accuracy on the first ``eval_examples`` training rows, for a task
+    scored by exact match ({} otherwise)."""
+    if not get_task(config.task_name).exact_match:
+        return {}
+    return {"train_accuracy": evaluate(model, data.train, *_limits(config))["accuracy"]}
+
+
+def _limits(config: RunConfig) -> tuple[int, int]:
+    """The rows an evaluation scores, and its batch."""
+    return config.train.eval_examples, max(config.train.batch_size, 256)

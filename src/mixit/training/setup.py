@@ -22,7 +22,7 @@ from mixit.training.checkpoint import RunProgress, save_checkpoint
 from mixit.training.devices import present_device
 from mixit.training.distributed import ALONE, Ranks
 from mixit.training.resolve import fit_model_to_data
-from mixit.training.scoring import evaluate_run
+from mixit.training.scoring import evaluate_run, train_accuracy
 from mixit.training.step import (
     compiled,
     make_optimizer,
@@ -78,11 +78,12 @@ class Training:
         inputs, targets = self.batch()
         return train_step(self.trained, self.model, self.optimizer, inputs, targets, config, ranks)
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, training_rows: bool = True) -> dict[str, float]:
         """The run's metrics and, with a stop split, the headline metric there
-        (``STOP_METRIC``), which the stop rule reads instead of the test split's."""
+        (``STOP_METRIC``), which the stop rule reads instead of the test split's;
+        ``training_rows``: the train accuracy too (``evaluate_run``)."""
         with mixed_precision(self.device, self.config):
-            metrics = evaluate_run(self.model, self.data, self.config)
+            metrics = evaluate_run(self.model, self.data, self.config, training_rows)
             if self.stop_split is not None:
                 headline = self.spec.metric
                 stop = evaluate_run(self.model, self.stop_split, self.config)
@@ -90,6 +91,11 @@ class Training:
             if self.config.train.track_heads:
                 metrics |= tracked_scores(self.model, self.data.test.inputs)
         return metrics
+
+    def train_accuracy(self) -> dict[str, float]:
+        """The train accuracy that an evaluation without ``training_rows`` left out."""
+        with mixed_precision(self.device, self.config):
+            return train_accuracy(self.model, self.data, self.config)
 
     def save(self, out: Path, schedule: Any, progress: RunProgress) -> None:
         save_checkpoint(out, self.model, self.optimizer, schedule, self.batches, progress)

@@ -188,7 +188,7 @@ class RunLoop:
         state["step"] = reached = step + 1
         last, halting = reached == config.train.steps, reached == config.train.halt_at
         if reached % config.train.eval_every == 0 or last:
-            self._evaluate(grad_norm, bar)
+            self._evaluate(grad_norm, bar, last)
         every = config.train.checkpoint_every
         saving = last or state["stopped"] or halting or (every and reached % every == 0)
         if out is not None and saving:
@@ -200,12 +200,19 @@ class RunLoop:
             self.training.save(out, self.schedule, kept)
         return bool(state["stopped"])
 
-    def _evaluate(self, grad_norm: float | torch.Tensor, bar: tqdm) -> None:
-        """Evaluate, log the record and read the stop rule; the clock stops meanwhile."""
+    def _evaluate(self, grad_norm: float | torch.Tensor, bar: tqdm, last: bool) -> None:
+        """Evaluate, read the stop rule and log the record; the clock stops meanwhile. The
+        train accuracy, which no rule reads, is scored at the run's last evaluation only: at
+        its budget's end, or where its stop rule ends it."""
         state, metric = self.progress, self.training.spec.metric
         state["train_seconds"] += time.perf_counter() - self.start
         evaluating = time.perf_counter()
-        state["metrics"] = metrics = self.training.evaluate()
+        state["metrics"] = metrics = self.training.evaluate(training_rows=last)
+        state["stopped"] = self.rule.update(
+            state["step"], metrics.get(STOP_METRIC, metrics[metric])
+        )
+        if state["stopped"] and not last:
+            metrics |= self.training.train_accuracy()
         self.phases["evaluation"] += time.perf_counter() - evaluating
         record = {"step": state["step"], "lr": self.schedule.get_last_lr()[0]}
         record |= {"train_loss": state["running_loss"]} | metrics
@@ -215,9 +222,6 @@ class RunLoop:
         self.writer.log(record)
         split = "val" if self.training.on_validation else "test"
         bar.set_postfix({"loss": f"{state['running_loss']:.3f}", split: f"{metrics[metric]:.3f}"})
-        state["stopped"] = self.rule.update(
-            state["step"], metrics.get(STOP_METRIC, metrics[metric])
-        )
         self.start = time.perf_counter()
 
 
