@@ -161,8 +161,9 @@ def evaluate_run(
 
 def train_accuracy(model: RunModel, data: TaskData, config: RunConfig) -> dict[str, float]:
     """The exact-match accuracy on the first ``eval_examples`` training rows, for a task
-    scored by exact match ({} otherwise)."""
-    if not get_task(config.task_name).exact_match:
+    scored by exact match ({} otherwise, and where the test split is the training set, which
+    ``evaluate_run`` scored already)."""
+    if not get_task(config.task_name).exact_match or data.test_is_train:
         return {}
     return {"train_accuracy": evaluate(model, data.train, *_limits(config))["accuracy"]}
 
