@@ -148,8 +148,8 @@ def evaluate_run(
         # Memorization scores the training set itself: no second pass over the same examples.
         if data.test_is_train:
             metrics["train_accuracy"] = test["accuracy"]
-        elif training_rows:
-            metrics |= train_accuracy(model, data, config)
+    if training_rows:
+        metrics |= train_accuracy(model, data, config)
     if spec.row_metrics is not None:
         inputs = data.test.inputs[: len(test_rows.rows)]  # (N, T), the rows scored
         metrics |= spec.row_metrics(test_rows.rows, inputs, config.task)

@@ -158,11 +158,9 @@ class RunLoop:
         if "first_loss" in progress:
             state["first_loss"] = progress["first_loss"]
         rule = StopRule.of(training.config, spec, progress, not training.stop_rule_off)
-        loop = cls(training, schedule, writer, state, rule, time.perf_counter())
-        for phase, seconds in progress.get("phase_seconds", {}).items():
-            if phase in loop.phases:
-                loop.phases[phase] = seconds
-        return loop
+        phases = PhaseSeconds(setup=0.0, evaluation=0.0)
+        phases.update(progress.get("phase_seconds", {}))  # a resumed run's stretches so far
+        return cls(training, schedule, writer, state, rule, time.perf_counter(), phases)
 
     def after_step(
         self, step: int, loss_value: float, grad_norm: float | torch.Tensor, bar: tqdm
