@@ -589,6 +589,7 @@ TOOL_CASES = [
     ("fixed_costs", lambda tmp: ["--out", str(tmp / "f.json"), "--tries", "0"], "must be >= 1"),
     ("time_breakdown", lambda tmp: [str(tmp), "--out", str(tmp / "b.json")], "no timing.json"),
     ("compile_repay", lambda tmp: ["--out", str(tmp / "c.json"), "--tasks", "nope"], "not a task"),
+    ("estimate_calibration", lambda tmp: [str(tmp), "--out", str(tmp / "e.json")], "no records"),
     (
         "bench_convert",
         lambda tmp: ["--out", str(tmp / "b.json"), "--n-embd", "30"],

@@ -1,0 +1,139 @@
+"""How close `--estimate` comes to what committed runs took (issue #102 item 7): each run of a
+reproduction's records.tar.gz priced by the estimator's own timing of its config
+(``pending_timings`` at the reproduction's --jobs), its seconds a step times the steps the run
+trained, against the run's own train_seconds (which stops its clock while it evaluates). The
+rule that judges a factor from it is docs/cost.md's "Estimates against the committed records".
+Run it on a quiet machine: it times each distinct config for a few steps.
+
+    python studies/estimate_calibration.py results/tiny-rules-seed300 results/tiny-rules-seed0 \\
+        --out results/estimate-calibration/tiny.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import NamedTuple
+
+from mixit.cli import run_tool
+from mixit.cli.parser import OneLineParser
+from mixit.common.errors import UsageError
+from mixit.common.io import read_json, write_json
+from mixit.config.schema import RunConfig
+from mixit.running.archive import archived_files
+from mixit.running.runs import pending_timings, run_dir_name
+from mixit.training.resolve import stored_config
+
+
+class Record(NamedTuple):
+    """One finished run of a reproduction: its config, the steps it trained and their
+    seconds (train_seconds, which stops its clock while the run evaluates)."""
+
+    config: RunConfig
+    steps_run: int
+    train_seconds: float
+
+
+def records(output: Path) -> dict[str, Record]:
+    """The finished runs in ``output``'s records.tar.gz, by run folder name."""
+    files = dict(archived_files(output))
+    if not files:
+        raise UsageError(f"{output}: no records.tar.gz with runs there")
+    found = {}
+    for name, data in files.items():
+        path = Path(name)
+        if path.name != "summary.json" or path.parent.parent.name != "runs":
+            continue
+        config_bytes = files.get(str(path.parent / "config.json"))
+        if config_bytes is None:
+            continue
+        summary = json.loads(data)
+        config = stored_config(json.loads(config_bytes))
+        found[path.parent.name] = Record(config, summary["steps_run"], summary["train_seconds"])
+    return found
+
+
+def jobs_of(output: Path) -> int:
+    """The --jobs the reproduction in ``output`` trained with (timing.json; 1 without one)."""
+    path = output / "timing.json"
+    return read_json(path, str(path)).get("jobs", 1) if path.is_file() else 1
+
+
+def by_task(rows: list[dict]) -> dict[str, dict[str, float]]:
+    """Measured and predicted seconds, and their ratio, summed per task."""
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: {"measured": 0.0, "predicted": 0.0})
+    for row in rows:
+        totals[row["task"]]["measured"] += row["measured"]
+        totals[row["task"]]["predicted"] += row["predicted"]
+    return {
+        task: {**sums, "ratio": sums["measured"] / sums["predicted"]}
+        for task, sums in sorted(totals.items())
+    }
+
+
+def step_seconds(sets: dict[str, dict[str, Record]], jobs: int, progress: bool) -> dict:
+    """The estimator's seconds a step for every run of ``sets`` trained at ``jobs``, by run
+    folder name: one call of ``pending_timings`` over them all, so that a config shared by
+    several sets (the same presets on other seeds) is timed once."""
+    configs = {
+        (output, name): record.config
+        for output, runs in sets.items()
+        for name, record in runs.items()
+    }
+    timings = pending_timings(configs, None, jobs, progress)
+    return {key: timings[run_dir_name(config)]["step_seconds"] for key, config in configs.items()}
+
+
+def compared(output: str, runs: dict[str, Record], jobs: int, per_step: dict) -> dict:
+    """Each run's measured step seconds against the estimator's timing at the steps it ran."""
+    rows = [
+        {
+            "run": name,
+            "task": record.config.task_name,
+            "steps_run": record.steps_run,
+            "measured": record.train_seconds,
+            "predicted": per_step[output, name] * record.steps_run,
+        }
+        for name, record in sorted(runs.items())
+    ]
+    measured = sum(row["measured"] for row in rows)
+    predicted = sum(row["predicted"] for row in rows)
+    ratios = sorted(row["measured"] / row["predicted"] for row in rows if row["predicted"])
+    return {
+        "jobs": jobs,
+        "runs": len(rows),
+        "measured_seconds": measured,
+        "predicted_seconds": predicted,
+        "ratio": measured / predicted,
+        "median_run_ratio": ratios[len(ratios) // 2],
+        "run_ratio_range": [ratios[0], ratios[-1]],
+        "tasks": by_task(rows),
+        "rows": rows,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="estimate_calibration", description=__doc__.split("\n\n")[0])
+    parser.add_argument("outputs", nargs="+", help="committed reproductions' output folders")
+    parser.add_argument("--out", required=True, help="the JSON file to write")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    found = {
+        Path(output).name: (records(Path(output)), jobs_of(Path(output))) for output in args.outputs
+    }
+    results = {}
+    for jobs in sorted({jobs for _, jobs in found.values()}):
+        sets = {output: runs for output, (runs, at) in found.items() if at == jobs}
+        count = sum(map(len, sets.values()))
+        print(f"timing the configs of {count} runs at --jobs {jobs}", file=sys.stderr)
+        per_step = step_seconds(sets, jobs, not args.no_progress)
+        for output, runs in sets.items():
+            results[output] = compared(output, runs, jobs, per_step)
+    write_json(Path(args.out), {"sets": results})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_tool("estimate_calibration", main))
