@@ -105,3 +105,44 @@ def test_an_axis_estimate_adds_its_values_and_says_where_auto_may_stop_sooner():
     )
     listed = format_axis_estimate(Axis("task.size", (10, 20)), estimates)
     assert "(--axis auto)" not in listed
+
+
+def test_the_shared_cores_factor_is_the_committed_fit_and_passes_its_held_out_rule():
+    """docs/cost.md, "Estimates against the committed records": the factor is the fit set's
+    ratio, and on the held-out set the ratio with it lies within 0.87-1.15, nearer 1."""
+    import json
+    import math
+    from pathlib import Path
+
+    from mixit.study.estimate import SHARED_STEP_FACTOR
+
+    results = Path(__file__).resolve().parents[2] / "results"
+    sets = json.loads((results / "estimate-calibration" / "tiny.json").read_text())["sets"]
+    assert round(sets["tiny-rules-seed300"]["ratio"], 2) == SHARED_STEP_FACTOR
+    held_out = sets["tiny-rules-seed0"]["ratio"]
+    assert 0.87 <= held_out / SHARED_STEP_FACTOR <= 1.15
+    assert abs(math.log(held_out / SHARED_STEP_FACTOR)) < abs(math.log(held_out))
+
+
+def test_runs_sharing_the_cpu_cores_are_priced_at_the_factor_and_one_run_alone_is_not(
+    monkeypatch,
+):
+    from mixit.study import estimate
+    from mixit.training.resolve import resolve_config
+
+    config = resolve_config("retrieval", "standard", "tiny", 0, {"train.device": "cpu"})
+    steps = config.train.steps
+    timed = {"data_seconds": 1.0, "step_seconds": 0.01, "run_seconds": 1.0 + 0.01 * steps}
+
+    def pending(configs, runs_dir, jobs, progress):
+        return {estimate.run_dir_name(c): dict(timed) for c in configs.values()}
+
+    monkeypatch.setattr(estimate, "pending_timings", pending)
+    monkeypatch.setattr(estimate, "parallel_jobs", lambda jobs: jobs)
+    alone = estimate.plan_timings({"a": config}, None, None, 1)
+    shared = estimate.plan_timings({"a": config}, None, None, 2)
+    name = estimate.run_dir_name(config)
+    assert alone[name] == timed
+    factor = estimate.SHARED_STEP_FACTOR
+    assert shared[name]["step_seconds"] == pytest.approx(0.01 * factor)
+    assert shared[name]["run_seconds"] == pytest.approx(1.0 + 0.01 * factor * steps)

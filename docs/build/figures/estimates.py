@@ -1,4 +1,5 @@
-"""docs/cost.md: what ``--estimate --target h100`` prices the paper-scale reproduction at."""
+"""docs/cost.md: what ``--estimate --target h100`` prices the paper-scale reproduction at, and
+how close the CPU estimate's seconds a step come to committed runs."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from figures.common import ROOT, _json
 from mixit.paper.estimate import estimate_reproduction
 from mixit.running.launchers import Launch
+from mixit.study.estimate import SHARED_STEP_FACTOR
 from mixit.study.experiment import Reproduction
+
+# docs/cost.md's rule for the factor: its fit set, its held-out set and the band it must meet.
+FIT, HELD_OUT, BAND = "tiny-rules-seed300", "tiny-rules-seed0", (0.87, 1.15)
 
 
 def _paper(jobs: int, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -39,3 +45,41 @@ def paper_h100() -> str:
         f"({one['memory_gib_device']:,.0f} GiB) in one piece; the largest needs about "
         f"{one['memory_gib_largest_run']:,.0f} GiB."
     )
+
+
+def estimate_calibration() -> str:
+    """docs/cost.md: each committed set's steps' seconds against the estimator's timing at the
+    steps run, per set and per task, and the factor's rule read on its held-out set, from
+    results/estimate-calibration/tiny.json (studies/estimate_calibration.py)."""
+    sets = _json(ROOT / "results" / "estimate-calibration" / "tiny.json")["sets"]
+    rows = [
+        "| records | --jobs | runs | steps, s | timed here, s | measured / timed | median run "
+        "(range) | with the factor |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for name, found in sets.items():
+        low, high = found["run_ratio_range"]
+        factored = f"{found['ratio'] / SHARED_STEP_FACTOR:.3f}" if found["jobs"] > 1 else "-"
+        rows.append(
+            f"| `{name}` | {found['jobs']} | {found['runs']} | {found['measured_seconds']:,.0f} "
+            f"| {found['predicted_seconds']:,.0f} | {found['ratio']:.3f} "
+            f"| {found['median_run_ratio']:.2f} ({low:.2f}-{high:.2f}) | {factored} |"
+        )
+    tasks = sorted({task for found in sets.values() for task in found["tasks"]})
+    rows += ["", "| task | " + " | ".join(f"`{name}`" for name in sets) + " |"]
+    rows.append("|---|" + "---:|" * len(sets))
+    for task in tasks:
+        cells = [found["tasks"].get(task, {}).get("ratio") for found in sets.values()]
+        rows.append(
+            f"| {task} | " + " | ".join("-" if c is None else f"{c:.2f}" for c in cells) + " |"
+        )
+    fit, held = sets[FIT]["ratio"], sets[HELD_OUT]["ratio"]
+    with_it = held / SHARED_STEP_FACTOR
+    passes = BAND[0] <= with_it <= BAND[1] and abs(with_it - 1) < abs(held - 1)
+    rows += [
+        "",
+        f"Factor, the fit set's ratio: {fit:.3f} (the estimate prices {SHARED_STEP_FACTOR:.2f}). "
+        f"Held out: {held:.3f} without it, {with_it:.3f} with it (rule: within "
+        f"{BAND[0]}-{BAND[1]} and nearer 1): {'adopted' if passes else 'not adopted'}.",
+    ]
+    return "\n".join(rows)

@@ -94,6 +94,18 @@ def finished_tuning(plan: Comparison) -> dict[str, dict[str, Setting]]:
     return tuned
 
 
+# The committed tiny reproductions' runs at --jobs 2 took this many times the seconds a step
+# that ``time_training`` measures on the quiet machine (fit on tiny-rules-seed300, held out on
+# tiny-rules-seed0: results/estimate-calibration/tiny.json, docs/cost.md "Estimates against
+# the committed records"), so a step of runs that share the CPU's cores is priced at it.
+SHARED_STEP_FACTOR = 1.40
+
+
+def shares_cores(config: RunConfig, jobs: int) -> bool:
+    """Whether runs of ``config`` trained by ``jobs`` workers share this machine's CPU cores."""
+    return parallel_jobs(jobs) >= 2 and present_device(config.train.device).type == "cpu"
+
+
 def plan_timings(
     configs: Mapping[Any, RunConfig],
     runs_dir: Path | None,
@@ -103,11 +115,23 @@ def plan_timings(
 ) -> dict[str, Timing]:
     """The one estimator every command prices its plan with: each pending run (by run
     directory name) timed for a few steps here at the threads one of ``jobs`` workers gets
-    (``pending_timings``), or, with ``target``, predicted for that device with its memory
+    (``pending_timings``; a step of runs that share the cores priced at
+    ``SHARED_STEP_FACTOR``), or, with ``target``, predicted for that device with its memory
     (``predicted_timings``); a run finished in ``runs_dir`` costs nothing."""
-    if target is None:
-        return pending_timings(configs, runs_dir, jobs, progress)
-    return predicted_timings(configs, runs_dir, target)
+    if target is not None:
+        return predicted_timings(configs, runs_dir, target)
+    timings = pending_timings(configs, runs_dir, jobs, progress)
+    for config in configs.values():
+        name = run_dir_name(config)
+        if name in timings and shares_cores(config, jobs):
+            timing, slower = timings[name], SHARED_STEP_FACTOR - 1
+            added = slower * timing["step_seconds"] * config.train.steps
+            timings[name] = {
+                **timing,
+                "step_seconds": timing["step_seconds"] * SHARED_STEP_FACTOR,
+                "run_seconds": timing["run_seconds"] + added,
+            }
+    return timings
 
 
 def wall_seconds(run_seconds: Sequence[float], jobs: int, target: str | None) -> float:
@@ -155,7 +179,10 @@ def estimate_comparison(
         rows.append(row)
     if target is None:
         device = present_device(configs[models[0], seed].train.device)
-        where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run)"
+        where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run"
+        if shares_cores(configs[models[0], seed], jobs):
+            where += f"; a step x{SHARED_STEP_FACTOR:.2f} for runs sharing the cores, docs/cost.md"
+        where += ")"
     else:
         where = f"predicted for {get_target(target).describe()}"
     return {
