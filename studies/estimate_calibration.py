@@ -7,11 +7,20 @@ Run it on a quiet machine: it times each distinct config for a few steps.
 
     python studies/estimate_calibration.py results/tiny-rules-seed300 results/tiny-rules-seed0 \\
         --out results/estimate-calibration/tiny.json
+
+With --suite-estimate, it reads instead each named `suite --estimate --tune lr` output beside
+the committed tuned suite it priced (ESTIMATE.txt=SUITE_FOLDER): per task, the tuning's range
+(from the grid alone, up to the worst case) against the summed train_seconds of the suite's
+runs at the tuning seed; nothing is timed.
+
+    python studies/estimate_calibration.py --suite-estimate llama.txt=results/suite-llama-tuned \\
+        gpt2.txt=results/suite-gpt2-tuned --out results/estimate-calibration/tuning.json
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -25,6 +34,7 @@ from mixit.config.schema import RunConfig
 from mixit.running.archive import archived_files
 from mixit.running.runs import pending_timings, run_dir_name
 from mixit.training.resolve import stored_config
+from mixit.tuning.rules import TUNING_SEED
 
 
 class Record(NamedTuple):
@@ -114,12 +124,79 @@ def compared(output: str, runs: dict[str, Record], jobs: int, per_step: dict) ->
     }
 
 
+UNITS = {"s": 1, "min": 60, "h": 3600}
+TUNING_LINE = re.compile(
+    r"about ([\d.]+) (s|min|h) one run after another from the grid alone.*?"
+    r"up to ([\d.]+) (s|min|h)"
+)
+
+
+def tuning_range(text: str) -> dict[str, dict[str, float]]:
+    """Per task, the seconds a `suite --estimate --tune lr` output gives its tuning: from the
+    grid alone (``least``) and at the worst (``most``)."""
+    ranges = {}
+    for block in text.split("task: ")[1:]:
+        found = TUNING_LINE.search(block)
+        if found is None:
+            raise UsageError(f"task {block.split()[0]}: no tuning line in the estimate")
+        least, unit, most, most_unit = found.groups()
+        ranges[block.split()[0]] = {
+            "least": float(least) * UNITS[unit],
+            "most": float(most) * UNITS[most_unit],
+        }
+    return ranges
+
+
+def tuning_spent(suite: Path) -> dict[str, float]:
+    """Per task, the summed train_seconds of the suite's runs at the tuning seed."""
+    spent: dict[str, float] = defaultdict(float)
+    for name, data in archived_files(suite):
+        path = Path(name)
+        if path.name == "summary.json" and path.parent.parent.name == "runs":
+            summary = json.loads(data)
+            if summary["seed"] == TUNING_SEED:
+                spent[path.parts[0]] += summary["train_seconds"]
+    if not spent:
+        raise UsageError(f"{suite}: no runs at the tuning seed {TUNING_SEED} in its records")
+    return dict(spent)
+
+
+def suite_tuning(pairs: list[str]) -> dict:
+    """Each ESTIMATE.txt=SUITE pair's tuning range against its spend, task by task."""
+    suites = {}
+    for pair in pairs:
+        estimate, _, suite = pair.partition("=")
+        if not suite or not Path(estimate).is_file():
+            raise UsageError(f"--suite-estimate {pair}: give ESTIMATE.txt=SUITE_FOLDER")
+        ranges, spent = tuning_range(Path(estimate).read_text()), tuning_spent(Path(suite))
+        suites[Path(suite).name] = {
+            "estimate_lines": [
+                line for line in Path(estimate).read_text().splitlines() if "tuning" in line
+            ],
+            "tasks": {
+                task: {**ranges[task], "spent": spent.get(task, 0.0)} for task in sorted(ranges)
+            },
+        }
+    return suites
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="estimate_calibration", description=__doc__.split("\n\n")[0])
-    parser.add_argument("outputs", nargs="+", help="committed reproductions' output folders")
+    parser.add_argument("outputs", nargs="*", help="committed reproductions' output folders")
     parser.add_argument("--out", required=True, help="the JSON file to write")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--suite-estimate",
+        nargs="+",
+        metavar="ESTIMATE=SUITE",
+        help="read suite estimates against their tuned suites' tuning instead of timing",
+    )
     args = parser.parse_args(argv)
+    if args.suite_estimate:
+        write_json(Path(args.out), {"suites": suite_tuning(args.suite_estimate)})
+        return 0
+    if not args.outputs:
+        raise UsageError("name committed reproductions' folders, or --suite-estimate pairs")
     found = {
         Path(output).name: (records(Path(output)), jobs_of(Path(output))) for output in args.outputs
     }

@@ -25,7 +25,7 @@ from mixit.cli.parser import OneLineParser
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures.axes import AXES, axis_results, axis_values
 from figures.common import ROOT
-from figures.estimates import estimate_calibration, paper_h100
+from figures.estimates import estimate_calibration, paper_h100, tuning_calibration
 from figures.layers import draw_layers, layers
 from figures.limits import by_size, by_task, frozen_draws, what_explains
 from figures.reproduce import (
@@ -99,6 +99,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "time-breakdown": time_breakdown,
     "compile-repay": compile_repay,
     "estimate-calibration": estimate_calibration,
+    "tuning-calibration": tuning_calibration,
     "convert-bench": convert_bench,
     "cpu-presets": cpu_presets,
     "members-cpu": members_cpu,

@@ -15,6 +15,9 @@ from mixit.study.experiment import Reproduction
 
 # docs/cost.md's rule for the factor: its fit set, its held-out set and the band it must meet.
 FIT, HELD_OUT, BAND = "tiny-rules-seed300", "tiny-rules-seed0", (0.87, 1.15)
+# And for the tuning's multiplier: its fit suite, its held-out suite, the band, the task left out.
+TUNING_FIT, TUNING_HELD_OUT = "suite-llama-tuned", "suite-gpt2-tuned"
+TUNING_BAND, ON_A_GPU = (0.77, 1.3), "retrieval"
 
 
 def _paper(jobs: int, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -81,5 +84,50 @@ def estimate_calibration() -> str:
         f"Factor, the fit set's ratio: {fit:.3f} (the estimate prices {SHARED_STEP_FACTOR:.2f}). "
         f"Held out: {held:.3f} without it, {with_it:.3f} with it (rule: within "
         f"{BAND[0]}-{BAND[1]} and nearer 1): {'adopted' if passes else 'not adopted'}.",
+    ]
+    return "\n".join(rows)
+
+
+def tuning_calibration() -> str:
+    """docs/cost.md: each tuned suite's tuning range per task against its tuning runs' seconds,
+    and the multiplier's rule read on the held-out suite, from
+    results/estimate-calibration/tuning.json (studies/estimate_calibration.py)."""
+    suites = _json(ROOT / "results" / "estimate-calibration" / "tuning.json")["suites"]
+    names = list(suites)
+    rows = [
+        "| task | "
+        + " | ".join(f"`{name}`: grid alone, worst, spent (min)" for name in names)
+        + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for task in suites[names[0]]["tasks"]:
+        cells = []
+        for name in names:
+            got = suites[name]["tasks"][task]
+            cells.append(
+                f"{got['least'] / 60:.1f}, {got['most'] / 60:,.0f}, {got['spent'] / 60:.1f}"
+            )
+        gpu = " (H200, left out)" if task == ON_A_GPU else ""
+        rows.append(f"| {task}{gpu} | " + " | ".join(cells) + " |")
+    kept = {
+        name: [got for task, got in suites[name]["tasks"].items() if task != ON_A_GPU]
+        for name in names
+    }
+    ratios = sorted(got["spent"] / got["least"] for got in kept[TUNING_FIT])
+    middle = len(ratios) // 2
+    m = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    held = kept[TUNING_HELD_OUT]
+    plain = sum(got["spent"] for got in held) / sum(got["least"] for got in held)
+    with_m = plain / m
+    passes = TUNING_BAND[0] <= with_m <= TUNING_BAND[1] and abs(with_m - 1) < abs(plain - 1)
+    used = [got["spent"] / got["most"] for name in names for got in kept[name]]
+    rows += [
+        "",
+        f"Multiplier m, the median over `{TUNING_FIT}`'s tasks of spent over the grid alone: "
+        f"{m:.3f} (range {ratios[0]:.2f}-{ratios[-1]:.2f}). Held out, `{TUNING_HELD_OUT}`: spent "
+        f"over the grid alone in all {plain:.3f}, over m times it {with_m:.3f} (rule: within "
+        f"{TUNING_BAND[0]}-{TUNING_BAND[1]} and nearer 1): "
+        f"{'adopted' if passes else 'not adopted'}. The worst case: tasks spent "
+        f"{min(used):.1%} to {max(used):.1%} of it.",
     ]
     return "\n".join(rows)
