@@ -44,7 +44,7 @@ def test_tuning_adds_a_range_from_the_grid_to_every_extension_and_doubling():
 
 def test_a_run_that_may_stop_early_lowers_the_least_cost_to_its_first_evaluation():
     from mixit.config.schema import TrainConfig
-    from mixit.study.estimate import earliest_stop
+    from mixit.study.pricing import earliest_stop
 
     assert earliest_stop(TrainConfig(steps=1000, eval_every=100)) == 1000
     assert earliest_stop(TrainConfig(steps=1000, eval_every=100, stop_at=0.99)) == 100
@@ -114,7 +114,7 @@ def test_the_shared_cores_factor_is_the_committed_fit_and_passes_its_held_out_ru
     import math
     from pathlib import Path
 
-    from mixit.study.estimate import SHARED_STEP_FACTOR
+    from mixit.study.pricing import SHARED_STEP_FACTOR
 
     results = Path(__file__).resolve().parents[2] / "results"
     sets = json.loads((results / "estimate-calibration" / "tiny.json").read_text())["sets"]
@@ -127,7 +127,7 @@ def test_the_shared_cores_factor_is_the_committed_fit_and_passes_its_held_out_ru
 def test_runs_sharing_the_cpu_cores_are_priced_at_the_factor_and_one_run_alone_is_not(
     monkeypatch,
 ):
-    from mixit.study import estimate
+    from mixit.study import pricing as estimate
     from mixit.training.resolve import resolve_config
 
     config = resolve_config("retrieval", "standard", "tiny", 0, {"train.device": "cpu"})

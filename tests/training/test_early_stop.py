@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from mixit.common.errors import UsageError
-from mixit.study.estimate import earliest_stop
+from mixit.study.pricing import earliest_stop
 from mixit.tasks.base import PLATEAU, PLATEAU_KEY, TASKS
 from mixit.training.resolve import resolve_config
 from mixit.training.stopping import STOP_METRIC, StopRule

@@ -11,8 +11,8 @@ from typing import Any
 from figures.common import ROOT, _json
 from mixit.paper.estimate import estimate_reproduction
 from mixit.running.launchers import Launch
-from mixit.study.estimate import SHARED_STEP_FACTOR
 from mixit.study.experiment import Reproduction
+from mixit.study.pricing import SHARED_STEP_FACTOR
 
 # docs/cost.md's rule for the factor: its fit set, its held-out set and the band it must meet.
 FIT, HELD_OUT, BAND = "tiny-rules-seed300", "tiny-rules-seed0", (0.87, 1.15)

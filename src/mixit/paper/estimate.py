@@ -14,8 +14,8 @@ from mixit.paper.ablation import plan_ablation, selection
 from mixit.paper.runner import plan_reproduction, tuning_groups
 from mixit.running.runs import run_dir_name
 from mixit.running.workers import worker_threads
-from mixit.study.estimate import plan_timings, wall_seconds
 from mixit.study.experiment import Experiment, Reproduction, Run
+from mixit.study.pricing import plan_timings, wall_seconds
 from mixit.study.text import duration
 from mixit.training.devices import present_device
 from mixit.tuning import rules

@@ -18,19 +18,15 @@ from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
 from mixit.common.io import checked_record, read_json
 from mixit.config.overrides import Setting, Settings, with_settings
-from mixit.config.schema import RunConfig, TrainConfig
-from mixit.cost.predict import Timing, fewest_pieces, get_target
-from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
+from mixit.cost.predict import fewest_pieces
+from mixit.running.runs import run_dir_name
 from mixit.running.workers import (
-    parallel_jobs,
     shared_cores_note,
-    worker_threads,
 )
 from mixit.study.axis import Axis
 from mixit.study.compare import Comparison
+from mixit.study.pricing import earliest_stop, plan_timings, priced_where, wall_seconds
 from mixit.study.text import duration, name_width
-from mixit.training.devices import present_device
-from mixit.training.stopping import PLATEAU_EVALUATIONS
 from mixit.tuning.rules import (
     BUDGET_CAP,
     EDGE_BOUND,
@@ -38,22 +34,6 @@ from mixit.tuning.rules import (
     VALIDATION_FRACTION,
     halving_budgets,
 )
-
-
-def earliest_stop(train: TrainConfig) -> int:
-    """The fewest steps a run of ``train`` can take: its first evaluation when it stops at a
-    target (``stop_at``); on no progress, ``patience`` evaluations after its first, or the
-    first evaluation a ``plateau`` stretch (and three evaluations) after its first; all of
-    ``steps`` without a stop rule."""
-    every, firsts = train.eval_every, [train.steps]
-    if train.stop_at is not None:
-        firsts.append(every)
-    if train.patience > 0:
-        firsts.append((train.patience + 1) * every)
-    if train.plateau > 0:
-        span = every * max(PLATEAU_EVALUATIONS - 1, math.ceil(train.plateau * train.steps / every))
-        firsts.append(every + span)
-    return min(firsts)
 
 
 class TunedChoice(TypedDict):
@@ -94,52 +74,6 @@ def finished_tuning(plan: Comparison) -> dict[str, dict[str, Setting]]:
     return tuned
 
 
-# The committed tiny reproductions' runs at --jobs 2 took this many times the seconds a step
-# that ``time_training`` measures on the quiet machine (fit on tiny-rules-seed300, held out on
-# tiny-rules-seed0: results/estimate-calibration/tiny.json, docs/cost.md "Estimates against
-# the committed records"), so a step of runs that share the CPU's cores is priced at it.
-SHARED_STEP_FACTOR = 1.40
-
-
-def shares_cores(config: RunConfig, jobs: int) -> bool:
-    """Whether runs of ``config`` trained by ``jobs`` workers share this machine's CPU cores."""
-    return parallel_jobs(jobs) >= 2 and present_device(config.train.device).type == "cpu"
-
-
-def plan_timings(
-    configs: Mapping[Any, RunConfig],
-    runs_dir: Path | None,
-    target: str | None,
-    jobs: int,
-    progress: bool | None = None,
-) -> dict[str, Timing]:
-    """The one estimator every command prices its plan with: each pending run (by run
-    directory name) timed for a few steps here at the threads one of ``jobs`` workers gets
-    (``pending_timings``; a step of runs that share the cores priced at
-    ``SHARED_STEP_FACTOR``), or, with ``target``, predicted for that device with its memory
-    (``predicted_timings``); a run finished in ``runs_dir`` costs nothing."""
-    if target is not None:
-        return predicted_timings(configs, runs_dir, target)
-    timings = pending_timings(configs, runs_dir, jobs, progress)
-    for config in configs.values():
-        name = run_dir_name(config)
-        if name in timings and shares_cores(config, jobs):
-            timing, slower = timings[name], SHARED_STEP_FACTOR - 1
-            added = slower * timing["step_seconds"] * config.train.steps
-            timings[name] = {
-                **timing,
-                "step_seconds": timing["step_seconds"] * SHARED_STEP_FACTOR,
-                "run_seconds": timing["run_seconds"] + added,
-            }
-    return timings
-
-
-def wall_seconds(run_seconds: Sequence[float], jobs: int, target: str | None) -> float:
-    """The plan's wall time on ``jobs`` workers: here as many as the cores run side by side
-    (``parallel_jobs``), on a target one per device."""
-    return list_schedule(list(run_seconds), jobs if target else parallel_jobs(jobs))
-
-
 def estimate_comparison(
     plan: Comparison,
     target: str | None = None,
@@ -177,18 +111,10 @@ def estimate_comparison(
             row["fits"] = timing["fits"]
             row["micro_batches_to_fit"] = timing["micro_batches_to_fit"]
         rows.append(row)
-    if target is None:
-        device = present_device(configs[models[0], seed].train.device)
-        where = f"timed on this machine ({device.type}, {worker_threads(jobs)} threads a run"
-        if shares_cores(configs[models[0], seed], jobs):
-            where += f"; a step x{SHARED_STEP_FACTOR:.2f} for runs sharing the cores, docs/cost.md"
-        where += ")"
-    else:
-        where = f"predicted for {get_target(target).describe()}"
     return {
         "task": plan.task,
         "preset": plan.preset,
-        "device": where,
+        "device": priced_where(configs[models[0], seed], jobs, target),
         # ``busy``: other processes' cores, measured once by a caller that estimates many.
         "shared": ""
         if target
