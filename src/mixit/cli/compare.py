@@ -29,29 +29,22 @@ from mixit.common.errors import UsageError
 from mixit.common.io import read_json
 from mixit.config.overrides import Setting, Settings
 from mixit.models.variants import HYBRID_SYNTAX, SPECTRUM, VARIANTS
+from mixit.running.launchers import Launch
 from mixit.study.axis import along_axis, format_axis, parse_axis
-from mixit.study.compare import Comparison, run_study, settings_to_tune
+from mixit.study.compare import run_study, settings_to_tune
 from mixit.study.comparison import ComparisonResult
 from mixit.study.draws import (
     FROZEN_KEY,
     along_draws,
     check_frozen_seed,
     draw_seeds,
-    draws_estimate_line,
     format_draws,
     keeps_a_draw,
 )
-from mixit.study.estimate import (
-    estimate_axis,
-    estimate_comparison,
-    format_axis_estimate,
-    format_comparison_estimate,
-    tuning_estimate_line,
-    tuning_seconds,
-)
+from mixit.study.estimate import estimate_study
 from mixit.study.explain import explain, format_explanation, write_explanation
-from mixit.study.extend import EXTEND_CAP, MAX_HOURS, extension_estimate_line
-from mixit.study.litmus import AUTO, AUTO_SEEDS, undecided_by_interval
+from mixit.study.extend import MAX_HOURS
+from mixit.study.litmus import undecided_by_interval
 from mixit.study.per_layer import (
     REFERENCE,
     format_necessity,
@@ -125,44 +118,6 @@ def add(commands: Any) -> None:
     parser.set_defaults(run=run, resumable=True, default_out=default_out)
 
 
-def estimate(
-    args: argparse.Namespace, models: list[str], overrides: dict[str, Setting], out: str
-) -> str:
-    """``--estimate``: the comparison priced without training; along ``--axis``, each value's
-    comparison in the folder the axis gives it."""
-    check_jobs_fit(args)
-    most = AUTO_SEEDS[1] if args.seeds == AUTO else args.seeds
-    seeds = range(args.seed, args.seed + most)
-    plan = Comparison(args.task, tuple(models), args.preset, seeds, Path(out), overrides)
-    tunes = settings_to_tune(tune_choice(args), overrides)
-    if args.axis is not None:
-        axis = parse_axis(args.axis, args.task, args.preset, overrides)
-        costs = estimate_axis(plan, axis, args.target, args.jobs, bool(tunes))
-        tuning = [tuning_seconds(cost["rows"], overrides) for cost in costs] if tunes else []
-        return format_axis_estimate(axis, costs, tuning)
-    cost = estimate_comparison(plan, args.target, args.jobs, tunes=bool(tunes))
-    text = format_comparison_estimate(cost)
-    if tunes:
-        cost_of_tuning = tuning_seconds(cost["rows"], overrides)
-        text += "\n" + tuning_estimate_line(cost_of_tuning, args.max_hours)
-    if args.frozen_draws is not None:
-        text += "\n" + draws_estimate_line(cost["rows"], args.frozen_draws)
-    if args.extend:
-        # The verdict runs' one budget, and the cap that the preset's budget sets.
-        steps = max(row["steps"] for row in cost["rows"])
-        cap = EXTEND_CAP * plan.configs()[plan.models[0], plan.seeds.start].train.steps
-        doubled = estimate_comparison(
-            plan, args.target, args.jobs, tunes=bool(tunes), steps=2 * steps
-        )
-        while doubled["total_seconds"] == 0 and 4 * steps <= cap:  # that doubling is done
-            steps *= 2
-            doubled = estimate_comparison(
-                plan, args.target, args.jobs, tunes=bool(tunes), steps=2 * steps
-            )
-        text += "\n" + extension_estimate_line(steps, cap, doubled["total_seconds"])
-    return text
-
-
 def default_out(args: argparse.Namespace) -> str:
     """The folder the command writes when ``--out`` names none."""
     return f"runs/compare/{args.task}"
@@ -205,6 +160,27 @@ def check_draws(args: argparse.Namespace, models: Sequence[str], overrides: Sett
         )
 
 
+def compare_study(
+    args: argparse.Namespace, models: Sequence[str], overrides: Settings, launch: Launch
+) -> Study:
+    """The study that `compare`'s options name, its runs launched by ``launch``."""
+    return Study.of(
+        [args.task],
+        models,
+        out=args.out or default_out(args),
+        overrides=overrides,
+        tune=tune_choice(args),
+        launch=launch,
+        preset=args.preset,
+        seed=args.seed,
+        seeds=args.seeds,
+        progress=args.progress,
+        tolerance=args.tolerance,
+        extend=args.extend,
+        max_hours=args.max_hours,
+    )
+
+
 def shown(study: Study, key: str) -> Callable[[Path, dict[str, Setting]], ComparisonResult]:
     """The comparison of ``study`` at one value of ``key`` in a folder of its own, its table
     printed as soon as it is read (an axis's value, a frozen draw)."""
@@ -217,14 +193,14 @@ def shown(study: Study, key: str) -> Callable[[Path, dict[str, Setting]], Compar
     return compare_at
 
 
-def compare_draws(args: argparse.Namespace, study: Study, overrides: Settings, out: str) -> int:
+def compare_draws(args: argparse.Namespace, study: Study) -> int:
     """``--frozen-draws K``: the comparison under each draw, the reading over them, and the
     command that would decide what a draw left open."""
-    draws = along_draws(args.frozen_draws, Path(out), overrides, shown(study, FROZEN_KEY))
-    print(format_draws(draws))
+    out, draw_each = study.out, shown(study, FROZEN_KEY)
+    print(format_draws(along_draws(args.frozen_draws, out, dict(study.overrides), draw_each)))
     # A draw left open by a run still rising decides under --extend, as one comparison
     # does; every draw runs the same command.
-    opened = (Path(out) / f"draw-{seed}" / "compare.json" for seed in draw_seeds(args.frozen_draws))
+    opened = (out / f"draw-{seed}" / "compare.json" for seed in draw_seeds(args.frozen_draws))
     if any(next_step(read_json(path, str(path))) == EXTEND for path in opened):
         print(f"next, to decide what is open: mixit {with_step(args.argv, EXTEND)}")
     print(f"results: {out}/draws.json", file=sys.stderr)
@@ -240,47 +216,38 @@ def run(args: argparse.Namespace) -> int:
     check_frozen_seed(models, overrides)
     if args.explain and (args.axis is not None or args.frozen_draws is not None):
         raise UsageError("--explain reads one comparison: leave out --axis and --frozen-draws")
-    out = args.out or default_out(args)
-    if args.estimate:
-        print(estimate(args, models, overrides, out))
+    axis = None if args.axis is None else parse_axis(args.axis, args.task, args.preset, overrides)
+    if args.estimate:  # priced here or for --target: of the launch, its jobs alone matter
+        check_jobs_fit(args)
+        study = compare_study(args, models, overrides, Launch(jobs=args.jobs))
+        print(estimate_study(study, args.target, axis, args.frozen_draws))
         return 0
-
-    study = Study.of(
-        [args.task],
-        models,
-        out=out,
-        overrides=overrides,
-        tune=tune_choice(args),
-        launch=launch_options(args),
-        preset=args.preset,
-        seed=args.seed,
-        seeds=args.seeds,
-        progress=args.progress,
-        tolerance=args.tolerance,
-        extend=args.extend,
-        max_hours=args.max_hours,
-    )
-
+    study = compare_study(args, models, overrides, launch_options(args))
     if args.frozen_draws is not None:
-        return compare_draws(args, study, overrides, out)
-    if args.axis is not None:
-        axis = parse_axis(args.axis, args.task, args.preset, overrides)
-        print(format_axis(along_axis(axis, Path(out), overrides, shown(study, axis.key))))
-        print(f"results: {out}/axis.json", file=sys.stderr)
+        return compare_draws(args, study)
+    if axis is not None:
+        print(format_axis(along_axis(axis, study.out, overrides, shown(study, axis.key))))
+        print(f"results: {study.out}/axis.json", file=sys.stderr)
         return 0
-    result = run_study(study.on(args.task, Path(out), overrides))
+    return compare_once(args, study, depth)
+
+
+def compare_once(args: argparse.Namespace, study: Study, depth: int | None) -> int:
+    """One comparison, its table, and what ``--per-layer`` and ``--explain`` read of it."""
+    out = study.out
+    result = run_study(study)
     print(format_table(result))
     if args.per_layer is not None and depth is not None:
         found = necessity_map(result, args.per_layer, depth)
-        write_necessity(found, Path(out))
+        write_necessity(found, out)
         print(format_necessity(found))
         print(f"necessity map: {out}/necessity.png", file=sys.stderr)
     if args.explain:
-        explained = explain(result, read_results_csv(Path(out) / "results.csv"))
+        explained = explain(result, read_results_csv(out / "results.csv"))
         if explained is None:
             print("explained: no variant falls short, so nothing to explain")
         else:
-            write_explanation(explained, Path(out))
+            write_explanation(explained, out)
             print(format_explanation(explained))
     step = next_command(args.argv, result)
     if step:

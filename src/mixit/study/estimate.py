@@ -20,11 +20,13 @@ from mixit.common.io import checked_record, read_json
 from mixit.config.overrides import Setting, Settings, with_settings
 from mixit.cost.predict import fewest_pieces
 from mixit.running.runs import run_dir_name
-from mixit.running.workers import (
-    shared_cores_note,
-)
+from mixit.running.workers import shared_cores_note
 from mixit.study.axis import Axis
-from mixit.study.compare import Comparison
+from mixit.study.compare import Comparison, settings_to_tune
+from mixit.study.draws import draws_estimate_line
+from mixit.study.extend import EXTEND_CAP, extension_estimate_line
+from mixit.study.litmus import AUTO, AUTO_SEEDS
+from mixit.study.plan import Study
 from mixit.study.pricing import earliest_stop, plan_timings, priced_where, wall_seconds
 from mixit.study.text import duration, name_width
 from mixit.tuning.rules import (
@@ -326,3 +328,45 @@ def format_suite_estimate(
             "train.plateau) stops at the first evaluation it may, at the most none does"
         )
     return "\n\n".join([*blocks, total])
+
+
+def estimate_study(
+    study: Study, target: str | None, axis: Axis | None = None, draws: int | None = None
+) -> str:
+    """`compare --estimate`: the comparison of ``study``'s one task priced without training
+    (its most seeds under ``--seeds auto``), with the tuning's range where it tunes; along
+    ``axis``, each value's comparison in the folder the axis gives it; with ``draws``, the
+    cost of that many frozen draws; under ``study.extend``, the extension's next doubling."""
+    jobs, overrides = study.launch.jobs, dict(study.overrides)
+    most = AUTO_SEEDS[1] if study.seeds == AUTO else study.seeds
+    seeds = range(study.seed, study.seed + most)
+    plan = Comparison(study.task, study.spectrum, study.preset, seeds, study.out, overrides)
+    tunes = bool(settings_to_tune(study.tune, overrides))
+    if axis is not None:
+        costs = estimate_axis(plan, axis, target, jobs, tunes)
+        tuning = [tuning_seconds(cost["rows"], overrides) for cost in costs] if tunes else []
+        return format_axis_estimate(axis, costs, tuning)
+    cost = estimate_comparison(plan, target, jobs, tunes=tunes)
+    lines = [format_comparison_estimate(cost)]
+    if tunes:
+        lines.append(tuning_estimate_line(tuning_seconds(cost["rows"], overrides), study.max_hours))
+    if draws is not None:
+        lines.append(draws_estimate_line(cost["rows"], draws))
+    if study.extend:
+        lines.append(next_doubling_line(plan, cost, target, tunes))
+    return "\n".join(lines)
+
+
+def next_doubling_line(
+    plan: Comparison, cost: Mapping[str, Any], target: str | None, tunes: bool
+) -> str:
+    """What ``--extend``'s next doubling of the verdict runs' one budget would cost, up to the
+    cap that the preset's budget sets (a doubling already trained costs nothing, and is
+    passed)."""
+    steps = max(row["steps"] for row in cost["rows"])
+    cap = EXTEND_CAP * plan.configs()[plan.models[0], plan.seeds.start].train.steps
+    doubled = estimate_comparison(plan, target, cost["jobs"], tunes=tunes, steps=2 * steps)
+    while doubled["total_seconds"] == 0 and 4 * steps <= cap:
+        steps *= 2
+        doubled = estimate_comparison(plan, target, cost["jobs"], tunes=tunes, steps=2 * steps)
+    return extension_estimate_line(steps, cap, doubled["total_seconds"])
