@@ -590,6 +590,7 @@ TOOL_CASES = [
     ("time_breakdown", lambda tmp: [str(tmp), "--out", str(tmp / "b.json")], "no timing.json"),
     ("compile_repay", lambda tmp: ["--out", str(tmp / "c.json"), "--tasks", "nope"], "not a task"),
     ("estimate_calibration", lambda tmp: [str(tmp), "--out", str(tmp / "e.json")], "no records"),
+    ("members_folded", lambda tmp: ["--out", str(tmp / "m.json"), "--task", "nope"], "not a task"),
     (
         "bench_convert",
         lambda tmp: ["--out", str(tmp / "b.json"), "--n-embd", "30"],
