@@ -243,6 +243,27 @@ def members_cpu() -> str:
     return "\n".join(rows)
 
 
+def members_folded() -> str:
+    """docs/cost.md: model-steps per second of mixit's own step and of folded members, the
+    rule's reading and how much of it is the folding, from results/members-cpu/folded.json
+    (studies/members_folded.py)."""
+    measured = _json(ROOT / "results" / "members-cpu" / "folded.json")
+    rates, shape = measured["model_steps_per_second"], measured["shape"]
+    rows = ["| mode | model-steps/s |", "|---|---:|"]
+    rows += [f"| {name} | {rate:,.1f} |" for name, rate in rates.items()]
+    passes = measured["gain"] >= MEMBERS_RULE
+    rows += [
+        "",
+        f"{measured['task']} (n={shape['n_embd']} L={shape['n_layer']} T={shape['seq_len']} "
+        f"B={shape['batch']}), {measured['members']} members, {measured['steps']} timed steps a "
+        f"process, {measured['cores']} cores. Folded members reach {measured['gain']:.2f}x the "
+        f"better of mixit's own step alone and two at once (rule: at least {MEMBERS_RULE:.1f}x): "
+        f"{'passes' if passes else 'fails'}. Of that, the folding itself (members against one "
+        f"member of the same folded decoder) gives {measured['folding_gain']:.2f}x.",
+    ]
+    return "\n".join(rows)
+
+
 def time_breakdown() -> str:
     """docs/cost.md: where a reproduction's time went, by experiment and by stop reason, from
     each file of results/time-breakdown/ (studies/time_breakdown.py)."""
