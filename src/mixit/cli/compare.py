@@ -160,10 +160,13 @@ def check_draws(args: argparse.Namespace, models: Sequence[str], overrides: Sett
         )
 
 
-def compare_study(
-    args: argparse.Namespace, models: Sequence[str], overrides: Settings, launch: Launch
-) -> Study:
-    """The study that `compare`'s options name, its runs launched by ``launch``."""
+def compare_study(args: argparse.Namespace, models: Sequence[str], overrides: Settings) -> Study:
+    """The study that `compare`'s options name. An estimate prices its runs here or for
+    ``--target`` without launching them: of the launch, its jobs alone matter, and the other
+    launch options are not checked."""
+    if args.estimate:
+        check_jobs_fit(args)
+    launch = Launch(jobs=args.jobs) if args.estimate else launch_options(args)
     return Study.of(
         [args.task],
         models,
@@ -217,12 +220,10 @@ def run(args: argparse.Namespace) -> int:
     if args.explain and (args.axis is not None or args.frozen_draws is not None):
         raise UsageError("--explain reads one comparison: leave out --axis and --frozen-draws")
     axis = None if args.axis is None else parse_axis(args.axis, args.task, args.preset, overrides)
-    if args.estimate:  # priced here or for --target: of the launch, its jobs alone matter
-        check_jobs_fit(args)
-        study = compare_study(args, models, overrides, Launch(jobs=args.jobs))
+    study = compare_study(args, models, overrides)
+    if args.estimate:
         print(estimate_study(study, args.target, axis, args.frozen_draws))
         return 0
-    study = compare_study(args, models, overrides, launch_options(args))
     if args.frozen_draws is not None:
         return compare_draws(args, study)
     if axis is not None:
