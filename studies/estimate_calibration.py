@@ -46,11 +46,22 @@ class Record(NamedTuple):
     train_seconds: float
 
 
-def records(output: Path) -> dict[str, Record]:
-    """The finished runs in ``output``'s records.tar.gz, by run folder name."""
+def run_files(output: Path) -> dict[str, bytes]:
+    """The runs' files of ``output`` by path under it: its records.tar.gz, or, for an output
+    that was not packed, its runs/ folder's config.json and summary.json files."""
     files = dict(archived_files(output))
+    if not files and (output / "runs").is_dir():
+        kept = ("config.json", "summary.json")
+        paths = (p for p in sorted((output / "runs").glob("*/*.json")) if p.name in kept)
+        files = {str(path.relative_to(output)): path.read_bytes() for path in paths}
     if not files:
-        raise UsageError(f"{output}: no records.tar.gz with runs there")
+        raise UsageError(f"{output}: no records.tar.gz or runs/ folder with runs there")
+    return files
+
+
+def records(output: Path) -> dict[str, Record]:
+    """The finished runs of ``output`` (``run_files``), by run folder name."""
+    files = run_files(output)
     found = {}
     for name, data in files.items():
         path = Path(name)
@@ -186,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="the JSON file to write")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--without",
+        metavar="EARLIER",
+        help="leave out the runs that EARLIER (a committed output) holds: the runs trained since",
+    )
+    parser.add_argument(
         "--suite-estimate",
         nargs="+",
         metavar="ESTIMATE=SUITE",
@@ -200,6 +216,18 @@ def main(argv: list[str] | None = None) -> int:
     found = {
         Path(output).name: (records(Path(output)), jobs_of(Path(output))) for output in args.outputs
     }
+    if args.without:  # a held-out set: the runs an earlier set of the same output did not hold
+        seen = set(records(Path(args.without)))
+        found = {
+            f"{name} without {Path(args.without).name}": (
+                {run: record for run, record in runs.items() if run not in seen},
+                jobs,
+            )
+            for name, (runs, jobs) in found.items()
+        }
+    empty = [name for name, (runs, _) in found.items() if not runs]
+    if empty:
+        raise UsageError(f"{empty[0]}: no finished runs to compare")
     results = {}
     for jobs in sorted({jobs for _, jobs in found.values()}):
         sets = {output: runs for output, (runs, at) in found.items() if at == jobs}
