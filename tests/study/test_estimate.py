@@ -127,6 +127,8 @@ def test_the_shared_cores_factor_is_the_committed_fit_and_passes_its_held_out_ru
 def test_runs_sharing_the_cpu_cores_are_priced_at_the_factor_and_one_run_alone_is_not(
     monkeypatch,
 ):
+    import dataclasses
+
     from mixit.study import pricing as estimate
     from mixit.training.resolve import resolve_config
 
@@ -134,15 +136,18 @@ def test_runs_sharing_the_cpu_cores_are_priced_at_the_factor_and_one_run_alone_i
     steps = config.train.steps
     timed = {"data_seconds": 1.0, "step_seconds": 0.01, "run_seconds": 1.0 + 0.01 * steps}
 
-    def pending(configs, runs_dir, jobs, progress):
-        return {estimate.run_dir_name(c): dict(timed) for c in configs.values()}
+    def pending(configs, runs_dir, jobs, progress):  # seeds share one timing, as here
+        return {estimate.run_dir_name(c): timed for c in configs.values()}
 
     monkeypatch.setattr(estimate, "pending_timings", pending)
     monkeypatch.setattr(estimate, "parallel_jobs", lambda jobs: jobs)
+    other_seed = dataclasses.replace(config, seed=1)
     alone = estimate.plan_timings({"a": config}, None, None, 1)
-    shared = estimate.plan_timings({"a": config}, None, None, 2)
+    shared = estimate.plan_timings({"a": config, "b": other_seed}, None, None, 2)
     name = estimate.run_dir_name(config)
-    assert alone[name] == timed
+    assert alone[name] is timed
+    assert shared[name] is shared[estimate.run_dir_name(other_seed)]  # still timed once
+    assert timed["step_seconds"] == 0.01  # the timing itself is left as it was
     factor = estimate.SHARED_STEP_FACTOR
     assert shared[name]["step_seconds"] == pytest.approx(0.01 * factor)
     assert shared[name]["run_seconds"] == pytest.approx(1.0 + 0.01 * factor * steps)

@@ -15,7 +15,7 @@ from mixit.paper.runner import plan_reproduction, tuning_groups
 from mixit.running.runs import run_dir_name
 from mixit.running.workers import worker_threads
 from mixit.study.experiment import Experiment, Reproduction, Run
-from mixit.study.pricing import plan_timings, wall_seconds
+from mixit.study.pricing import SHARED_STEP_FACTOR, plan_timings, shares_cores, wall_seconds
 from mixit.study.text import duration
 from mixit.training.devices import present_device
 from mixit.tuning import rules
@@ -99,11 +99,14 @@ def _estimate(
     seconds = {
         name: timing["run_seconds"] * budgets.get(name, 1.0) for name, timing in timings.items()
     }
+    first = next(iter(configs.values()), None)
+    shared = target is None and first is not None and shares_cores(first, how.jobs)
     result = {
         "scale": how.scale,
         "seeds": how.seeds,
         "jobs": how.jobs,
         "threads_per_job": worker_threads(how.jobs),
+        "step_factor": SHARED_STEP_FACTOR if shared else 1.0,
         "device": str(present_device("auto")),
         grouped_by: {
             group: {
@@ -152,7 +155,9 @@ def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
             + (
                 ""
                 if "target" in estimate
-                else f" ({estimate['threads_per_job']} thread(s) per job)"
+                else f" ({estimate['threads_per_job']} thread(s) per job"
+                + shared_pace_note(estimate)
+                + ")"
             )
             + ":",
             "",
@@ -169,6 +174,14 @@ def format_reproduction_estimate(estimate: Mapping[str, Any]) -> str:
             *memory_lines(estimate),
         ]
     )
+
+
+def shared_pace_note(estimate: Mapping[str, Any]) -> str:
+    """Where runs share the CPU's cores, the pace a step was priced at (``plan_timings``)."""
+    factor = estimate.get("step_factor", 1.0)
+    if factor == 1.0:
+        return ""
+    return f"; a step x{factor:.2f} for runs sharing the cores, docs/cost.md"
 
 
 def own_devices_note(estimate: Mapping[str, Any]) -> str:

@@ -61,16 +61,20 @@ def plan_timings(
     if target is not None:
         return predicted_timings(configs, runs_dir, target)
     timings = pending_timings(configs, runs_dir, jobs, progress)
+    # Seeds share their config's timing (one object, which an estimate counts once); so do
+    # their priced copies. Each copy is kept beside the timing it was made from.
+    priced: dict[int, tuple[Timing, Timing]] = {}
     for config in configs.values():
         name = run_dir_name(config)
         if name in timings and shares_cores(config, jobs):
-            timing, slower = timings[name], SHARED_STEP_FACTOR - 1
-            added = slower * timing["step_seconds"] * config.train.steps
-            timings[name] = {
-                **timing,
-                "step_seconds": timing["step_seconds"] * SHARED_STEP_FACTOR,
-                "run_seconds": timing["run_seconds"] + added,
-            }
+            timing = timings[name]
+            if id(timing) not in priced:
+                added = (SHARED_STEP_FACTOR - 1) * timing["step_seconds"] * config.train.steps
+                step = timing["step_seconds"] * SHARED_STEP_FACTOR
+                copy: Timing = {**timing, "step_seconds": step}
+                copy["run_seconds"] = timing["run_seconds"] + added
+                priced[id(timing)] = (timing, copy)
+            timings[name] = priced[id(timing)][1]
     return timings
 
 
