@@ -237,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         for output, runs in sets.items():
             results[output] = compared(output, runs, jobs, per_step)
     write_json(Path(args.out), {"sets": results})
+    for output, found in results.items():
+        print(
+            f"{output}: {found['runs']} runs at --jobs {found['jobs']}, steps measured over "
+            f"timed {found['ratio']:.3f} (median run {found['median_run_ratio']:.2f})"
+        )
     return 0
 
 
