@@ -95,36 +95,34 @@ def estimate_calibration() -> str:
 def reproduction_lines(sets: dict) -> list[str]:
     """The tiny reproduction as the calibrated estimate prices it (reproduce-tiny.txt), beside
     the committed sets' steps and issue #102's target."""
-    rows: list[str] = []
     estimate = (ROOT / "results" / "estimate-calibration" / "reproduce-tiny.txt").read_text()
     said = re.search(
         r"([\d,]+) s in one job, about ([\d.]+) h of wall time with --jobs (\d+)", estimate
     )
-    if said is not None:
-        steps = [f"{sets[name]['measured_seconds'] / 2 / 3600:.2f} h" for name in (FIT, HELD_OUT)]
-        rows += [
-            "",
-            f"`reproduce all --scale tiny --estimate --jobs {said[3]}` from empty, with the "
-            "factor: "
-            f"{said[1]} s in one job, {said[2]} h of wall time. The committed sets' steps alone, "
-            f"two runs at a time, took {' and '.join(steps)} of it (their evaluations and setup "
-            "beyond).",
-        ]
-        parts = {
-            name: float(seconds.replace(",", ""))
-            for name, seconds in re.findall(
-                r"^\| (\w+) \| \d+ \| \d+ \| ([\d,]+) \|$", estimate, re.M
-            )
-        }
-        largest = sorted(parts, key=parts.get, reverse=True)[:3]
-        share = sum(parts[name] for name in largest) / sum(parts.values())
-        over = float(said[2]) / TARGET_HOURS
-        rows.append(
-            f"Against issue #102's target of {TARGET_HOURS:.0f} h at `--jobs {said[3]}`: "
-            f"{over:.1f}x over. "
-            f"{', '.join(largest)} hold {share:.0%} of the experiments' seconds (a run shared by "
-            "experiments counts in each)."
-        )
+    if said is None:
+        return []
+    steps = [f"{sets[name]['measured_seconds'] / 2 / 3600:.2f} h" for name in (FIT, HELD_OUT)]
+    rows = [
+        "",
+        f"`reproduce all --scale tiny --estimate --jobs {said[3]}` from empty, with the "
+        "factor: "
+        f"{said[1]} s in one job, {said[2]} h of wall time. The committed sets' steps alone, "
+        f"two runs at a time, took {' and '.join(steps)} of it (their evaluations and setup "
+        "beyond).",
+    ]
+    parts = {
+        name: float(seconds.replace(",", ""))
+        for name, seconds in re.findall(r"^\| (\w+) \| \d+ \| \d+ \| ([\d,]+) \|$", estimate, re.M)
+    }
+    largest = sorted(parts, key=parts.get, reverse=True)[:3]
+    share = sum(parts[name] for name in largest) / sum(parts.values())
+    over = float(said[2]) / TARGET_HOURS
+    rows.append(
+        f"Against issue #102's target of {TARGET_HOURS:.0f} h at `--jobs {said[3]}`: "
+        f"{over:.1f}x over. "
+        f"{', '.join(largest)} hold {share:.0%} of the experiments' seconds (a run shared by "
+        "experiments counts in each)."
+    )
     return rows
 
 
