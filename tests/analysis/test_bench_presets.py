@@ -2,8 +2,14 @@
 
 import json
 
-from mixit.analysis.presets import preset_config, preset_rows
+import pytest
+import torch
+
+from mixit.analysis.presets import TINY_TASKS, adamw_form, preset_config, preset_rows
 from mixit.cli import main
+from mixit.tasks import get_task
+from mixit.training.resolve import resolve_config
+from mixit.training.setup import setup
 
 
 def test_a_preset_takes_its_tasks_length_and_vocabulary():
@@ -31,7 +37,7 @@ def test_each_preset_gets_a_profiled_row(tmp_path, capsys):
     assert row["preset"] == "memorization" and row["tokens_per_s"] > 0
     assert 0 < row["mfu"] < 1 and 0 < row["matmul_share"] < 1
     assert min(row["forward_ms"], row["backward_ms"], row["optimizer_ms"]) > 0
-    assert row["fused_optimizer_ms"] > 0
+    assert row["fused_optimizer_ms"] > 0 and row["foreach_optimizer_ms"] > 0
     assert "memorization" in capsys.readouterr().out
 
 
@@ -43,3 +49,34 @@ def test_an_unknown_preset_task_is_one_line(capsys):
 def test_rows_follow_the_tasks_named():
     result = preset_rows(("memorization",), rounds=1)
     assert [r["preset"] for r in result["rows"]] == ["memorization"]
+
+
+def test_each_adamw_form_is_the_one_it_names():
+    model = torch.nn.Linear(3, 2)
+    own = torch.optim.AdamW(model.parameters())
+    assert adamw_form(own, "own") is own
+    for form in ("fused", "foreach"):
+        groups = adamw_form(own, form).param_groups
+        assert all(group[form] for group in groups)
+        assert [g["params"] for g in groups] == [g["params"] for g in own.param_groups]
+
+
+@pytest.mark.parametrize("model", ["standard", "mixit"])
+@pytest.mark.parametrize("task", TINY_TASKS)
+def test_adamw_foreach_trains_the_same_parameters_bit_for_bit(task, model):
+    """docs/cost.md's rule for AdamW's foreach form, part (a): the same parameters, bit for
+    bit, as the one-parameter-at-a-time form, on each tiny preset's standard and MixiT
+    models."""
+
+    def trained(foreach: bool) -> list[torch.Tensor]:
+        config = resolve_config(task, model, "tiny", 0, {"train.device": "cpu"})
+        training = setup(config, get_task(task).make_data(config.task, config.seed))
+        training.optimizer = adamw_form(training.optimizer, "foreach")
+        for group in training.optimizer.param_groups:
+            group["foreach"] = foreach
+        for _ in range(4):
+            training.step()
+        return [p.detach().clone() for p in training.model.parameters()]
+
+    one_at_a_time, over_lists = trained(False), trained(True)
+    assert all(torch.equal(a, b) for a, b in zip(one_at_a_time, over_lists, strict=True))

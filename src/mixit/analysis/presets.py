@@ -4,7 +4,8 @@ For each task (default: the tiny presets of retrieval, addition, memorization an
 standard model at the preset's shape trains on random tokens of the task's length and
 vocabulary, every position scored. Per preset: tokens/s and MFU against the measured matmul
 peak, the step split into forward (with the loss), backward and AdamW's step (timed apart,
-medians over the rounds), the optimizer step again with torch's fused AdamW, and the share of
+medians over the rounds), the optimizer step again with torch's fused AdamW and with its
+``foreach`` form (the same arithmetic over the list of parameters at once), and the share of
 the forward and backward's operator time that matrix products take (torch.profiler, self
 time per operator).
 """
@@ -50,6 +51,7 @@ class PresetRow(TypedDict):
     backward_ms: float
     optimizer_ms: float
     fused_optimizer_ms: float
+    foreach_optimizer_ms: float
     matmul_share: float
 
 
@@ -64,14 +66,27 @@ def preset_config(task: str) -> RunConfig:
     return fit_model_to_data(config, get_task(task).make_data(sample, 0))
 
 
-def _phases(config: RunConfig, rounds: int, fused: bool) -> tuple[dict[str, float], Any]:
-    """Median ms of forward (with the loss), backward and the optimizer step, and a function
-    that runs one whole step (for the profiler)."""
+# The AdamW forms timed: mixit's own (``make_optimizer``), then with each of torch's options.
+ADAMW_FORMS = {"own": {}, "fused": {"fused": True}, "foreach": {"foreach": True}}
+
+
+def adamw_form(optimizer: torch.optim.AdamW, form: str) -> torch.optim.AdamW:
+    """``optimizer``'s parameter groups and settings under AdamW's ``form`` (``ADAMW_FORMS``):
+    itself for mixit's own. A group's own ``foreach`` and ``fused`` keys would override the
+    constructor's, so they are left out of the copies."""
+    if not ADAMW_FORMS[form]:
+        return optimizer
+    options = ("foreach", "fused")
+    groups = [{k: v for k, v in g.items() if k not in options} for g in optimizer.param_groups]
+    return torch.optim.AdamW(groups, **ADAMW_FORMS[form])
+
+
+def _phases(config: RunConfig, rounds: int, form: str) -> tuple[dict[str, float], Any]:
+    """Median ms of forward (with the loss), backward and the optimizer step of AdamW's
+    ``form`` (``ADAMW_FORMS``), and a function that runs one whole step (for the profiler)."""
     device = torch.device("cpu")
     model = mixit_model(config, config.model.block_size, device)
-    optimizer = make_optimizer(model, config)
-    if fused:
-        optimizer = torch.optim.AdamW(optimizer.param_groups, fused=True)
+    optimizer = adamw_form(make_optimizer(model, config), form)
     generator = torch.Generator().manual_seed(0)
     shape = (config.train.batch_size, config.model.block_size + 1)
     tokens = torch.randint(0, config.model.vocab_size, shape, generator=generator)
@@ -118,8 +133,9 @@ def preset_rows(tasks: Sequence[str] = TINY_TASKS, rounds: int = 10) -> JSONObje
     for task in tasks:
         config = preset_config(task)
         m, batch = config.model, config.train.batch_size
-        phases, step = _phases(config, rounds, fused=False)
-        fused, _ = _phases(config, rounds, fused=True)
+        phases, step = _phases(config, rounds, "own")
+        fused, _ = _phases(config, rounds, "fused")
+        foreach, _ = _phases(config, rounds, "foreach")
         seconds = sum(phases.values()) / 1000
         tokens_per_s = batch * m.block_size / seconds
         flops = flops_per_token(config, m.block_size)
@@ -131,6 +147,7 @@ def preset_rows(tasks: Sequence[str] = TINY_TASKS, rounds: int = 10) -> JSONObje
                 mfu=tokens_per_s * flops / (peaks[config.train.precision] * 1e9),
                 forward_ms=phases["forward"], backward_ms=phases["backward"],
                 optimizer_ms=phases["optimizer"], fused_optimizer_ms=fused["optimizer"],
+                foreach_optimizer_ms=foreach["optimizer"],
                 matmul_share=_matmul_share(step),
             )
         )  # fmt: skip
@@ -141,17 +158,18 @@ def format_presets(result: JSONObject) -> str:
     """The table ``mixit bench --presets`` prints."""
     lines = [
         f"{'preset':<13} {'shape':<24} {'tokens/s':>9} {'MFU':>6} {'fwd ms':>7} {'bwd ms':>7} "
-        f"{'opt ms':>7} {'fused':>7} {'matmul':>7}"
+        f"{'opt ms':>7} {'fused':>7} {'foreach':>7} {'matmul':>7}"
     ]
     for r in result["rows"]:
         shape = f"n={r['n_embd']} L={r['n_layer']} T={r['seq_len']} B={r['batch']}"
         lines.append(
             f"{r['preset']:<13} {shape:<24} {r['tokens_per_s']:>9,.0f} {r['mfu']:>6.1%} "
             f"{r['forward_ms']:>7.1f} {r['backward_ms']:>7.1f} {r['optimizer_ms']:>7.2f} "
-            f"{r['fused_optimizer_ms']:>7.2f} {r['matmul_share']:>7.1%}"
+            f"{r['fused_optimizer_ms']:>7.2f} {r['foreach_optimizer_ms']:>7.2f} "
+            f"{r['matmul_share']:>7.1%}"
         )
     lines.append(
-        "(fused: AdamW's step with fused=True; matmul: mm/addmm/bmm share of the forward and "
-        "backward operators' self time)"
+        "(fused, foreach: AdamW's step with fused=True, foreach=True; matmul: mm/addmm/bmm "
+        "share of the forward and backward operators' self time)"
     )
     return "\n".join(lines)
