@@ -31,7 +31,8 @@ def test_tuning_adds_a_range_from_the_grid_to_every_extension_and_doubling():
     line = tuning_estimate_line(plain)
     assert (
         "about 18 s one run after another from the grid alone, each trial stopping as early as "
-        f"its stop rule allows, up to {duration(plain.most)}" in line
+        "its stop rule allows (about what the committed tuned suites spent in all, "
+        f"docs/cost.md), up to {duration(plain.most)}" in line
     )
     estimate = {"task": "t", "preset": "tiny", "device": "here", "rows": rows, "jobs": 1}
     estimate |= {"total_seconds": 30.0, "wall_seconds": 30.0}

@@ -220,7 +220,8 @@ def tuning_estimate_line(cost: TuningCost, max_hours: float | None = None) -> st
         return f"tuning adds nothing: {done} (verdict runs priced at their tuned config)"
     line = (
         f"plus tuning (docs/tuning.md): about {duration(cost.least)} one run after another from "
-        f"the grid alone, each trial stopping as early as its stop rule allows, up to "
+        f"the grid alone, each trial stopping as early as its stop rule allows (about what "
+        f"the committed tuned suites spent in all, docs/cost.md), up to "
         f"{duration(cost.most)} if every model extends its grid to the bound and doubles its "
         f"budget to the cap ({BUDGET_CAP}x, the verdict runs too)"
     )
