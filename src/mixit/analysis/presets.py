@@ -128,6 +128,8 @@ def _matmul_share(step: Any) -> float:
 
 def preset_rows(tasks: Sequence[str] = TINY_TASKS, rounds: int = 10) -> JSONObject:
     """The JSON of ``mixit bench --presets``: the CPU's matmul peaks and one row per task."""
+    for task in tasks:  # an unknown task is refused before anything is measured
+        get_task(task)
     peaks = matmul_peaks(torch.device("cpu"))
     rows: list[PresetRow] = []
     for task in tasks:
