@@ -149,8 +149,8 @@ def _train_together(opened: dict[int, tuple[RunLoop, range]]) -> None:
     stack = Stack([loops[index].training.model for index in active])
     first = loops[active[0]].training
     bar = progress_bar(mode="off")  # a group's runs show no bar of their own
-    share = ThreadShare.on(first.device)  # one thread while the cores are shared
-    try:
+    # One thread while the cores are shared.
+    with ThreadShare.on(first.device) as share:
         while active:
             batches = [loops[index].training.batch() for index in active]
             inputs = torch.stack([x for x, _ in batches])  # (M, B, T)
@@ -176,8 +176,6 @@ def _train_together(opened: dict[int, tuple[RunLoop, range]]) -> None:
                 if active:
                     stack.keep(kept)
             share.tick()
-    finally:
-        share.restore()
     bar.close()
 
 

@@ -51,3 +51,9 @@ class ThreadShare:
         """The threads given, for whatever this process trains next."""
         if self.watch is not None:
             torch.set_num_threads(self.given)
+
+    def __enter__(self) -> ThreadShare:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()

@@ -69,14 +69,11 @@ def run(
         desc=f"{config.task_name}/{config.variant} seed {config.seed}",
         unit="step",
     )
-    share = ThreadShare.on(loop.training.device)
-    try:
+    with ThreadShare.on(loop.training.device) as share:
         for step in bar:
             if loop.after_step(step, *loop.training.step(), bar):
                 break
             share.tick()
-    finally:
-        share.restore()
     bar.close()
     summary = close_run(loop)
     ranks.close()
