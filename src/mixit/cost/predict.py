@@ -241,13 +241,47 @@ class Shape:
     eval_tokens: int
 
 
-def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape]]:
-    """Per key, the config filled in from its task's data (vocabulary, block size) and its
-    ``Shape``. The data are built once per task config (the seed does not change their
-    shape)."""
+@dataclass(frozen=True)
+class DataShape:
+    """What a prediction reads of a task config's data: the row length, the vocabulary, the
+    share of positions scored, the rows of each split, and whether the test split is the
+    training set."""
+
+    seq_len: int
+    vocab_size: int
+    scored: float
+    test_rows: int
+    train_rows: int
+    test_is_train: bool
+
+
+# The data of a task config are built once per process to read their shape (the seed does
+# not change it); estimating a plan again (another --jobs, another precision) reads it here.
+_DATA_SHAPES: dict[str, DataShape] = {}
+
+
+def data_shape(config: RunConfig) -> DataShape:
+    """``DataShape`` of ``config``'s task data, built once per task config."""
     import json
 
-    built: dict[str, Any] = {}
+    task = dataclasses.asdict(config.task)
+    task_key = json.dumps([config.task_name, task], sort_keys=True, default=str)
+    if task_key not in _DATA_SHAPES:
+        data = get_task(config.task_name).make_data(config.task, 0)
+        _DATA_SHAPES[task_key] = DataShape(
+            seq_len=data.train.inputs.shape[1],
+            vocab_size=data.vocab_size,
+            scored=float((data.train.targets != IGNORE_INDEX).float().mean()),
+            test_rows=len(data.test.inputs),
+            train_rows=len(data.train.inputs),
+            test_is_train=data.test_is_train,
+        )
+    return _DATA_SHAPES[task_key]
+
+
+def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape]]:
+    """Per key, the config filled in from its task's data (vocabulary, block size) and its
+    ``Shape``. The data are built once per task config (``data_shape``)."""
     out = {}
     for key, config in configs.items():
         spec = get_task(config.task_name)
@@ -260,19 +294,13 @@ def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape
                 Shape(seq_len, scored, eval_rows * seq_len),
             )
             continue
-        task = dataclasses.asdict(config.task)
-        task_key = json.dumps([config.task_name, task], sort_keys=True, default=str)
-        if task_key not in built:
-            built[task_key] = get_task(config.task_name).make_data(config.task, 0)
-        data = built[task_key]
-        seq_len = data.train.inputs.shape[1]
-        filled = _filled(config, data.vocab_size, seq_len)
-        scored = float((data.train.targets != IGNORE_INDEX).float().mean())
+        data = data_shape(config)
+        filled = _filled(config, data.vocab_size, data.seq_len)
         limit = config.train.eval_examples
-        rows = min(limit, len(data.test.inputs))
-        if get_task(config.task_name).exact_match and not data.test_is_train:
-            rows += min(limit, len(data.train.inputs))
-        out[key] = (filled, Shape(seq_len, scored, rows * seq_len))
+        rows = min(limit, data.test_rows)
+        if spec.exact_match and not data.test_is_train:
+            rows += min(limit, data.train_rows)
+        out[key] = (filled, Shape(data.seq_len, data.scored, rows * data.seq_len))
     return out
 
 
