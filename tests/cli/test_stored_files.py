@@ -154,6 +154,24 @@ def test_a_damaged_stored_file_is_a_result_or_one_line_and_nothing_changed(
         assert _files(copy) == before
 
 
+def test_an_axis_value_that_lacks_a_models_reading_is_one_line(copies, tmp_path):
+    """Damage hypothesis found once: a model named in the axis's break points and missing
+    from one value's litmus rows."""
+    stored = STORED["axis.json"]
+    copy = tmp_path / stored.output
+    shutil.copytree(copies[stored.output], copy)
+    target = copy / stored.name
+    result = json.loads(target.read_text())
+    point = result["points"][1]["compare"]["litmus"]
+    point["rows"] = [row for row in point["rows"] if row["model"] != "mixit"]
+    target.write_text(json.dumps(result))
+    before, err = _files(copy), io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main(stored.argv(copy)) == 2
+    assert "Traceback" not in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1
+    assert _files(copy) == before
+
+
 @settings(max_examples=8, deadline=None)
 @given(frozen=JSON_VALUES)
 def test_an_exported_configs_frozen_groups_give_the_model_or_one_usage_error(frozen):

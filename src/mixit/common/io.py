@@ -205,7 +205,16 @@ def staged(out: Path) -> Iterator[Path]:
 
 # What a stored file of the right types but inconsistent with itself (a model in one list and
 # not another, lists of different lengths) raises when a report reads it.
-READ_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError)
+# StopIteration: a row that one part of a file names and another part lacks (``next``).
+READ_ERRORS = (
+    KeyError,
+    IndexError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    ZeroDivisionError,
+    StopIteration,
+)
 
 
 @contextlib.contextmanager
