@@ -21,41 +21,35 @@ from mixit.cli.options import (
     dotted_overrides,
     margin,
     model_names,
-    refuse_tuning_along,
     seed_count,
     tune_choice,
 )
-from mixit.common.errors import UsageError
 from mixit.common.io import read_json
 from mixit.config.overrides import Setting, Settings
-from mixit.models.variants import HYBRID_SYNTAX, SPECTRUM, VARIANTS
+from mixit.models.variants import HYBRID_SYNTAX
 from mixit.running.launchers import Launch
-from mixit.study.axis import along_axis, format_axis, parse_axis
-from mixit.study.compare import run_study, settings_to_tune
+from mixit.study.axis import along_axis, format_axis
+from mixit.study.compare import run_study
 from mixit.study.comparison import ComparisonResult
 from mixit.study.draws import (
     FROZEN_KEY,
     along_draws,
-    check_frozen_seed,
     draw_seeds,
     format_draws,
-    keeps_a_draw,
 )
 from mixit.study.estimate import estimate_study
 from mixit.study.explain import explain, format_explanation, write_explanation
 from mixit.study.extend import MAX_HOURS
 from mixit.study.litmus import undecided_by_interval
 from mixit.study.per_layer import (
-    REFERENCE,
     format_necessity,
     necessity_map,
-    per_layer_models,
     write_necessity,
 )
 from mixit.study.plan import Study
+from mixit.study.request import CompareRequest, plan_compare
 from mixit.study.results import read_results_csv
 from mixit.study.table import format_table
-from mixit.training.resolve import resolve_config
 
 
 def add(commands: Any) -> None:
@@ -123,44 +117,9 @@ def default_out(args: argparse.Namespace) -> str:
     return f"runs/compare/{args.task}"
 
 
-def chosen_models(args: argparse.Namespace, depth: int | None) -> list[str]:
-    """``--models``, the paper's five, or ``--per-layer``'s placements at the task's
-    ``depth``."""
-    if args.per_layer is None or depth is None:
-        return model_names(",".join(SPECTRUM) if args.models is None else args.models)
-    if args.models is not None or args.axis is not None:
-        raise UsageError("--per-layer chooses its own models; leave out --models and --axis")
-    others = [name for name in VARIANTS if name != REFERENCE]
-    if args.per_layer not in others:
-        raise UsageError(f"--per-layer {args.per_layer}: name one of {', '.join(others)}")
-    return per_layer_models(args.per_layer, depth)
-
-
-def task_depth(args: argparse.Namespace, overrides: Mapping[str, Setting]) -> int:
-    """The number of layers the task's runs have at this preset with these settings."""
-    config = resolve_config(args.task, REFERENCE, args.preset, args.seed, dict(overrides))
-    return config.model.n_layer
-
-
-def check_draws(args: argparse.Namespace, models: Sequence[str], overrides: Settings) -> None:
-    """``--frozen-draws`` crosses draws with seeds on one comparison that has a model keeping
-    a draw, and sets the frozen seed itself."""
-    if args.frozen_draws is None:
-        return
-    if args.frozen_draws < 2:
-        raise UsageError(f"--frozen-draws {args.frozen_draws}: give 2 or more draws to compare")
-    if args.axis is not None or args.per_layer is not None:
-        raise UsageError("--frozen-draws reads one comparison: leave out --axis and --per-layer")
-    if FROZEN_KEY in overrides:
-        raise UsageError(f"--frozen-draws sets {FROZEN_KEY} for each draw: leave out the override")
-    if not any(keeps_a_draw(model) for model in models):
-        raise UsageError(
-            f"--frozen-draws: none of {', '.join(models)} keeps a random draw untrained "
-            "(mixit, frozen-qk, frozen-mlp and random do)"
-        )
-
-
-def compare_study(args: argparse.Namespace, models: Sequence[str], overrides: Settings) -> Study:
+def compare_study(
+    args: argparse.Namespace, models: Sequence[str] | None, overrides: Settings
+) -> Study:
     """The study that `compare`'s options name. An estimate prices its runs here or for
     ``--target`` without launching them: of the launch, its jobs alone matter, and the other
     launch options are not checked."""
@@ -196,14 +155,14 @@ def shown(study: Study, key: str) -> Callable[[Path, dict[str, Setting]], Compar
     return compare_at
 
 
-def compare_draws(args: argparse.Namespace, study: Study) -> int:
+def compare_draws(args: argparse.Namespace, study: Study, draws: int) -> int:
     """``--frozen-draws K``: the comparison under each draw, the reading over them, and the
     command that would decide what a draw left open."""
     out, draw_each = study.out, shown(study, FROZEN_KEY)
-    print(format_draws(along_draws(args.frozen_draws, out, dict(study.overrides), draw_each)))
+    print(format_draws(along_draws(draws, out, dict(study.overrides), draw_each)))
     # A draw left open by a run still rising decides under --extend, as one comparison
     # does; every draw runs the same command.
-    opened = (out / f"draw-{seed}" / "compare.json" for seed in draw_seeds(args.frozen_draws))
+    opened = (out / f"draw-{seed}" / "compare.json" for seed in draw_seeds(draws))
     if any(next_step(read_json(path, str(path))) == EXTEND for path in opened):
         print(f"next, to decide what is open: mixit {with_step(args.argv, EXTEND)}")
     print(f"results: {out}/draws.json", file=sys.stderr)
@@ -212,38 +171,38 @@ def compare_draws(args: argparse.Namespace, study: Study) -> int:
 
 def run(args: argparse.Namespace) -> int:
     overrides = dotted_overrides(args)
-    depth = None if args.per_layer is None else task_depth(args, overrides)
-    models = chosen_models(args, depth)
-    refuse_tuning_along(args, settings_to_tune(tune_choice(args), overrides))
-    check_draws(args, models, overrides)
-    check_frozen_seed(models, overrides)
-    if args.explain and (args.axis is not None or args.frozen_draws is not None):
-        raise UsageError("--explain reads one comparison: leave out --axis and --frozen-draws")
-    axis = None if args.axis is None else parse_axis(args.axis, args.task, args.preset, overrides)
-    study = compare_study(args, models, overrides)
+    models = None if args.models is None else model_names(args.models)
+    request = plan_compare(
+        compare_study(args, models, overrides),
+        axis=args.axis,
+        per_layer=args.per_layer,
+        draws=args.frozen_draws,
+        explain=args.explain,
+    )
+    study, axis = request.study, request.axis
     if args.estimate:
-        print(estimate_study(study, args.target, axis, args.frozen_draws))
+        print(estimate_study(study, args.target, axis, request.draws))
         return 0
-    if args.frozen_draws is not None:
-        return compare_draws(args, study)
+    if request.draws is not None:
+        return compare_draws(args, study, request.draws)
     if axis is not None:
-        print(format_axis(along_axis(axis, study.out, overrides, shown(study, axis.key))))
+        print(format_axis(along_axis(axis, study.out, study.overrides, shown(study, axis.key))))
         print(f"results: {study.out}/axis.json", file=sys.stderr)
         return 0
-    return compare_once(args, study, depth)
+    return compare_once(args, request)
 
 
-def compare_once(args: argparse.Namespace, study: Study, depth: int | None) -> int:
+def compare_once(args: argparse.Namespace, request: CompareRequest) -> int:
     """One comparison, its table, and what ``--per-layer`` and ``--explain`` read of it."""
-    out = study.out
-    result = run_study(study)
+    out = request.study.out
+    result = run_study(request.study)
     print(format_table(result))
-    if args.per_layer is not None and depth is not None:
-        found = necessity_map(result, args.per_layer, depth)
+    if request.per_layer is not None and request.depth is not None:
+        found = necessity_map(result, request.per_layer, request.depth)
         write_necessity(found, out)
         print(format_necessity(found))
         print(f"necessity map: {out}/necessity.png", file=sys.stderr)
-    if args.explain:
+    if request.explain:
         explained = explain(result, read_results_csv(out / "results.csv"))
         if explained is None:
             print("explained: no variant falls short, so nothing to explain")

@@ -160,16 +160,6 @@ class GivenOnce(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def refuse_tuning_along(args: argparse.Namespace, tunes: list[str]) -> None:
-    """``--axis train.lr`` with a tuning of the rate: the tuning would overwrite each value."""
-    key = (args.axis or "").split("=", 1)[0].strip()
-    if key == "train.lr" and "lr" in tunes:
-        raise UsageError(
-            "--axis train.lr sets the learning rate that the tuning would choose; add "
-            "--no-tune, or walk another key"
-        )
-
-
 def add_arch_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--arch",

@@ -21,7 +21,6 @@ from mixit.cli.options import (
     dotted_overrides,
     model_names,
     names,
-    refuse_tuning_along,
     seed_count,
     tune_choice,
 )
@@ -38,6 +37,7 @@ from mixit.study.estimate import (
     tuning_seconds,
 )
 from mixit.study.litmus import AUTO, AUTO_SEEDS
+from mixit.study.request import check_tuning_along
 from mixit.study.suite import suite, suite_tasks
 from mixit.study.suite_axis import axis_tasks, suite_along
 
@@ -128,7 +128,7 @@ def estimate(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    refuse_tuning_along(args, settings_to_tune(tune_choice(args), dotted_overrides(args)))
+    check_tuning_along(args.axis, settings_to_tune(tune_choice(args), dotted_overrides(args)))
     if args.estimate:
         print(estimate(args))
         return 0

@@ -72,7 +72,15 @@ class Axis:
 
 def parse_axis(text: str, task: str, preset: str, overrides: Settings) -> Axis:
     """``KEY=v1,v2,...``, ``default`` (the task's own knob around its preset's value) or
-    ``auto`` (that knob doubled from the preset's value until the models separate)."""
+    ``auto`` (that knob doubled from the preset's value until the models separate), once every
+    value of it is checked (``checked``)."""
+    axis, leave_out = asked_axis(text, task, preset, overrides)
+    return checked(axis, task, preset, overrides, leave_out)
+
+
+def asked_axis(text: str, task: str, preset: str, overrides: Settings) -> tuple[Axis, bool]:
+    """The axis ``text`` asks for, before its values are checked, and whether the task's
+    refusal of its smallest values leaves them out (``--axis default``) or fails."""
     if text in ("default", "auto"):
         spec = get_task(task)
         key = spec.axis
@@ -87,12 +95,10 @@ def parse_axis(text: str, task: str, preset: str, overrides: Settings) -> Axis:
                 "custom: with its task.generator), or give --axis KEY=v1,v2,..."
             )
         if text == "auto":
-            doubled = Axis(key, tuple(base * 2**k for k in range(AUTO_DOUBLINGS + 1)), True)
-            return checked(doubled, task, preset, overrides)
+            return Axis(key, tuple(base * 2**k for k in range(AUTO_DOUBLINGS + 1)), True), False
         if preset in spec.axis_values:
-            return checked(Axis(key, tuple(spec.axis_values[preset])), task, preset, overrides)
-        values = sorted({max(1, round(base * f)) for f in DEFAULT_FACTORS})
-        return checked(Axis(key, tuple(values)), task, preset, overrides, leave_out=True)
+            return Axis(key, tuple(spec.axis_values[preset])), False
+        return Axis(key, tuple(sorted({max(1, round(base * f)) for f in DEFAULT_FACTORS}))), True
     if "=" not in text:
         raise UsageError(f"--axis '{text}' is not KEY=v1,v2,... or default")
     ((key, raw),) = parse_overrides([text]).items()
@@ -111,7 +117,7 @@ def parse_axis(text: str, task: str, preset: str, overrides: Settings) -> Axis:
             f"--axis {key} and the override {key}={overrides[key]} disagree (an override of the "
             "axis's key must be one of its values)"
         )
-    return checked(Axis(key, values), task, preset, overrides)
+    return Axis(key, values), False
 
 
 def _same(given: Any, value: str) -> bool:
