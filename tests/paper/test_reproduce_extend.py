@@ -41,6 +41,9 @@ class _Experiment:
     def plan(self, scale, seeds):
         return [Run(TASK, "standard", 0)]
 
+    def trained(self, scale, seeds):
+        return self.plan(scale, seeds)
+
 
 def _planted(monkeypatch, open_rounds, seconds=10.0):
     """Families open for the first ``open_rounds`` judgements, then none."""

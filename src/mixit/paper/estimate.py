@@ -11,7 +11,7 @@ from typing import Any
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import GIB, Timing, fewest_pieces, get_target
 from mixit.paper.ablation import plan_ablation, selection
-from mixit.paper.runner import plan_reproduction, tuning_groups
+from mixit.paper.runner import plan_reproduction, runs_trained, tuning_groups
 from mixit.running.runs import run_dir_name
 from mixit.running.workers import worker_threads
 from mixit.study.experiment import Experiment, Reproduction, Run
@@ -34,9 +34,7 @@ def estimate_reproduction(
     """
     experiments, configs = plan_reproduction(names, how)
     dir_names = {run: run_dir_name(config) for run, config in configs.items()}
-    groups = {
-        e.name: {dir_names[run] for run in e.plan(how.scale, how.seed_range)} for e in experiments
-    }
+    groups = {e.name: {dir_names[run] for run in runs_trained(e, how)} for e in experiments}
     planned: dict[Any, RunConfig] = dict(configs)
     budgets: dict[str, float] = {}
     if how.tune:

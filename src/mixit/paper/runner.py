@@ -40,7 +40,7 @@ from mixit.study.timing import (
     experiment_seconds,
     stops_note,
 )
-from mixit.study.tuned_presets import capped_groups, identity, with_choices
+from mixit.study.tuned_presets import capped_groups, identity, uncovered, with_choices
 from mixit.training.resolve import validate
 from mixit.tuning import halving, rules
 from mixit.tuning.presets import choices, presets_label, tuned_presets
@@ -87,17 +87,30 @@ def plan_reproduction(
     configs = {
         run: run.config(scale, how.overrides, tuned)
         for e in experiments
-        for run in e.plan(scale, seeds)
+        for run in e.trained(scale, seeds)
     }
+    trained = {run for e in experiments for run in runs_trained(e, how)}
+    configs = {run: config for run, config in configs.items() if run in trained}
     if presets_apply(how):
         # What the user set, on the command line or in best.json, wins over the presets.
         kept = {run: [*how.overrides, *tuned.get((run.task, run.model), {})] for run in configs}
-        covered = {run for e in experiments if e.tuned_presets for run in e.plan(scale, seeds)}
+        covered = {run for e in experiments if e.tuned_presets for run in e.trained(scale, seeds)}
         chosen = with_choices(
             {r: c for r, c in configs.items() if r in covered}, tuned_presets(scale), scale, kept
         )
         configs = {run: chosen.get(run, config) for run, config in configs.items()}
     return experiments, configs
+
+
+def runs_trained(experiment: Experiment, how: Reproduction) -> list[Run]:
+    """The runs ``reproduce`` trains for ``experiment``: its plan, and its rows past the
+    paper's where they can be tuned: always when the call tunes (or trains untuned), under the
+    scale's tuned presets only where they cover every one of them (docs/reproduce.md)."""
+    planned = experiment.plan(how.scale, how.seed_range)
+    beyond = experiment.beyond(how.scale, how.seed_range)
+    if beyond and presets_apply(how) and uncovered(beyond, how.scale):
+        return planned
+    return [*planned, *beyond]
 
 
 def planned_configs(
@@ -130,7 +143,7 @@ def tuning_groups(
     inits_of: dict[Run, tuple[str, ...]] = {}
     experiments_of: dict[Run, list[str]] = {}
     for e in experiments:
-        for run in e.plan(how.scale, how.seed_range):
+        for run in e.trained(how.scale, how.seed_range):
             inits_of[run] = e.tune_inits
             experiments_of.setdefault(run, []).append(e.name)
     groups: dict[TuningGroup, list[Run]] = {}
@@ -249,9 +262,7 @@ def reproduce(names: Sequence[str], how: Reproduction, train: bool = True) -> li
     # The summaries, and results.csv's rows of runs that are gone: the references' check.
     recorded = recorded_summaries(out, configs, summaries)
     for experiment in experiments:
-        timing[experiment.name] = experiment_seconds(
-            experiment.plan(how.scale, how.seed_range), summaries
-        )
+        timing[experiment.name] = experiment_seconds(runs_trained(experiment, how), summaries)
         judged += _judge(
             experiment, how, configs, (summaries, recorded), setting, train, timing, earlier
         )
@@ -286,7 +297,7 @@ def _judge(
     stops = stops_note(timing[experiment.name])
     changed = changed_settings_note(setting)
     header = report_header(experiment, scale, seed_range, construction, changed, stops)
-    missing = sum(run not in summaries for run in planned)
+    missing = sum(run not in summaries for run in runs_trained(experiment, how))
     rereads = (missing or not planned) and not train  # --no-train measures nothing either
     again = rejudged(experiment, folder, setting) if rereads else None
     if again is not None:

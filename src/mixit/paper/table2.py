@@ -11,6 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from mixit.common.plots import bar_plot
+from mixit.paper.beyond import (
+    column,
+    plan_beyond,
+    reading,
+    reading_lines,
+    trained_beyond,
+    with_beyond,
+)
 from mixit.paper.claims import judged, paired, per_seed
 from mixit.study.experiment import (
     Claim,
@@ -41,6 +49,15 @@ def plan(scale: str, seeds: range) -> list[Run]:
     return [run for dataset in DATASETS[scale] for run in _runs(scale, dataset, seeds)]
 
 
+def beyond_runs(scale: str, dataset: str, seeds: range) -> list[Run]:
+    return plan_beyond("lm", seeds, scale, {"task.dataset": dataset})
+
+
+def beyond(scale: str, seeds: range) -> list[Run]:
+    """Frozen-MLP on each dataset, past the paper's rows (``mixit.paper.beyond``)."""
+    return [run for dataset in DATASETS[scale] for run in beyond_runs(scale, dataset, seeds)]
+
+
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C4 on the scale's first dataset: standard < Frozen-QK < MixiT in log perplexity, Frozen-QK
     the closer to standard."""
@@ -61,15 +78,20 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
 def report(
     scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
 ) -> Report:
-    results, rows = {}, []
+    results, rows, read = {}, [], {}
+    extra = trained_beyond(summaries, beyond(scale, seeds))
+    shown = (*MODELS, *extra)
     for dataset in DATASETS[scale]:
-        log_ppl = by_model(summaries, _runs(scale, dataset, seeds), "log_ppl")
+        planned = runs("lm", shown, seeds, scale, {"task.dataset": dataset})
+        log_ppl = by_model(summaries, planned, "log_ppl")
         results[dataset] = log_ppl
+        if extra:
+            read[dataset] = reading("lm", summaries, planned, seeds)
         paper = PAPER.get(dataset, {})
-        rows.append([dataset, *(f"{paper.get(m, '-')} / {mean_std(log_ppl[m])}" for m in MODELS)])
+        rows.append([dataset, *(f"{paper.get(m, '-')} / {mean_std(log_ppl[m])}" for m in shown)])
         if paper:  # log perplexity: the gap in nats, and as a factor of perplexity
             gaps = (nats_from_paper(mean(log_ppl[m]), paper.get(m)) for m in MODELS)
-            rows.append([f"{dataset}: ours against the paper", *gaps])
+            rows.append([f"{dataset}: ours against the paper", *gaps, *("-" for _ in extra)])
         bar_plot(
             out / f"{dataset}.png",
             log_ppl,
@@ -81,11 +103,12 @@ def report(
             "Test log perplexity (nats per token), paper / ours (lower is better). The paper's "
             "numbers are for its datasets at width 512, 12 layers; ours for the dataset in the "
             "row. " + settings_note(scale, ["lm"]) + seeds_note(seeds),
-            markdown_table(["dataset", *MODELS], rows),
+            markdown_table(["dataset", *map(column, shown)], rows),
             " ".join(f"![{d}]({d}.png)" for d in DATASETS[scale]),
+            *reading_lines(read),
         ]
     )
-    return Report(markdown, results, judge(results))
+    return Report(markdown, with_beyond(results, read), judge(results))
 
 
-EXPERIMENT = Experiment("table2", "Table 2: language modeling", plan, report, judge)
+EXPERIMENT = Experiment("table2", "Table 2: language modeling", plan, report, judge, beyond=beyond)

@@ -6,6 +6,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mixit.paper.beyond import (
+    column,
+    plan_beyond,
+    reading,
+    reading_lines,
+    trained_beyond,
+    with_beyond,
+)
 from mixit.paper.claims import judged, margin, paired, per_seed
 from mixit.study.experiment import (
     Claim,
@@ -38,6 +46,11 @@ def plan(scale: str, seeds: range) -> list[Run]:
     return [run for task in TASKS for run in runs(task, MODELS, seeds, scale)]
 
 
+def beyond(scale: str, seeds: range) -> list[Run]:
+    """Frozen-MLP on each task, past the paper's rows (``mixit.paper.beyond``)."""
+    return [run for task in TASKS for run in plan_beyond(task, seeds, scale)]
+
+
 def judge(results: Mapping[str, Any]) -> list[Claim]:
     """C5: on each of its tasks MixiT is within the claim's margin of standard."""
     gap = results["mixit_minus_standard"]
@@ -54,18 +67,22 @@ def judge(results: Mapping[str, Any]) -> list[Claim]:
 def report(
     scale: str, seeds: range, summaries: Summaries, out: Path, overrides: Overrides
 ) -> Report:
-    accuracy = {
-        task: by_model(summaries, runs(task, MODELS, seeds, scale), "test_accuracy")
-        for task in TASKS
-    }
+    extra = trained_beyond(summaries, beyond(scale, seeds))
+    shown = (*MODELS, *extra)
+    planned = {task: runs(task, shown, seeds, scale) for task in TASKS}
+    accuracy = {task: by_model(summaries, planned[task], "test_accuracy") for task in TASKS}
     rows = []
     for task in TASKS:
-        rows.append(
-            [task, *(f"{percent(PAPER[task][m])} / {mean_std(accuracy[task][m])}" for m in MODELS)]
+        paper = PAPER[task]
+        cells = (
+            f"{percent(paper[m]) if m in paper else '-'} / {mean_std(accuracy[task][m])}"
+            for m in shown
         )
-        gaps = (points_from_paper(mean(accuracy[task][m]), PAPER[task][m]) for m in MODELS)
-        rows.append([f"{task}: ours against the paper", *gaps])
+        rows.append([task, *cells])
+        gaps = (points_from_paper(mean(accuracy[task][m]), paper[m]) for m in MODELS)
+        rows.append([f"{task}: ours against the paper", *gaps, *("-" for _ in extra)])
     gap = {t: mean(accuracy[t]["mixit"]) - mean(accuracy[t]["standard"]) for t in C5_TASKS}
+    read = {task: reading(task, summaries, planned[task], seeds) for task in TASKS if extra}
     markdown = "\n\n".join(
         [
             "Test accuracy, paper / ours. Memorization is scored on the pairs it memorized and "
@@ -73,11 +90,12 @@ def report(
             "Table 3 column); sentiment is Rotten Tomatoes offline, Yelp in the paper. "
             + settings_note(scale, TASKS)
             + seeds_note(seeds),
-            markdown_table(["task", *MODELS], rows),
+            markdown_table(["task", *map(column, shown)], rows),
             "MixiT minus standard: " + ", ".join(f"{t} {v:+.3f}" for t, v in gap.items()),
+            *reading_lines(read),
         ]
     )
-    results = {"accuracy": accuracy, "mixit_minus_standard": gap}
+    results = with_beyond({"accuracy": accuracy, "mixit_minus_standard": gap}, read)
     return Report(markdown, results, judge(results))
 
 
@@ -93,4 +111,5 @@ EXPERIMENT = Experiment(
     report,
     judge,
     headlines=headlines,
+    beyond=beyond,
 )

@@ -329,6 +329,10 @@ def no_headlines(scale: str, seeds: range) -> dict[str, list[Headline]]:
     return {}
 
 
+def plans_nothing(scale: str, seeds: range) -> list[Run]:
+    return []
+
+
 @dataclass(frozen=True)
 class Experiment:
     """``plan(scale, seeds)`` lists the runs (``seeds``: a range of seed numbers);
@@ -357,6 +361,13 @@ class Experiment:
     # experiment outside it (the width questions) trains at the task presets' rates, or is
     # tuned by `--tune lr`, and says so (docs/width.md).
     tuned_presets: bool = True
+    # Rows past the paper's (Frozen-MLP beside Tables 2 and 3, issue #105): trained, priced,
+    # extended and reported with the plan; no claim reads them.
+    beyond: Callable[[str, range], list[Run]] = plans_nothing
+
+    def trained(self, scale: str, seeds: range) -> list[Run]:
+        """The runs it trains: its plan, then its rows past the paper's."""
+        return [*self.plan(scale, seeds), *self.beyond(scale, seeds)]
 
 
 _TEST_SPLITS: dict[tuple[str, str, int], Split] = {}

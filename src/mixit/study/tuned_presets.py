@@ -18,7 +18,7 @@ from mixit.common.errors import UsageError
 from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig
 from mixit.study.experiment import Run
-from mixit.tuning.presets import GroupKey, tuned_rows
+from mixit.tuning.presets import GroupKey, tuned_presets, tuned_rows
 from mixit.tuning.rules import capped_record
 
 
@@ -39,6 +39,22 @@ def capped_groups(scale: str) -> set[str]:
     }
 
 
+def choices_by_identity(
+    chosen: Mapping[GroupKey, Mapping[str, Any]], scale: str
+) -> dict[str, Mapping[str, Any]]:
+    """Each group's choice under the ``identity`` of the runs it covers."""
+    return {
+        identity(Run(task, model, 0, tuple(json.loads(overrides).items())), scale): choice
+        for (task, model, overrides), choice in chosen.items()
+    }
+
+
+def uncovered(runs: Iterable[Run], scale: str) -> set[Run]:
+    """The runs of ``runs`` that no group of the scale's tuned presets covers."""
+    covered = choices_by_identity(tuned_presets(scale), scale)
+    return {run for run in runs if identity(run, scale) not in covered}
+
+
 def with_choices(
     configs: Mapping[Run, RunConfig],
     chosen: Mapping[GroupKey, Mapping[str, Any]],
@@ -49,10 +65,7 @@ def with_choices(
     names (settings the user asked for, which win). A run finds its group by ``identity``;
     one that no group covers stops the plan before anything trains (``UsageError`` naming
     it), since training it at the task preset would judge it untuned without a word."""
-    by_identity = {
-        identity(Run(task, model, 0, tuple(json.loads(overrides).items())), scale): choice
-        for (task, model, overrides), choice in chosen.items()
-    }
+    by_identity = choices_by_identity(chosen, scale)
     result = {}
     for run, config in configs.items():
         found = by_identity.get(identity(run, scale))

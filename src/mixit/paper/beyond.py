@@ -1,0 +1,78 @@
+"""Rows past the paper's: Frozen-MLP beside the models of Tables 2 and 3, which the paper
+leaves out and its reviewers asked for (issue #105).
+
+Each report gives the row a column marked as beyond the paper, and reads it against the
+standard model by the litmus test's rules, as ``mixit compare`` reads a variant
+(``point_from_runs``): seed by seed on the same data, within the task's tolerance or beyond it,
+open where a run was still rising at its budget's end, and no reading at all where the
+standard model did not learn. No claim of the paper reads these rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from mixit.common.io import JSONObject
+from mixit.study.axis import point_from_runs
+from mixit.study.comparison import LitmusResult
+from mixit.study.experiment import Run, Summaries, runs
+from mixit.study.litmus import VERDICTS
+
+BEYOND = ("frozen-mlp",)
+REFERENCE = "standard"
+
+
+def column(model: str) -> str:
+    """A table's header for ``model``: a row past the paper's says so."""
+    return f"{model} (beyond the paper)" if model in BEYOND else model
+
+
+def plan_beyond(
+    task: str, seeds: range, scale: str, overrides: dict[str, str] | None = None
+) -> list[Run]:
+    """The runs of the rows past the paper's on ``task``, planned as the paper's rows are."""
+    return runs(task, BEYOND, seeds, scale, overrides)
+
+
+def trained_beyond(summaries: Summaries, planned: Sequence[Run]) -> tuple[str, ...]:
+    """The rows past the paper's whose runs of ``planned`` all finished: a reproduction under
+    a scale's tuned presets trains those the presets cover (``paper.runner``)."""
+    models = [model for model in BEYOND if any(run.model == model for run in planned)]
+    return tuple(m for m in models if all(run in summaries for run in planned if run.model == m))
+
+
+def reading(task: str, summaries: Summaries, planned: Sequence[Run], seeds: range) -> LitmusResult:
+    """The rows past the paper's on ``task`` read against the standard model, from
+    ``planned``'s runs in ``summaries`` (compare.json's ``litmus``)."""
+    by_model = {
+        model: [summaries[run] for run in planned if run.model == model]
+        for model in (REFERENCE, *BEYOND)
+    }
+    return point_from_runs(task, list(seeds), by_model)["litmus"]
+
+
+def reading_lines(read: Mapping[str, LitmusResult]) -> list[str]:
+    """The report's paragraph on the rows past the paper's: one line per task and row, its
+    verdict, difference and reading, or why the standard model could not be the reference
+    there; none where no row past the paper's trained (a report reads as it did before them)."""
+    if not read:
+        return []
+    lines = []
+    for task, litmus in read.items():
+        for cause in litmus.get("no_reference", []):
+            lines.append(f"- {task}: no reading, {cause}")
+        for row in litmus["rows"]:
+            why = f"; {row['why']}" if row.get("why") else ""
+            lines.append(
+                f"- {task}, {row['model']} against standard: {VERDICTS[row['matches']]} "
+                f"({row['difference']:+.3f}{why}): {row['reading']}"
+            )
+    return [
+        "Beyond the paper, each read by the litmus test as `compare` reads it:\n\n"
+        + "\n".join(lines)
+    ]
+
+
+def with_beyond(results: JSONObject, read: Mapping[str, LitmusResult]) -> JSONObject:
+    """``results`` with the rows past the paper's readings (``beyond``) where any trained."""
+    return {**results, "beyond": dict(read)} if read else dict(results)
