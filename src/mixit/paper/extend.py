@@ -80,7 +80,7 @@ def extended(
         return dict(configs)
     factor_of: dict[Run, int] = {}
     for experiment in experiments:
-        for run in experiment.trained(how.scale, how.seed_range):
+        for run in experiment.every_run(how.scale, how.seed_range):
             factor = factors.get(family(experiment.name, run.task), 1)
             factor_of[run] = max(factor, factor_of.get(run, 1))
     return {

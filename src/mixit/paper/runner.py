@@ -87,14 +87,14 @@ def plan_reproduction(
     configs = {
         run: run.config(scale, how.overrides, tuned)
         for e in experiments
-        for run in e.trained(scale, seeds)
+        for run in e.every_run(scale, seeds)
     }
     trained = {run for e in experiments for run in runs_trained(e, how)}
     configs = {run: config for run, config in configs.items() if run in trained}
     if presets_apply(how):
         # What the user set, on the command line or in best.json, wins over the presets.
         kept = {run: [*how.overrides, *tuned.get((run.task, run.model), {})] for run in configs}
-        covered = {run for e in experiments if e.tuned_presets for run in e.trained(scale, seeds)}
+        covered = {run for e in experiments if e.tuned_presets for run in e.every_run(scale, seeds)}
         chosen = with_choices(
             {r: c for r, c in configs.items() if r in covered}, tuned_presets(scale), scale, kept
         )
@@ -105,7 +105,7 @@ def plan_reproduction(
 def runs_trained(experiment: Experiment, how: Reproduction) -> list[Run]:
     """The runs ``reproduce`` trains for ``experiment``: its plan, and its rows past the
     paper's where they can be tuned: always when the call tunes (or trains untuned), under the
-    scale's tuned presets only where they cover every one of them (docs/reproduce.md)."""
+    scale's tuned presets only where they cover every one of them (docs/reviewers.md)."""
     planned = experiment.plan(how.scale, how.seed_range)
     beyond = experiment.beyond(how.scale, how.seed_range)
     if beyond and presets_apply(how) and uncovered(beyond, how.scale):
@@ -143,7 +143,7 @@ def tuning_groups(
     inits_of: dict[Run, tuple[str, ...]] = {}
     experiments_of: dict[Run, list[str]] = {}
     for e in experiments:
-        for run in e.trained(how.scale, how.seed_range):
+        for run in e.every_run(how.scale, how.seed_range):
             inits_of[run] = e.tune_inits
             experiments_of.setdefault(run, []).append(e.name)
     groups: dict[TuningGroup, list[Run]] = {}

@@ -365,8 +365,9 @@ class Experiment:
     # extended and reported with the plan; no claim reads them.
     beyond: Callable[[str, range], list[Run]] = plans_nothing
 
-    def trained(self, scale: str, seeds: range) -> list[Run]:
-        """The runs it trains: its plan, then its rows past the paper's."""
+    def every_run(self, scale: str, seeds: range) -> list[Run]:
+        """Every run it may train: its plan, then its rows past the paper's (which of them a
+        reproduction trains: ``mixit.paper.runner.runs_trained``)."""
         return [*self.plan(scale, seeds), *self.beyond(scale, seeds)]
 
 
