@@ -24,8 +24,15 @@ from mixit.paper.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.paper.runner import plan_reproduction
 from mixit.running.launchers import Launch
 from mixit.running.runs import list_schedule, run_dir_name
+from mixit.study.claim import (
+    NOT_RUN,
+)
 from mixit.study.compare import compare
-from mixit.study.experiment import NOT_RUN, SCALES, Reproduction, Run
+from mixit.study.experiment import (
+    SCALES,
+    Reproduction,
+    Run,
+)
 from mixit.study.results import read_results_csv
 from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 from mixit.training.scoring import correct_rows as rows

@@ -7,7 +7,14 @@ import pytest
 from mixit.cli import main
 from mixit.cli import reproduce as command
 from mixit.paper.seeds_auto import open_by_the_seeds, reproduce_until_decided
-from mixit.study.experiment import INCONCLUSIVE, REPRODUCED, Claim, Reproduction
+from mixit.study.claim import (
+    INCONCLUSIVE,
+    REPRODUCED,
+    Claim,
+)
+from mixit.study.experiment import (
+    Reproduction,
+)
 
 
 def _claim(verdict, undecided=(), unfinished=()):

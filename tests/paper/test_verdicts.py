@@ -13,7 +13,7 @@ from mixit.cli import main
 from mixit.paper import EXPERIMENTS, reproduce, table1, table2, table7, theorem21, throughput
 from mixit.paper.claims import FINDINGS, claim
 from mixit.paper.verdicts import changed_settings_note, claims_markdown
-from mixit.study.experiment import (
+from mixit.study.claim import (
     INCONCLUSIVE,
     NO_REFERENCE,
     NOT_REPRODUCED,
@@ -21,6 +21,8 @@ from mixit.study.experiment import (
     REPRODUCED,
     SEEDS,
     Claim,
+)
+from mixit.study.experiment import (
     Reproduction,
 )
 from mixit.study.setting import Setting
@@ -264,7 +266,9 @@ def test_a_claim_whose_reference_did_not_learn_gets_no_verdict(tmp_path):
 
 
 def test_a_claim_that_fails_on_runs_cut_off_while_rising_is_inconclusive(tmp_path):
-    from mixit.study.experiment import INCONCLUSIVE
+    from mixit.study.claim import (
+        INCONCLUSIVE,
+    )
     from mixit.study.references import unfinished_by_task
 
     planned = table1.plan("tiny", range(1))
@@ -418,7 +422,9 @@ def test_no_train_writes_what_it_found_or_nothing(
 
 
 def test_a_claim_is_written_and_read_back_whole():
-    from mixit.study.experiment import Claim
+    from mixit.study.claim import (
+        Claim,
+    )
 
     claim = Claim("C1", "statement", "rule", {"gap": 0.5}, "reproduced", by_seeds={"0-2": "x"})
     assert Claim.from_json(json.loads(json.dumps(claim.to_json()))) == claim

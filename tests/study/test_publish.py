@@ -48,7 +48,9 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, problem, capsys):
 def test_a_claim_judged_on_the_same_runs_as_another_output_is_counted_once(tmp_path):
     from mixit.paper.shared_runs import mark_same_runs
     from mixit.paper.verdicts import write_claims
-    from mixit.study.experiment import Claim
+    from mixit.study.claim import (
+        Claim,
+    )
     from mixit.study.setting import Setting
 
     runs = {"C6": ["memorization-mixit-s0-aaaa"], "C1": ["retrieval-mixit-s0-bbbb"]}

@@ -12,7 +12,11 @@ from typing import Any
 
 from mixit.paper.claims import CLAIMS
 from mixit.running.archive import ARCHIVE, unpack
-from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
+from mixit.study.claim import (
+    INCONCLUSIVE,
+    NO_REFERENCE,
+    NOT_RUN,
+)
 from mixit.study.results import read_results_csv
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -31,7 +31,11 @@ from figures.common import (
 )
 from mixit.cli.compare import next_command
 from mixit.paper.verdicts import format_measurements
-from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
+from mixit.study.claim import (
+    INCONCLUSIVE,
+    NO_REFERENCE,
+    NOT_RUN,
+)
 from mixit.study.results import read_results_csv
 from mixit.study.table import format_table
 from mixit.study.text import duration

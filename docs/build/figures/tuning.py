@@ -22,7 +22,11 @@ from figures.common import (
     _whole_reproductions,
 )
 from mixit.paper.verdicts import format_measurements
-from mixit.study.experiment import INCONCLUSIVE, NO_REFERENCE, NOT_RUN
+from mixit.study.claim import (
+    INCONCLUSIVE,
+    NO_REFERENCE,
+    NOT_RUN,
+)
 from mixit.study.litmus import VERDICTS
 from mixit.study.table import raised_budget
 

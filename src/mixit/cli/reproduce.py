@@ -32,7 +32,13 @@ from mixit.paper.extend import read_extension, reproduce_extending
 from mixit.paper.registry import QUESTIONS
 from mixit.paper.runner import planned_configs
 from mixit.paper.seeds_auto import open_by_the_seeds, reproduce_until_decided
-from mixit.study.experiment import FRESH_FIRST_SEED, TUNED_ON_SEEDS, Reproduction
+from mixit.study.claim import (
+    FRESH_FIRST_SEED,
+    TUNED_ON_SEEDS,
+)
+from mixit.study.experiment import (
+    Reproduction,
+)
 from mixit.study.litmus import AUTO, AUTO_SEEDS
 
 

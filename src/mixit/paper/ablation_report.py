@@ -17,7 +17,15 @@ from mixit.paper.claims import experiment_of
 from mixit.paper.differences import DIFFERENCES, EQUATIONS, WHOLE
 from mixit.paper.registry import EXPERIMENTS
 from mixit.paper.verdicts import write_claims
-from mixit.study.experiment import REPRODUCED, Claim, Reproduction, Run, read_claims
+from mixit.study.claim import (
+    REPRODUCED,
+    Claim,
+    read_claims,
+)
+from mixit.study.experiment import (
+    Reproduction,
+    Run,
+)
 from mixit.study.measures import seeds_text
 from mixit.study.references import per_seed, unlearned_reference
 from mixit.study.setting import Setting

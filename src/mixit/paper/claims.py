@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mixit.models.heads import HEAD_THRESHOLD
-from mixit.study.experiment import Claim
+from mixit.study.claim import (
+    Claim,
+)
 from mixit.study.litmus import ROUNDING, interval_95
 
 # How a rule reads its seeds (docs/reproduce.md, "Reading rules", 2026-12-01, written before

@@ -27,7 +27,16 @@ from mixit.config.overrides import with_settings
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import experiment_of
 from mixit.running.runs import train_missing
-from mixit.study.experiment import INCONCLUSIVE, SCALE_PRESET, Claim, Experiment, Reproduction, Run
+from mixit.study.claim import (
+    INCONCLUSIVE,
+    Claim,
+)
+from mixit.study.experiment import (
+    SCALE_PRESET,
+    Experiment,
+    Reproduction,
+    Run,
+)
 from mixit.study.extend import EXTEND_CAP
 from mixit.study.references import cut_off_runs, tasks_read
 from mixit.tasks import get_task

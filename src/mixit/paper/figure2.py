@@ -10,7 +10,17 @@ from mixit.common.io import JSONObject
 from mixit.common.plots import ACCURACY_BOUNDS, line_plot
 from mixit.paper.claims import judged, paired, per_seed
 from mixit.study.axis import point_from_runs
-from mixit.study.experiment import Claim, Experiment, Overrides, Report, Run, Summaries, runs
+from mixit.study.claim import (
+    Claim,
+)
+from mixit.study.experiment import (
+    Experiment,
+    Overrides,
+    Report,
+    Run,
+    Summaries,
+    runs,
+)
 from mixit.study.measures import mean, mean_std, seeds_note
 from mixit.study.text import markdown_table, ran
 from mixit.tasks import get_task

@@ -16,8 +16,10 @@ import torch
 from mixit.analysis.attention import plot_attention_maps
 from mixit.models.heads import attention_patterns, previous_token_score, scores_of_patterns
 from mixit.paper.claims import claim, margin
-from mixit.study.experiment import (
+from mixit.study.claim import (
     Claim,
+)
+from mixit.study.experiment import (
     Experiment,
     Overrides,
     Report,

@@ -20,7 +20,15 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.paper.claims import experiment_of
-from mixit.study.experiment import NOT_RUN, Experiment, Reproduction, Run, read_claims
+from mixit.study.claim import (
+    NOT_RUN,
+    read_claims,
+)
+from mixit.study.experiment import (
+    Experiment,
+    Reproduction,
+    Run,
+)
 from mixit.study.results import KEYS, csv_problem
 from mixit.study.setting import Setting
 from mixit.tasks.base import PLATEAU_KEY

@@ -23,7 +23,15 @@ from mixit.paper.registry import EXPERIMENTS, QUESTIONS
 from mixit.paper.rereading import check_rereadable, not_reported
 from mixit.paper.verdicts import changed_settings_note, record_claims, tuning_caption
 from mixit.running.runs import run_dir_name, train_missing
-from mixit.study.experiment import SCALES, Claim, Experiment, Reproduction, Run
+from mixit.study.claim import (
+    Claim,
+)
+from mixit.study.experiment import (
+    SCALES,
+    Experiment,
+    Reproduction,
+    Run,
+)
 from mixit.study.measures import seeds_text
 from mixit.study.references import (
     recorded_summaries,

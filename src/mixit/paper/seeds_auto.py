@@ -15,7 +15,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from mixit.study.experiment import INCONCLUSIVE, Claim, Reproduction
+from mixit.study.claim import (
+    INCONCLUSIVE,
+    Claim,
+)
+from mixit.study.experiment import (
+    Reproduction,
+)
 from mixit.study.litmus import AUTO_SEEDS
 
 Reproduce = Callable[[Sequence[str], Reproduction, bool], list[Claim]]

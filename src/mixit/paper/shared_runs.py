@@ -15,7 +15,14 @@ import json
 from pathlib import Path
 
 from mixit.paper.verdicts import write_claims
-from mixit.study.experiment import SCALES, SEEDS, Claim, read_claims
+from mixit.study.claim import (
+    SEEDS,
+    Claim,
+    read_claims,
+)
+from mixit.study.experiment import (
+    SCALES,
+)
 from mixit.study.setting import Setting
 
 CLAIMS_FILE = "claims.json"

@@ -9,8 +9,10 @@ from typing import Any
 
 from mixit.common.plots import bar_plot
 from mixit.paper.claims import every_seed, judged, margin, paired, per_seed
-from mixit.study.experiment import (
+from mixit.study.claim import (
     Claim,
+)
+from mixit.study.experiment import (
     Experiment,
     Headline,
     Overrides,

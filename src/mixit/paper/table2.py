@@ -20,8 +20,10 @@ from mixit.paper.beyond import (
     with_beyond,
 )
 from mixit.paper.claims import judged, paired, per_seed
-from mixit.study.experiment import (
+from mixit.study.claim import (
     Claim,
+)
+from mixit.study.experiment import (
     Experiment,
     Overrides,
     Report,

@@ -8,8 +8,10 @@ from typing import Any
 
 from mixit.common.plots import ACCURACY_BOUNDS, line_plot
 from mixit.paper.claims import judged, margin, paired, per_seed
-from mixit.study.experiment import (
+from mixit.study.claim import (
     Claim,
+)
+from mixit.study.experiment import (
     Experiment,
     Headline,
     Overrides,

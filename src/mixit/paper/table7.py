@@ -18,7 +18,17 @@ from mixit.analysis.covariance import covariance_at_initialisation
 from mixit.common.plots import line_plot
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import judged, margin, paired, per_seed
-from mixit.study.experiment import Claim, Experiment, Overrides, Report, Run, Summaries, runs
+from mixit.study.claim import (
+    Claim,
+)
+from mixit.study.experiment import (
+    Experiment,
+    Overrides,
+    Report,
+    Run,
+    Summaries,
+    runs,
+)
 from mixit.study.measures import (
     cached_measurement,
     mean,

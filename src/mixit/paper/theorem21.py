@@ -31,7 +31,17 @@ from mixit.common.io import JSONObject
 from mixit.common.plots import PAGE, line_plot, save, series_style, styled
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import judged, margin, per_seed
-from mixit.study.experiment import OVERRIDES, Claim, Experiment, Overrides, Report, Run, Summaries
+from mixit.study.claim import (
+    OVERRIDES,
+    Claim,
+)
+from mixit.study.experiment import (
+    Experiment,
+    Overrides,
+    Report,
+    Run,
+    Summaries,
+)
 from mixit.study.measures import (
     cached_measurement,
     mean,

@@ -25,10 +25,12 @@ from mixit.common.io import JSONObject
 from mixit.common.plots import bar_plot
 from mixit.config.schema import RunConfig
 from mixit.paper.claims import claim, margin
-from mixit.study.experiment import (
-    SCALE_PRESET,
+from mixit.study.claim import (
     SEEDS,
     Claim,
+)
+from mixit.study.experiment import (
+    SCALE_PRESET,
     Experiment,
     Overrides,
     Report,

@@ -10,7 +10,7 @@ from typing import Any
 from mixit.common.errors import UsageError
 from mixit.common.io import JSONObject, write_json, write_text
 from mixit.paper.claims import CLAIMS
-from mixit.study.experiment import (
+from mixit.study.claim import (
     INCONCLUSIVE,
     NO_REFERENCE,
     NOT_REPRODUCED,

@@ -35,8 +35,10 @@ from mixit.config.schema import RunConfig
 from mixit.models.heads import attention_patterns, logit_spread, uniformity
 from mixit.paper import table4, table6
 from mixit.paper.width_reading import CONSTRUCTIONS, DEPTH, reading
-from mixit.study.experiment import (
+from mixit.study.claim import (
     Claim,
+)
+from mixit.study.experiment import (
     Experiment,
     Overrides,
     Report,

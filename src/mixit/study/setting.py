@@ -10,7 +10,9 @@ from typing import Any
 from mixit.common.io import JSONObject
 from mixit.config.identity import EXECUTION_SETTINGS
 from mixit.config.overrides import Settings
-from mixit.study.experiment import TUNED_ON_SEEDS
+from mixit.study.claim import (
+    TUNED_ON_SEEDS,
+)
 from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 
 
