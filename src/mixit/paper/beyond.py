@@ -62,10 +62,12 @@ def reading_lines(read: Mapping[str, LitmusResult]) -> list[str]:
         for cause in litmus.get("no_reference", []):
             lines.append(f"- {task}: no reading, {cause}")
         for row in litmus["rows"]:
-            why = f"; {row['why']}" if row.get("why") else ""
+            # An open reading's words are its reasons (``why``); a verdict's say what it means.
+            why = row.get("why", "")
+            said = row["reading"] if why in row["reading"] else f"{row['reading']} ({why})"
             lines.append(
                 f"- {task}, {row['model']} against standard: {VERDICTS[row['matches']]} "
-                f"({row['difference']:+.3f}{why}): {row['reading']}"
+                f"({row['difference']:+.3f}): {said}"
             )
     return [
         "Beyond the paper, each read by the litmus test as `compare` reads it:\n\n"
