@@ -603,6 +603,10 @@ TOOL_CASES = [
 RECORDS_CASES = [
     (lambda tmp: ["presets", "tune", "--scale", "nope"], "invalid choice"),
     (lambda tmp: ["presets", "tune", "--jobs", "0"], "must be >= 1"),
+    (
+        lambda tmp: ["presets", "tune", "--scale", "paper", "--missing-only"],
+        "no tuned presets to add to",
+    ),
     (lambda tmp: ["records", "publish", str(tmp / "none"), str(tmp / "d")], "not an output"),
     (lambda tmp: ["records", "publish", "--bogus"], "arguments are required: source"),
     (lambda tmp: ["records", "keep", str(linked_summary(tmp)), str(tmp / "kept")], "is a link"),

@@ -435,7 +435,7 @@ def test_reproduce_gives_one_budget_to_the_groups_of_a_task_and_setting(monkeypa
 
     seen = {}
 
-    def planted_tune(bases, seeds, runs_dir, *, inits, families, launch, progress):
+    def planted_tune(bases, seeds, runs_dir, *, inits, families, launch, progress, floors=None):
         seen["families"] = families
         return {key: HALVED_NOWHERE for key in bases}
 
@@ -479,3 +479,15 @@ def test_a_finished_tuning_is_read_back_and_a_stale_one_is_not(tmp_path):
     rows = estimate_comparison(plan, tunes=True)["rows"]
     assert [row["tuned"] for row in rows] == [True, False]
     assert not any(row["tuned"] for row in estimate_comparison(plan)["rows"])
+
+
+def test_a_familys_floor_raises_a_group_tuned_after_it(tmp_path, monkeypatch):
+    # Planted: nothing is still rising, so each group's own rule ends at its 8 steps; the
+    # family's floor (the budget its other groups were tuned to before) raises it to 16.
+    monkeypatch.setattr(tuning, "still_rising", lambda trial: False)
+    base = resolve_config("retrieval", "frozen-mlp", "tiny", 0, QUICK)
+    records = tuning.tune(
+        {"row": base}, range(1), tmp_path, families={"row": "retrieval"}, floors={"retrieval": 16}
+    )
+    assert records["row"].steps == 16 and records["row"].raised_from == 8
+    assert [b["steps"] for b in records["row"].budgets] == [8, 16]

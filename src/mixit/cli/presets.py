@@ -2,6 +2,7 @@
 the tuned presets file `reproduce` reads by default (docs/tuning.md, "Tuned presets").
 
     mixit presets tune --scale tiny --jobs 2 --out runs/presets-tiny
+    mixit presets tune --scale tiny --missing-only    # a row added since: its groups alone
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from mixit.cli.options import count, whole_number
 from mixit.cli.parser import OneLineParser
-from mixit.paper.presets import tune_presets
+from mixit.paper.presets import tune_missing, tune_presets
 from mixit.study.experiment import SCALES
 
 
@@ -30,10 +31,18 @@ def add(commands: Any) -> None:
         help="checkpoint each trial every N steps, so that a stopped tuning's long trials go on "
         "from there; an execution setting, which changes no result or run directory",
     )
+    tune.add_argument(
+        "--missing-only",
+        action="store_true",
+        help="tune only the groups the scale's presets file has no choice for (a row added "
+        "since), each at least at its task's budget there, and add them to the file; the "
+        "groups there stay as they are",
+    )
     tune.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"presets-{args.scale}"
-    tune_presets(args.scale, out, args.jobs, args.checkpoint_every)
+    tuning = tune_missing if args.missing_only else tune_presets
+    tuning(args.scale, out, args.jobs, args.checkpoint_every)
     return 0

@@ -13,12 +13,17 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from mixit.common.errors import UsageError
 from mixit.common.io import write_json
+from mixit.config.schema import RunConfig
 from mixit.paper.runner import plan_reproduction, tune_plan
 from mixit.running.launchers import Launch
-from mixit.study.experiment import Reproduction
+from mixit.study.experiment import Experiment, Reproduction, Run
+from mixit.study.tuned_presets import uncovered
 from mixit.tuning.presets import group_key, preset_path
 from mixit.tuning.rules import RULES
 
@@ -38,27 +43,9 @@ def trials_train_seconds(runs_dir: Path, seed: int) -> float:
     return total
 
 
-def tune_presets(scale: str, out: Path, jobs: int = 1, checkpoint_every: int = 0) -> int:
-    """Tune every group ``reproduce all`` plans at ``scale`` into ``out`` and write the scale's
-    presets file; the groups tuned. ``checkpoint_every`` is an execution setting (a stopped
-    tuning's long trials go on from there), which changes no result or run directory."""
-    how = Reproduction(
-        scale,
-        out=out,
-        overrides={"train.checkpoint_every": checkpoint_every},
-        progress=True,
-        launch=Launch(jobs=jobs),
-        presets=False,
-    )
-    # The untuned presets: the grid centres on each preset's own rate.
-    experiments, configs = plan_reproduction(["all"], how)
-    start = time.perf_counter()
-    tune_plan(experiments, configs, how)
-    seconds = time.perf_counter() - start
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    # The task presets' own settings, beside each choice: the grid's centre.
+def preset_rows(out: Path, configs: Mapping[Run, RunConfig]) -> list[dict[str, Any]]:
+    """The groups ``OUT/tuning.json`` holds, as the presets file keeps them: each record
+    without its local paths, beside the task preset's own rate and steps (the grid's centre)."""
     untuned = {
         group_key(run.task, run.model, dict(run.overrides)): config.train
         for run, config in configs.items()
@@ -68,13 +55,48 @@ def tune_presets(scale: str, out: Path, jobs: int = 1, checkpoint_every: int = 0
         train = untuned[group_key(row["task"], row["model"], row["run_overrides"])]
         kept = {key: value for key, value in row.items() if key not in LEFT_OUT}
         groups.append(kept | {"preset": {"train.lr": train.lr, "train.steps": train.steps}})
+    return groups
+
+
+def commit_here() -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+
+
+def untuned_plan(
+    scale: str, out: Path, jobs: int, checkpoint_every: int
+) -> tuple[Reproduction, list[Experiment], dict[Run, RunConfig]]:
+    """What ``reproduce all`` plans at ``scale`` at the task presets' own rates (the grid
+    centres on each), and how its tuning trains into ``out``."""
+    how = Reproduction(
+        scale,
+        out=out,
+        overrides={"train.checkpoint_every": checkpoint_every},
+        progress=True,
+        launch=Launch(jobs=jobs),
+        presets=False,
+    )
+    experiments, configs = plan_reproduction(["all"], how)
+    return how, experiments, configs
+
+
+def tune_presets(scale: str, out: Path, jobs: int = 1, checkpoint_every: int = 0) -> int:
+    """Tune every group ``reproduce all`` plans at ``scale`` into ``out`` and write the scale's
+    presets file; the groups tuned. ``checkpoint_every`` is an execution setting (a stopped
+    tuning's long trials go on from there), which changes no result or run directory."""
+    how, experiments, configs = untuned_plan(scale, out, jobs, checkpoint_every)
+    start = time.perf_counter()
+    tune_plan(experiments, configs, how)
+    seconds = time.perf_counter() - start
+    groups = preset_rows(out, configs)
     write_json(
         preset_path(scale),
         {
             "scale": scale,
             "protocol": "docs/tuning.md",
             "rules": RULES,
-            "tuned_at_commit": commit,
+            "tuned_at_commit": commit_here(),
             "tuning_wall_seconds": round(seconds),
             "trials_train_seconds": round(trials_train_seconds(out / "runs", groups[0]["seed"])),
             "jobs": jobs,
@@ -82,4 +104,38 @@ def tune_presets(scale: str, out: Path, jobs: int = 1, checkpoint_every: int = 0
         },
     )
     print(f"{len(groups)} groups tuned in {seconds / 60:.1f} min: {preset_path(scale)}")
+    return len(groups)
+
+
+def tune_missing(scale: str, out: Path, jobs: int = 1, checkpoint_every: int = 0) -> int:
+    """Tune only the groups ``reproduce all`` plans at ``scale`` that the presets file has no
+    choice for (a row added since, such as Table 3's Frozen-MLP), each at least at the budget
+    its task's groups in the file train (``floors``: one budget per task and setting), and add
+    them to the file; every group already there, and the file's own record, stay as they are.
+    Each added group says when and at which commit it was tuned. The groups added."""
+    if not preset_path(scale).is_file():
+        raise UsageError(
+            f"{scale} has no tuned presets to add to: tune them all (no --missing-only)"
+        )
+    how, experiments, configs = untuned_plan(scale, out, jobs, checkpoint_every)
+    missing = uncovered(configs, scale)
+    if not missing:
+        print(f"every group reproduce all plans at {scale} has a choice: {preset_path(scale)}")
+        return 0
+    stored = json.loads(preset_path(scale).read_text())
+    floors = {
+        (row["task"], tuple(row["run_overrides"].items())): row["steps"] for row in stored["groups"]
+    }
+    pending = {run: configs[run] for run in missing}
+    start = time.perf_counter()
+    tune_plan(experiments, pending, how, floors)
+    seconds = time.perf_counter() - start
+    added = {
+        "rules": RULES,
+        "tuned_at_commit": commit_here(),
+        "tuning_wall_seconds": round(seconds),
+    }
+    groups = [row | {"added": added} for row in preset_rows(out, pending)]
+    write_json(preset_path(scale), {**stored, "groups": [*stored["groups"], *groups]})
+    print(f"{len(groups)} groups added in {seconds / 60:.1f} min: {preset_path(scale)}")
     return len(groups)

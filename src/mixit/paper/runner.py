@@ -140,6 +140,8 @@ def presets_apply(how: Reproduction) -> bool:
 
 
 TuningGroup = tuple[str, tuple[str, ...]]
+# The runs that train one budget: a task and the overrides its experiment plans it with.
+Family = tuple[str, tuple[tuple[str, Any], ...]]
 
 
 def tuning_groups(
@@ -162,12 +164,16 @@ def tuning_groups(
 
 
 def tune_plan(
-    experiments: Sequence[Experiment], configs: Mapping[Run, RunConfig], how: Reproduction
+    experiments: Sequence[Experiment],
+    configs: Mapping[Run, RunConfig],
+    how: Reproduction,
+    floors: Mapping[Family, int] | None = None,
 ) -> dict[Run, RunConfig]:
     """The plan's configs under the tuning protocol (``mixit.tuning.halving``): each group of runs
     that differ only in their seed (``tuning_groups``) is tuned once on the tuning seed (among
-    its experiment's ``tune_inits`` as well) and its runs take the choice. Writes
-    ``OUT/tuning.json``: each group's task, model, experiments and record."""
+    its experiment's ``tune_inits`` as well) and its runs take the choice, every group of a
+    task and setting (its ``Family``) one budget, at least ``floors[family]`` where given.
+    Writes ``OUT/tuning.json``: each group's task, model, experiments and record."""
     groups, experiments_of = tuning_groups(experiments, configs, how)
     bases = {key: configs[runs[0]] for key, runs in groups.items()}
     inits = {
@@ -186,6 +192,7 @@ def tune_plan(
         families=families,
         launch=how.launch,
         progress=how.progress,
+        floors=floors,
     )
     tuned = {}
     for key, runs in groups.items():

@@ -298,18 +298,20 @@ def budgets(
     tuner: Tuner,
     winners: Mapping[Hashable, tuple[RunConfig, Trial]],
     families: Mapping[Hashable, Hashable] | None = None,
+    floors: Mapping[Hashable, int] | None = None,
 ) -> dict[Hashable, tuple[int, list[Budget]]]:
     """Per key, from its base config and its winner: the steps the verdict runs train
     (docs/tuning.md, rule 5) and each budget tried. While the run at the current budget is
     still rising, twice the budget, up to ``BUDGET_CAP`` times the base's. Then one budget per
     family (``families[key]``; None: every key is one family, a comparison): a key whose
-    budget ended below the largest its family reached trains again at that one, on the tuning
+    budget ended below the largest its family reached (or its ``floors[family]``, a budget the
+    family's other members were tuned to earlier) trains again at that one, on the tuning
     seed, and rule 5 goes on from there; repeated until the family agrees."""
     family_of = families or dict.fromkeys(winners)
     tried: dict[Hashable, list[Budget]] = {key: [] for key in winners}
     final = doubled(tuner, winners, tried)
     while True:
-        largest: dict[Hashable, int] = {}
+        largest: dict[Hashable, int] = dict(floors or {})
         for key, trial in final.items():
             family = family_of[key]
             largest[family] = max(largest.get(family, 0), trial.config.train.steps)
@@ -341,6 +343,7 @@ def tune(
     launch: Launch | None = None,
     progress: bool | None = None,
     max_hours: float | None = None,
+    floors: Mapping[Hashable, int] | None = None,
 ) -> dict[Hashable, TuningRecord]:
     """Each key's tuned settings under the protocol, from its base config (a verdict run's),
     with what chose them: ``{key: TuningRecord}``, whose ``overrides`` the verdict runs take.
@@ -348,7 +351,8 @@ def tune(
     ``inits[key]``: the initialisations that key chooses among as well, on its own
     (``tuning_rules.initialisations``; none: its base's). ``families[key]``: the keys whose
     verdict runs train one budget, the largest any of them reached (None: all keys, a
-    comparison); a key raised to it records its own rule's budget as ``raised_from``.
+    comparison), at least ``floors[family]`` where given; a key raised to it records its own
+    rule's budget as ``raised_from``.
     ``max_hours``: the grid's steps past its edges and the budget's doublings that would end
     past it are left out, and each record's ``cut`` says which."""
     launch = launch or Launch()
@@ -367,7 +371,7 @@ def tune(
     )
     records = {key: halving.record for key, halving in halved.items()}
     winners = {key: halving.winner for key, halving in halved.items()}
-    reached = budgets(tuner, {key: (bases[key], winners[key]) for key in bases}, families)
+    reached = budgets(tuner, {k: (bases[k], winners[k]) for k in bases}, families, floors)
     for key, base in bases.items():
         record, winner = records[key], winners[key]
         steps, tried = reached[key]
