@@ -93,6 +93,19 @@ def init_finding() -> str:
     return "\n".join(parts).strip() or "(not measured yet)"
 
 
+def _added(groups: list[dict]) -> str:
+    """Which groups `mixit presets tune --missing-only` added after the file's own tuning."""
+    added = [g for g in groups if "added" in g]
+    if not added:
+        return ""
+    commits = sorted({g["added"]["tuned_at_commit"] for g in added})
+    names = ", ".join(f"{g['task']} {g['model']}" for g in added)
+    return (
+        f", {len(added)} of them added since by `mixit presets tune --missing-only` at commit "
+        f"{', '.join(commits)} under the same rules ({names})"
+    )
+
+
 def tuned_presets() -> str:
     """docs/tuning.md: the tuned presets `reproduce` trains under, per scale, with the
     validation evidence mixit presets tune recorded."""
@@ -115,7 +128,7 @@ def tuned_presets() -> str:
         parts += [
             f"**{r['scale']}** (`{path.relative_to(ROOT)}`, tuned at commit "
             f"{r['tuned_at_commit']} {_tuning_cost(r)}, tuning seed {groups[0]['seed']}): "
-            f"{len(groups)} groups. The chosen rate "
+            f"{len(groups)} groups{_added(groups)}. The chosen rate "
             f"is above the preset's for {sum(x > 1.001 for x in ratios)}, the preset's for "
             f"{sum(abs(x - 1) <= 0.001 for x in ratios)} and below it for "
             f"{sum(x < 0.999 for x in ratios)}; {len(at_edge)} stopped at a grid edge or its "
