@@ -4,13 +4,15 @@ claim."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from mixit.models.variants import variant_named
 from mixit.paper import runner, table2, table3
 from mixit.paper.runner import plan_reproduction, runs_trained
 from mixit.study.experiment import Reproduction, Run
 
-SEEDS = range(2)
+SEEDS = range(3)
 
 
 def _summary(run: Run, value: float, metric: str) -> dict:
@@ -50,8 +52,18 @@ def test_table3_shows_frozen_mlp_past_the_paper_with_its_litmus_reading(tmp_path
         if run.model == "frozen-mlp" and run.task != "addition":
             value -= 0.3
         summaries[run] = _summary(run, value, "test_accuracy")
-    report = table3.report("tiny", SEEDS, summaries, tmp_path, {})
+    # Addition's runs trained at a choice this reproduction's tuning recorded (OUT/tuning.json).
+    out = tmp_path / "table3"
+    chosen = {"run_overrides": {}, "train.lr": 0.001, "steps": 100, "edge": "interior"}
+    rows = [{"task": "addition", "model": m, **chosen} for m in ("standard", "frozen-mlp")]
+    (tmp_path / "tuning.json").write_text(json.dumps(rows))
+    for run in summaries:
+        summaries[run]["lr"] = 0.001
+    report = table3.report("tiny", SEEDS, summaries, out, {})
     assert "frozen-mlp (beyond the paper)" in report.markdown
+    sentences = {task: r["rows"][0]["reading"] for task, r in report.results["beyond"].items()}
+    assert sentences["addition"] == variant_named("frozen-mlp").if_matches
+    assert "tune each model first" in sentences["dyck"]
     readings = {task: r["rows"][0]["matches"] for task, r in report.results["beyond"].items()}
     assert readings["addition"] is True
     assert readings["dyck"] is False
@@ -59,7 +71,7 @@ def test_table3_shows_frozen_mlp_past_the_paper_with_its_litmus_reading(tmp_path
     # C5 reads MixiT against the standard model, whatever Frozen-MLP did.
     assert [claim.id for claim in report.claims] == ["C5"]
     without = {run: s for run, s in summaries.items() if run.model != "frozen-mlp"}
-    plain = table3.report("tiny", SEEDS, without, tmp_path, {})
+    plain = table3.report("tiny", SEEDS, without, out, {})
     assert "beyond" not in plain.results and "beyond the paper" not in plain.markdown
     assert plain.claims[0].verdict == report.claims[0].verdict
 

@@ -11,12 +11,15 @@ standard model did not learn. No claim of the paper reads these rows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from mixit.common.io import JSONObject
+from mixit.common.io import JSONObject, read_json
 from mixit.study.axis import point_from_runs
 from mixit.study.comparison import LitmusResult
 from mixit.study.experiment import Run, Summaries, runs
 from mixit.study.litmus import VERDICTS
+from mixit.study.tuned_presets import identity
+from mixit.tuning.presets import tuned_rows
 
 BEYOND = ("frozen-mlp",)
 REFERENCE = "standard"
@@ -41,14 +44,42 @@ def trained_beyond(summaries: Summaries, planned: Sequence[Run]) -> tuple[str, .
     return tuple(m for m in models if all(run in summaries for run in planned if run.model == m))
 
 
-def reading(task: str, summaries: Summaries, planned: Sequence[Run], seeds: range) -> LitmusResult:
+def tuning_records(
+    planned: Sequence[Run], summaries: Summaries, scale: str, out: Path
+) -> dict[str, JSONObject]:
+    """Each model's tuning record, where its runs trained at the choice one recorded: the
+    scale's tuned presets, or this reproduction's own tuning (``OUT/tuning.json``, ``reproduce
+    --tune lr``). A model trained at another rate (``--no-tune``) has none, and the reading
+    then says it compared untuned models, as ``compare --no-tune`` does."""
+    stored = out / "tuning.json"
+    rows = [*tuned_rows(scale), *(read_json(stored, str(stored)) if stored.is_file() else [])]
+    by_identity = {
+        identity(Run(row["task"], row["model"], 0, tuple(row["run_overrides"].items())), scale): row
+        for row in rows
+    }
+    found = {}
+    for run in planned:
+        row, summary = by_identity.get(identity(run, scale)), summaries[run]
+        if row is not None and (row["train.lr"], row["steps"]) == (
+            summary.get("lr"),
+            summary.get("steps"),
+        ):
+            found[run.model] = row
+    return found
+
+
+def reading(
+    task: str, summaries: Summaries, planned: Sequence[Run], seeds: range, out: Path, scale: str
+) -> LitmusResult:
     """The rows past the paper's on ``task`` read against the standard model, from
-    ``planned``'s runs in ``summaries`` (compare.json's ``litmus``)."""
+    ``planned``'s runs in ``summaries`` (compare.json's ``litmus``), each model's tuning
+    (``tuning_records``; ``out``: the reproduction's folder) weighed as ``compare`` weighs it."""
     by_model = {
         model: [summaries[run] for run in planned if run.model == model]
         for model in (REFERENCE, *BEYOND)
     }
-    return point_from_runs(task, list(seeds), by_model)["litmus"]
+    tuned = tuning_records([run for run in planned if run.model in by_model], summaries, scale, out)
+    return point_from_runs(task, list(seeds), by_model, tuned=tuned)["litmus"]
 
 
 def reading_lines(read: Mapping[str, LitmusResult]) -> list[str]:

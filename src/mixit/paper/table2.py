@@ -88,7 +88,7 @@ def report(
         log_ppl = by_model(summaries, planned, "log_ppl")
         results[dataset] = log_ppl
         if extra:
-            read[dataset] = reading("lm", summaries, planned, seeds)
+            read[dataset] = reading("lm", summaries, planned, seeds, out.parent, scale)
         paper = PAPER.get(dataset, {})
         rows.append([dataset, *(f"{paper.get(m, '-')} / {mean_std(log_ppl[m])}" for m in shown)])
         if paper:  # log perplexity: the gap in nats, and as a factor of perplexity

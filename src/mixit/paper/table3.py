@@ -84,7 +84,11 @@ def report(
         gaps = (points_from_paper(mean(accuracy[task][m]), paper[m]) for m in MODELS)
         rows.append([f"{task}: ours against the paper", *gaps, *("-" for _ in extra)])
     gap = {t: mean(accuracy[t]["mixit"]) - mean(accuracy[t]["standard"]) for t in C5_TASKS}
-    read = {task: reading(task, summaries, planned[task], seeds) for task in TASKS if extra}
+    read = {
+        task: reading(task, summaries, planned[task], seeds, out.parent, scale)
+        for task in TASKS
+        if extra
+    }
     markdown = "\n\n".join(
         [
             "Test accuracy, paper / ours. Memorization is scored on the pairs it memorized and "

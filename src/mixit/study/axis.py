@@ -199,11 +199,13 @@ def point_from_runs(
     seeds: Sequence[int],
     summaries: Mapping[str, Sequence[Mapping[str, Any]]],
     tolerance: float | None = None,
+    tuned: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ComparisonResult:
     """One value's comparison as compare.json holds it, from finished runs' summaries by
     model (the standard model's first; each model's in the order of ``seeds``): how an
     experiment of ``reproduce`` reads an axis (figure 2). A run whose summary names its
-    folder is read there for whether it was still rising at its budget's end."""
+    folder is read there for whether it was still rising at its budget's end; ``tuned``: each
+    model's tuning record, where one chose its settings (compare.json's ``tuned``)."""
     spec = get_task(task)
     rows = []
     for model, runs in summaries.items():
@@ -219,6 +221,8 @@ def point_from_runs(
         "chance": statistics.fmean(chances) if chances else None,
         "rows": rows,
     }
+    if tuned:
+        result["tuned"] = {model: dict(record) for model, record in tuned.items()}
     if tolerance is None:
         tolerance = DEFAULT_TOLERANCE.get(spec.metric, 0.02)
     steps = next(iter(summaries.values()))[0]["steps"]
