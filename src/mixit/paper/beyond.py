@@ -47,7 +47,7 @@ def trained_beyond(summaries: Summaries, planned: Sequence[Run]) -> tuple[str, .
 def tuning_records(
     planned: Sequence[Run], summaries: Summaries, scale: str, out: Path
 ) -> dict[str, JSONObject]:
-    """Each model's tuning record, where its runs trained at the choice one recorded: the
+    """Each model's tuning record, where its runs trained at the rate one chose: the
     scale's tuned presets, or this reproduction's own tuning (``OUT/tuning.json``, ``reproduce
     --tune lr``). A model trained at another rate (``--no-tune``) has none, and the reading
     then says it compared untuned models, as ``compare --no-tune`` does."""
@@ -60,10 +60,9 @@ def tuning_records(
     found = {}
     for run in planned:
         row, summary = by_identity.get(identity(run, scale)), summaries[run]
-        if row is not None and (row["train.lr"], row["steps"]) == (
-            summary.get("lr"),
-            summary.get("steps"),
-        ):
+        # At the chosen rate, over the chosen budget or one ``--extend`` doubled from it.
+        chosen = row is not None and row["train.lr"] == summary.get("lr")
+        if chosen and summary.get("steps", 0) >= row["steps"]:
             found[run.model] = row
     return found
 
