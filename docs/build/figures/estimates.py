@@ -88,8 +88,28 @@ def estimate_calibration() -> str:
         f"Held out: {held:.3f} without it, {with_it:.3f} with it (rule: within "
         f"{BAND[0]}-{BAND[1]} and nearer 1): {'adopted' if passes else 'not adopted'}.",
     ]
+    rows += jobs_one_lines(sets)
     rows += reproduction_lines(sets)
     return "\n".join(rows)
+
+
+def jobs_one_lines(sets: dict) -> list[str]:
+    """The `--jobs 1` rate's rule read on its held-out set (results/estimate-calibration/
+    jobs1.json): the seeds 400-402 campaign's runs trained after its committed ones."""
+    path = ROOT / "results" / "estimate-calibration" / "jobs1.json"
+    if not path.is_file():
+        return []
+    ((name, held),) = _json(path)["sets"].items()
+    rate = sets["tiny-plateau-seed400"]["ratio"]
+    with_it = held["ratio"] / rate
+    passes = BAND[0] <= with_it <= BAND[1] and abs(with_it - 1) < abs(held["ratio"] - 1)
+    return [
+        "",
+        f"`--jobs 1`: the rate of `tiny-plateau-seed400`'s runs, {rate:.3f}. Held out, "
+        f"`{name}` ({held['runs']} runs trained since, one at a time): {held['ratio']:.3f} "
+        f"without it, {with_it:.3f} with it (rule: within {BAND[0]}-{BAND[1]} and nearer 1): "
+        f"{'adopted' if passes else 'not adopted'}.",
+    ]
 
 
 def reproduction_lines(sets: dict) -> list[str]:
