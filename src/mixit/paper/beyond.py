@@ -18,7 +18,7 @@ from mixit.study.axis import point_from_runs
 from mixit.study.comparison import LitmusResult
 from mixit.study.experiment import Run, Summaries, runs
 from mixit.study.litmus import VERDICTS
-from mixit.study.tuned_presets import identity
+from mixit.study.tuned_presets import identity, rows_by_identity
 from mixit.tuning.presets import tuned_rows
 
 BEYOND = ("frozen-mlp",)
@@ -46,39 +46,38 @@ def trained_beyond(summaries: Summaries, planned: Sequence[Run]) -> tuple[str, .
 
 def tuning_records(
     planned: Sequence[Run], summaries: Summaries, scale: str, out: Path
-) -> dict[str, JSONObject]:
-    """Each model's tuning record, where its runs trained at the rate one chose: the
-    scale's tuned presets, or this reproduction's own tuning (``OUT/tuning.json``, ``reproduce
-    --tune lr``). A model trained at another rate (``--no-tune``) has none, and the reading
-    then says it compared untuned models, as ``compare --no-tune`` does."""
+) -> dict[Run, JSONObject]:
+    """Each run's tuning record, where it trained at the rate one chose: the scale's tuned
+    presets, or this reproduction's own tuning (``OUT/tuning.json``, ``reproduce --tune
+    lr``). A run trained at another rate (``--no-tune``) has none, and the reading then says
+    it compared untuned models, as ``compare --no-tune`` does. Read once per report."""
     stored = out / "tuning.json"
     rows = [*tuned_rows(scale), *(read_json(stored, str(stored)) if stored.is_file() else [])]
-    by_identity = {
-        identity(Run(row["task"], row["model"], 0, tuple(row["run_overrides"].items())), scale): row
-        for row in rows
-    }
+    by_identity = rows_by_identity(rows, scale)
     found = {}
     for run in planned:
         row, summary = by_identity.get(identity(run, scale)), summaries[run]
         # At the chosen rate, over the chosen budget or one ``--extend`` doubled from it.
         chosen = row is not None and row["train.lr"] == summary.get("lr")
         if chosen and summary.get("steps", 0) >= row["steps"]:
-            found[run.model] = row
+            found[run] = dict(row)
     return found
 
 
 def reading(
-    task: str, summaries: Summaries, planned: Sequence[Run], seeds: range, out: Path, scale: str
+    task: str,
+    summaries: Summaries,
+    planned: Sequence[Run],
+    seeds: range,
+    tuned: Mapping[Run, JSONObject],
 ) -> LitmusResult:
     """The rows past the paper's on ``task`` read against the standard model, from
     ``planned``'s runs in ``summaries`` (compare.json's ``litmus``), each model's tuning
-    (``tuning_records``; ``out``: the reproduction's folder) weighed as ``compare`` weighs it."""
-    by_model = {
-        model: [summaries[run] for run in planned if run.model == model]
-        for model in (REFERENCE, *BEYOND)
-    }
-    tuned = tuning_records([run for run in planned if run.model in by_model], summaries, scale, out)
-    return point_from_runs(task, list(seeds), by_model, tuned=tuned)["litmus"]
+    (``tuned``, ``tuning_records``) weighed as ``compare`` weighs it."""
+    models = (REFERENCE, *BEYOND)
+    by_model = {m: [summaries[run] for run in planned if run.model == m] for m in models}
+    records = {run.model: tuned[run] for run in planned if run in tuned and run.model in models}
+    return point_from_runs(task, list(seeds), by_model, tuned=records)["litmus"]
 
 
 def reading_lines(read: Mapping[str, LitmusResult]) -> list[str]:

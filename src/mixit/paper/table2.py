@@ -17,6 +17,7 @@ from mixit.paper.beyond import (
     reading,
     reading_lines,
     trained_beyond,
+    tuning_records,
     with_beyond,
 )
 from mixit.paper.claims import judged, paired, per_seed
@@ -88,7 +89,8 @@ def report(
         log_ppl = by_model(summaries, planned, "log_ppl")
         results[dataset] = log_ppl
         if extra:
-            read[dataset] = reading("lm", summaries, planned, seeds, out.parent, scale)
+            tuned = tuning_records(planned, summaries, scale, out.parent)
+            read[dataset] = reading("lm", summaries, planned, seeds, tuned)
         paper = PAPER.get(dataset, {})
         rows.append([dataset, *(f"{paper.get(m, '-')} / {mean_std(log_ppl[m])}" for m in shown)])
         if paper:  # log perplexity: the gap in nats, and as a factor of perplexity

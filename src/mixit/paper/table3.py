@@ -12,6 +12,7 @@ from mixit.paper.beyond import (
     reading,
     reading_lines,
     trained_beyond,
+    tuning_records,
     with_beyond,
 )
 from mixit.paper.claims import judged, margin, paired, per_seed
@@ -84,11 +85,9 @@ def report(
         gaps = (points_from_paper(mean(accuracy[task][m]), paper[m]) for m in MODELS)
         rows.append([f"{task}: ours against the paper", *gaps, *("-" for _ in extra)])
     gap = {t: mean(accuracy[t]["mixit"]) - mean(accuracy[t]["standard"]) for t in C5_TASKS}
-    read = {
-        task: reading(task, summaries, planned[task], seeds, out.parent, scale)
-        for task in TASKS
-        if extra
-    }
+    every = [run for task in TASKS for run in planned[task]]
+    tuned = tuning_records(every, summaries, scale, out.parent) if extra else {}
+    read = {task: reading(task, summaries, planned[task], seeds, tuned) for task in TASKS if extra}
     markdown = "\n\n".join(
         [
             "Test accuracy, paper / ours. Memorization is scored on the pairs it memorized and "

@@ -29,14 +29,19 @@ def identity(run: Run, scale: str) -> str:
     return json.dumps(config.result_dict(), sort_keys=True)
 
 
+def rows_by_identity(rows: Iterable[Mapping[str, Any]], scale: str) -> dict[str, Mapping[str, Any]]:
+    """Tuning records (a presets file's groups, ``OUT/tuning.json``'s rows) under the
+    ``identity`` of the runs each covers."""
+    return {
+        identity(Run(row["task"], row["model"], 0, tuple(row["run_overrides"].items())), scale): row
+        for row in rows
+    }
+
+
 def capped_groups(scale: str) -> set[str]:
     """The identities (``identity``) of the scale's groups whose budget rule reached the cap
     still rising (``tuning_rules.capped_record``)."""
-    return {
-        identity(Run(row["task"], row["model"], 0, tuple(row["run_overrides"].items())), scale)
-        for row in tuned_rows(scale)
-        if capped_record(row)
-    }
+    return set(rows_by_identity(filter(capped_record, tuned_rows(scale)), scale))
 
 
 def choices_by_identity(
