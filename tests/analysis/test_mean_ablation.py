@@ -19,7 +19,7 @@ def _planted(monkeypatch):
     """A standard model whose layer-0 head 1 writes nothing (its W_O columns are zero), scored
     by a planted metric: the share of rows whose predictions match the unablated model's."""
     config = resolve_config("retrieval", "standard", "tiny", 0, SIZES)
-    data = ablation.get_task("retrieval").make_data(config.task, config.seed)
+    data = config.task_spec.make_data(config.task, config.seed)
     config = fit_model_to_data(config, data)
     model = new_model(config).eval()
     decoder = decoder_of(model)

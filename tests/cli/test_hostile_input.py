@@ -492,7 +492,7 @@ def test_each_reader_of_a_run_folder_returns_or_says_one_usage_error(
     from mixit.training.resolve import stored_config
 
     config = stored_config(json.loads((finished_run / "config.json").read_text()))
-    config.train.halt_at = config.train.steps
+    config = config.with_train(halt_at=config.train.steps)
     run = Path(tempfile.mkdtemp(dir=tmp_path)) / "run"
     shutil.copytree(finished_run, run)
     (run / name).write_bytes(content)

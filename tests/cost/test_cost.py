@@ -110,9 +110,9 @@ def test_micro_batches_hold_their_share_of_the_activations_and_make_a_big_step_f
     ((lm, lm_shape),) = shapes({0: lm}).values()
     needed = predict(lm, lm_shape, TARGETS["h100"])["micro_batches_to_fit"]
     assert needed > 1 and not predict(lm, lm_shape, TARGETS["h100"])["fits"]
-    lm.train.micro_batches = needed
+    lm = lm.with_train(micro_batches=needed)
     assert predict(lm, lm_shape, TARGETS["h100"])["fits"]
-    lm.train.micro_batches = needed // 2
+    lm = lm.with_train(micro_batches=needed // 2)
     assert not predict(lm, lm_shape, TARGETS["h100"])["fits"]
     argv = ["compare", "--task", "lm", "--preset", "paper", "--models", "standard"]
     assert main([*argv, "--estimate", "--target", "h100"]) == 0
@@ -201,7 +201,7 @@ def test_cost_check_measures_a_step_on_random_tokens_in_the_runs_shape():
     assert scored[:, -1].all()
     labels = get_task("sentiment").answer_ids(config.task, config.model.vocab_size)
     assert set(data.train.targets[scored].tolist()) <= set(labels)
-    config.train.device = "cpu"
+    config = config.with_train(device="cpu")
     measured = _measure_in_child(config, shape)
     predicted = sum(memory_parts(config, shape.seq_len, shape.scored_share, CPU).values())
     assert measured["step_seconds"] > 0

@@ -133,7 +133,7 @@ def test_the_small_output_init_shrinks_each_branch_output_and_scales_the_rest_by
 ):
     wide = {**SHORT, "model.n_embd": "64", "model.arch": arch, "model.arch_init": "small-output"}
     config = resolve_config("retrieval", "standard", "tiny", 3, wide)
-    config.model.vocab_size, config.model.block_size = 32, 16
+    config = config.with_model(vocab_size=32, block_size=16)
     blocks = new_model(config).inner.get_submodule(
         "model.layers" if arch == "hf:llama" else "transformer.h"
     )

@@ -60,7 +60,7 @@ def test_authors_sink_puts_half_on_token_zero_in_row_zero():
 
 
 def test_bias_option_adds_biases_to_every_block_projection_and_groups_them(small_config):
-    small_config.bias = True
+    small_config = dataclasses.replace(small_config, bias=True)
     model = build(small_config, "standard")
     block = model.blocks[0]
     projections = [block.attn.w_q, block.attn.w_k, block.attn.w_v, block.attn.w_o]
@@ -72,7 +72,7 @@ def test_bias_option_adds_biases_to_every_block_projection_and_groups_them(small
 
 
 def test_width_scaling_multiplies_each_projection_by_sqrt_base_over_fan_in(small_config):
-    small_config.width_scaling, small_config.width_base = True, 512.0
+    small_config = dataclasses.replace(small_config, width_scaling=True, width_base=512.0)
     mlp = build(small_config, "mixit").blocks[0].mlp
     n = small_config.n_embd
     assert mlp.w_g.multiplier == pytest.approx(math.sqrt(512 / n))
@@ -82,8 +82,8 @@ def test_width_scaling_multiplies_each_projection_by_sqrt_base_over_fan_in(small
 
 
 def test_activation_gain_multiplies_the_shaped_leaky_relu(small_config):
-    small_config.mlp_activation, small_config.leaky_relu_c = "shaped-leaky-relu", 1.0
-    small_config.activation_gain = True
+    shaped = {"mlp_activation": "shaped-leaky-relu", "leaky_relu_c": 1.0, "activation_gain": True}
+    small_config = dataclasses.replace(small_config, **shaped)
     mlp = build(small_config, "mixit").blocks[0].mlp
     slope = 1 + 1 / math.sqrt(small_config.n_embd)
     x = torch.tensor([-2.0, 3.0])
@@ -92,13 +92,15 @@ def test_activation_gain_multiplies_the_shaped_leaky_relu(small_config):
 
 
 def test_depth_scaled_residual_keeps_the_stream_and_scales_the_branch(small_config):
-    small_config.residual_depth_alpha, small_config.residual_depth_base = 1.0, 4.0
+    small_config = dataclasses.replace(
+        small_config, residual_depth_alpha=1.0, residual_depth_base=4.0
+    )
     block = build(small_config, "standard").blocks[0]
     assert block.shaped == (1.0, 4.0 / small_config.n_layer)
 
 
 def test_two_residual_rules_at_once_are_bad_input(small_config):
-    small_config.residual_lambda, small_config.residual_depth_alpha = 0.5, 1.0
+    small_config = dataclasses.replace(small_config, residual_lambda=0.5, residual_depth_alpha=1.0)
     with pytest.raises(UsageError, match="two residual rules"):
         small_config.validate()
 
@@ -149,7 +151,7 @@ def test_the_label_readout_scores_among_the_two_labels_and_trains_the_decoders_w
     from mixit.training.scoring import sequence_loss
 
     config = resolve_config("sentiment", "mixit", overrides={"task.readout": "labels"})
-    config.model.vocab_size, config.model.block_size = 40, 12  # 37 tokens, 2 labels, BOS none
+    config = config.with_model(vocab_size=40, block_size=12)  # 37 tokens, 2 labels, BOS none
     model = new_model(config)
     assert isinstance(model, AnswerReadout)
     ids = torch.randint(1, 37, (3, 12))
@@ -174,7 +176,7 @@ def test_bos_token_goes_right_before_the_review_with_either_padding():
 
 
 def test_non_causal_mixing_reads_later_positions(small_config):
-    small_config.mixing_causal = False
+    small_config = dataclasses.replace(small_config, mixing_causal=False)
     model = build(small_config, "mixit").eval()
     ids = torch.randint(0, small_config.vocab_size, (1, small_config.block_size))
     changed = ids.clone()
@@ -278,7 +280,7 @@ def test_query_ids_of_their_own_need_room_above_the_keys():
 def test_pad_masking_leaves_every_real_row_reading_no_pad(small_config, model_name):
     from mixit.models.taps import run_with_taps
 
-    small_config.pad_masking = True
+    small_config = dataclasses.replace(small_config, pad_masking=True)
     model = build(small_config, model_name).eval()
     ids = torch.randint(1, small_config.vocab_size, (2, 10))
     ids[0, :3] = 0  # left padding

@@ -1,9 +1,11 @@
 """The model spectrum: freezing by group, parameter counts, causality, MixiT's matrices."""
 
+import dataclasses
+
 import pytest
 import torch
 
-from mixit.config.schema import ModelConfig, RunConfig
+from mixit.config.schema import ModelConfig
 from mixit.models.attention import mixing_matrices
 from mixit.models.decoder import PARAM_GROUPS, Decoder
 from mixit.models.variants import VARIANTS
@@ -54,7 +56,7 @@ def test_every_parameter_is_in_exactly_one_group(small_config, name):
 @pytest.mark.parametrize("name", ALL)
 def test_optimizer_holds_only_trainable_parameters(small_config, name):
     model = build(small_config, name)
-    run_config = RunConfig("retrieval", name, "tiny", 0, model=small_config)
+    run_config = dataclasses.replace(resolve_config("retrieval", name), model=small_config)
     optimizer = make_optimizer(model, run_config)
     held = {id(p) for group in optimizer.param_groups for p in group["params"]}
     assert held == {id(p) for p in model.trainable_parameters()}
@@ -65,7 +67,8 @@ def test_frozen_groups_stay_bit_identical_and_trainable_ones_move(small_config, 
     model = build(small_config, name)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     buffers = {n: b.clone() for n, b in model.named_buffers()}
-    optimizer = make_optimizer(model, RunConfig("retrieval", name, "tiny", 0, model=small_config))
+    config = dataclasses.replace(resolve_config("retrieval", name), model=small_config)
+    optimizer = make_optimizer(model, config)
     generator = torch.Generator().manual_seed(0)
     for _ in range(3):
         tokens = torch.randint(0, small_config.vocab_size, (8, 12), generator=generator)
@@ -130,7 +133,7 @@ def test_mixit_heads_differ_and_layers_differ(small_config):
 
 
 def test_attention_sink_option_sets_head_zero(small_config):
-    small_config.attention_sink = True
+    small_config = dataclasses.replace(small_config, attention_sink=True)
     mixing = build(small_config, "mixit").blocks[0].attn.mixing
     assert mixing[0, 5, 5] == 0.5 and mixing[0, 5, 0] == 0.5
     torch.testing.assert_close(mixing.sum(-1), torch.ones(mixing.shape[:2]))
@@ -139,7 +142,7 @@ def test_attention_sink_option_sets_head_zero(small_config):
 def test_shaped_residual_is_the_mixit_default(small_config):
     lam = resolve_config("addition", "mixit", "tiny").model.residual_lambda
     assert lam == pytest.approx(0.5**0.5)
-    small_config.residual_lambda = lam
+    small_config = dataclasses.replace(small_config, residual_lambda=lam)
     block = build(small_config, "mixit").blocks[0]
     h, update = torch.randn(2, 3, small_config.n_embd), torch.randn(2, 3, small_config.n_embd)
     # Section 2's shaped residual: lam h + sqrt(1 - lam^2) f(h).
@@ -147,7 +150,7 @@ def test_shaped_residual_is_the_mixit_default(small_config):
 
 
 def test_plain_residual_is_the_sum(small_config):
-    small_config.residual_lambda = None
+    small_config = dataclasses.replace(small_config, residual_lambda=None)
     block = build(small_config, "standard").blocks[0]
     h, update = torch.randn(2, 3, small_config.n_embd), torch.randn(2, 3, small_config.n_embd)
     assert block.shaped is None

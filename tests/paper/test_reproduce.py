@@ -219,8 +219,10 @@ def paper_scale_models() -> list:
     for experiment in EXPERIMENTS.values():
         for run in experiment.plan("paper", range(1)):
             config = run.config("paper")
-            config.model.vocab_size = config.model.vocab_size or 512
-            config.model.block_size = config.model.block_size or 64
+            config = config.with_model(
+                vocab_size=config.model.vocab_size or 512,
+                block_size=config.model.block_size or 64,
+            )
             distinct[json.dumps([config.variant, vars(config.model)], sort_keys=True)] = config
     return list(distinct.values())
 
@@ -305,7 +307,7 @@ def test_estimate_times_what_would_train_and_trains_nothing(tmp_path, capsys):
 
 def test_run_estimate_adds_up_its_measured_parts():
     config = Run("memorization", "mixit", 0, tuple(QUICK.items())).config("tiny")
-    config.train.steps, config.train.eval_every = 10, 4  # three evaluations
+    config = config.with_train(steps=10, eval_every=4)  # three evaluations
     t = time_training(config, steps=2, warmup=1)
     parts = t["data_seconds"] + 10 * t["step_seconds"] + 3 * t["eval_seconds"]
     parts += t["last_pass_seconds"]  # the train accuracy's pass, at the last evaluation only

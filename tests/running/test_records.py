@@ -44,7 +44,7 @@ def test_a_trial_halted_at_its_rung_is_reused_from_its_records_without_training(
     """The tuning's halving halts trials at rungs; their checkpoints are not kept, but their
     evaluation at the rung is, and it is all the halving reads of a trial it drops."""
     trial = resolve_config("retrieval", "standard", "tiny", 0, STEPS | {"train.steps": 4})
-    trial.train.halt_at = 2
+    trial = trial.with_train(halt_at=2)
     first, _ = train_missing({"trial": trial}, tmp_path / "first" / "runs")
     assert main(["records", "keep", str(tmp_path / "first"), str(tmp_path / "kept")]) == 0
     kept = tmp_path / "kept" / "runs"
@@ -62,7 +62,7 @@ def test_weights_keeps_finished_weights_and_a_cut_off_runs_checkpoint_to_go_on_f
     off mid-budget from its checkpoint, ending as the run trained without a break."""
     whole = resolve_config("retrieval", "standard", "tiny", 0, STEPS | {"train.steps": 4})
     cut = resolve_config("retrieval", "mixit", "tiny", 0, STEPS | {"train.steps": 4})
-    cut.train.halt_at = 2
+    cut = cut.with_train(halt_at=2)
     first = tmp_path / "first"
     train_missing({"whole": whole, "cut": cut}, first / "runs")
     kept = tmp_path / "kept"
@@ -76,7 +76,7 @@ def test_weights_keeps_finished_weights_and_a_cut_off_runs_checkpoint_to_go_on_f
     assert main(["records", "restore", str(kept), str(again)]) == 0
     assert latest_checkpoint(again / "runs" / run_dir_name(cut)) is not None
     assert (again / "runs" / run_dir_name(whole) / "model.safetensors").is_file()
-    cut.train.halt_at = 0
+    cut = cut.with_train(halt_at=0)
     resumed, trained = train_missing({"whole": whole, "cut": cut}, again / "runs")
     assert trained == 1  # the cut-off run only
     unbroken, _ = train_missing({"cut": cut}, tmp_path / "unbroken" / "runs")
@@ -91,7 +91,7 @@ def test_resumable_keeps_only_the_checkpoints_of_runs_cut_off_mid_way(tmp_path, 
     longer = STEPS | {"train.steps": 8, "train.eval_every": 4}
     cut = resolve_config("retrieval", "mixit", "tiny", 0, longer)
     trial = resolve_config("retrieval", "standard", "tiny", 0, longer)
-    trial.train.halt_at = 4
+    trial = trial.with_train(halt_at=4)
     first = tmp_path / "first"
     train_missing({"finished": config("standard"), "trial": trial}, first / "runs")
     steps.stop = 3
@@ -124,7 +124,7 @@ def test_a_trial_cut_off_then_halted_at_its_rung_has_its_archived_checkpoint_dro
     checkpoint and keeps the metrics."""
     monkeypatch.setattr(runs, "CHECKPOINT_FLOOR", 1)
     trial = resolve_config("retrieval", "standard", "tiny", 0, STEPS | {"train.steps": 8})
-    trial.train.halt_at = 6
+    trial = trial.with_train(halt_at=6)
     first = tmp_path / "first"
     steps.stop = 3
     with pytest.raises(KeyboardInterrupt):

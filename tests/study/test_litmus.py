@@ -208,7 +208,7 @@ def test_each_task_is_advised_only_of_the_knobs_it_declares():
     """The advice names a task's own knobs, each a key of its config that the command line
     takes; a task read from a corpus or files names none, and so no setting that changes
     nothing (#104: task.vocab_size was advised where it is only a tokenizer's size)."""
-    from mixit.config.overrides import apply_overrides
+    from mixit.config.overrides import with_settings
     from mixit.tasks import TASKS
     from mixit.tasks.base import harder
     from mixit.training.resolve import resolve_config
@@ -217,7 +217,7 @@ def test_each_task_is_advised_only_of_the_knobs_it_declares():
         if spec.harder_with:
             config = resolve_config(name, "standard", "tiny", 0)
         for key in spec.harder_with:
-            apply_overrides(config, {key: getattr(config.task, key.removeprefix("task."))})
+            with_settings(config, {key: getattr(config.task, key.removeprefix("task."))})
         advice = harder(name)
         assert all(f"({key})" in advice for key in spec.harder_with)
         assert advice.startswith("make it harder: ") == bool(spec.harder_with)

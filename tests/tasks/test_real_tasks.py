@@ -1,5 +1,6 @@
 """The real-data tasks: lm, sentiment and custom, on small files the tests write."""
 
+import dataclasses
 import doctest
 import json
 
@@ -205,7 +206,7 @@ def test_custom_files_are_read_once_for_data_and_label_set(tmp_path, monkeypatch
         f"{write_jsonl(tmp_path / 'a.jsonl', records)},{write_jsonl(tmp_path / 'b.jsonl', records)}"
     )
     config = resolve_config("custom", "mixit", "tiny", 0, {"task.data_files": files})
-    config.task.readout = "targets"
+    config = dataclasses.replace(config, task=dataclasses.replace(config.task, readout="targets"))
     spec = get_task("custom")
     data = spec.make_data(config.task, 0)
     labels = spec.answer_ids(config.task, data.vocab_size)

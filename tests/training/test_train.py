@@ -1,5 +1,6 @@
 """The trainer: loss goes down for every variant, run directories, determinism, divergence."""
 
+import dataclasses
 import json
 import math
 import random
@@ -14,7 +15,7 @@ from mixit import load_run, train
 from mixit.cli import main
 from mixit.common.errors import TrainingDiverged, UsageError
 from mixit.config.overrides import with_settings
-from mixit.config.schema import RunConfig, TrainConfig
+from mixit.config.schema import TrainConfig
 from mixit.models.variants import VARIANTS
 from mixit.running.runs import run_dir_name
 from mixit.tasks import get_task
@@ -139,8 +140,10 @@ def test_a_finite_loss_that_blows_up_stops_the_run_naming_the_step(tmp_path, cap
 
 
 def test_schedule_warms_up_then_decays_to_the_floor():
-    config = RunConfig("retrieval", "standard", "tiny", 0)
-    config.train = TrainConfig(steps=100, warmup_steps=10, min_lr_ratio=0.1)
+    config = resolve_config("retrieval", "standard", "tiny", 0)
+    config = dataclasses.replace(
+        config, train=TrainConfig(steps=100, warmup_steps=10, min_lr_ratio=0.1)
+    )
     assert lr_factor(0, config) == pytest.approx(0.1)
     assert lr_factor(9, config) == pytest.approx(1.0)
     assert lr_factor(10, config) == pytest.approx(1.0)

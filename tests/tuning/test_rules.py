@@ -15,7 +15,7 @@ def _run(tmp_path, curve, steps=1000, stop_at=None):
     """A run of ``steps`` whose test accuracy at each evaluation is ``curve`` (evenly spaced)."""
     settings = {"train.steps": steps, "train.eval_every": steps // len(curve)}
     config = resolve_config("retrieval", "standard", "tiny", 0, settings)
-    config.train.stop_at = stop_at
+    config = config.with_train(stop_at=stop_at)
     every = steps // len(curve)
     lines = [{"step": every * (i + 1), "test_accuracy": v} for i, v in enumerate(curve)]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))

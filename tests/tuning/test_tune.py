@@ -3,6 +3,7 @@ only, edges that extend the grid, halving that keeps the best rate, the budget r
 initialisation choice of a `model.arch` model, `--no-tune`, and an estimate that reads a finished
 tuning back."""
 
+import dataclasses
 import importlib
 import json
 import math
@@ -15,6 +16,7 @@ import torch
 
 from mixit import compare
 from mixit.cli import main
+from mixit.config.overrides import with_settings
 from mixit.running.runs import run_dir_name
 from mixit.study.compare import Comparison
 from mixit.study.estimate import estimate_comparison, tuning_estimate_line, tuning_seconds
@@ -67,11 +69,11 @@ def test_the_validation_split_comes_from_the_training_rows_only():
 def test_a_halted_run_resumed_is_the_uninterrupted_run(tmp_path):
     config = resolve_config("retrieval", "standard", "tiny", 0, QUICK)
     whole = train_run(config, tmp_path / "whole")
-    config.train.halt_at = 4
+    config = config.with_train(halt_at=4)
     halted = train_run(config, tmp_path / "halted")
     assert halted["stopped"] == "halted" and halted["steps_run"] == 4
     assert not (tmp_path / "halted" / "summary.json").exists()
-    config.train.halt_at = 0
+    config = config.with_train(halt_at=0)
     resumed = train_run(config, tmp_path / "halted", resume=True)
     assert resumed["metrics"] == whole["metrics"] and resumed["steps_run"] == 8
 
@@ -248,7 +250,7 @@ def test_compare_tunes_each_model_and_trains_its_seeds_at_the_choice(tmp_path):
     for model, tuned in stored.items():
         config = resolve_config("retrieval", model, "tiny", 0, {**QUICK, **tuned["overrides"]})
         for seed in (0, 1):
-            config.seed = seed
+            config = dataclasses.replace(config, seed=seed)
             summary = json.loads(
                 (tmp_path / "runs" / run_dir_name(config) / "summary.json").read_text()
             )
@@ -331,9 +333,7 @@ def test_reproduce_tunes_each_group_of_seeds_once_and_trains_its_seeds_at_the_ch
     results = json.loads((tmp_path / "table4" / "results.json").read_text())
     assert results["tune"].startswith("protocol")
     for run, config in configs.items():
-        for key, value in chosen[run.task, run.model].items():
-            section, name = key.split(".")
-            setattr(getattr(config, section), name, value)
+        config = with_settings(config, chosen[run.task, run.model])
         assert (tmp_path / "runs" / run_dir_name(config) / "summary.json").exists()
     again = Reproduction("tiny", seeds=2, out=tmp_path, overrides=REPRODUCE_QUICK, tune=True)
     assert reproduce(["table4"], again, train=False)  # --no-train reads tuning.json back

@@ -28,7 +28,6 @@ from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel
 from mixit.models.decoder import Decoder
 from mixit.models.heads import PAD, decoder_of, head_scores
-from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData
 from mixit.training.scoring import evaluate_run
 
@@ -99,7 +98,7 @@ def _hooked(model: nn.Module, hooks: list[tuple[nn.Module, str, Callable]]) -> I
 def ablate(model: RunModel, config: RunConfig, sequences: int) -> Ablation:
     """Mean-ablate each head and each MLP of ``model`` (a finished run's, ``config`` its
     config) on the first ``sequences`` rows of its test split, one at a time."""
-    spec = get_task(config.task_name)
+    spec = config.task_spec
     data = spec.make_data(config.task, config.seed)
     rows = Split(data.test.inputs[:sequences], data.test.targets[:sequences])  # (S, T) each
     # Only these rows are scored: marked as the training set too, the summary's train accuracy

@@ -13,7 +13,6 @@ from mixit.common.plots import PAGE, SEQUENTIAL, save, styled
 from mixit.config.schema import RunConfig
 from mixit.models.decoder import Decoder
 from mixit.models.heads import attention_patterns, logit_spread
-from mixit.tasks import get_task
 from mixit.training.resolve import fit_model_to_data
 from mixit.training.rundir import new_model
 
@@ -52,7 +51,7 @@ def initial_logit_spread(config: RunConfig, sequences: int = 64) -> float | None
     """The ``logit_spread`` of a run's attention at initialisation, on its first training
     sequences: how far from uniform its frozen queries and keys start (Frozen-QK, the random
     transformer). None for a model whose attention cannot be read (a ``module:`` factory)."""
-    data = get_task(config.task_name).make_data(config.task, config.seed)
+    data = config.task_spec.make_data(config.task, config.seed)
     config = fit_model_to_data(config, data)
     model = new_model(config)
     model = getattr(model, "body", model)  # under a readout: the decoder it reads

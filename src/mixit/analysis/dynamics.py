@@ -18,7 +18,6 @@ from mixit.common.errors import UsageError
 from mixit.common.plots import legend_below, metric_label, save, series_style, styled
 from mixit.config.schema import RunConfig
 from mixit.models.heads import HEAD_THRESHOLD, TRACKED
-from mixit.tasks import get_task
 from mixit.training.rundir import read_records
 
 
@@ -50,7 +49,7 @@ def read_dynamics(run_dir: str | Path, config: RunConfig) -> Dynamics:
     """The tracked head scores and the metric of the finished run in ``run_dir`` (``config``:
     its config, as ``load_run`` gives it)."""
     records = read_records(Path(run_dir) / "metrics.jsonl")
-    spec = get_task(config.task_name)
+    spec = config.task_spec
     tracked = [r for r in records if spec.metric in r and any(k.startswith("heads.") for k in r)]
     if not tracked:
         raise UsageError(

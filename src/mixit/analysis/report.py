@@ -13,7 +13,6 @@ from mixit.analysis.dynamics import format_dynamics, plot_dynamics, read_dynamic
 from mixit.common.errors import UsageError
 from mixit.common.io import write_json
 from mixit.models.heads import HEAD_THRESHOLD, PAD, attention_patterns, head_scores
-from mixit.tasks import get_task
 from mixit.training.rundir import load_run
 
 ANALYSES = ("attention", "covariance", "ablate", "dynamics")
@@ -25,7 +24,7 @@ def analyze_run(kind: str, run_dir: str, sequences: int, out: str | None) -> str
         raise UsageError(f"unknown analysis '{kind}'; choose one of: {', '.join(ANALYSES)}")
     model, config = load_run(run_dir)
     folder = Path(out) if out else Path(run_dir) / "analysis"
-    inputs = get_task(config.task_name).make_data(config.task, config.seed).test.inputs
+    inputs = config.task_spec.make_data(config.task, config.seed).test.inputs
     inputs = inputs[:sequences]  # (S, T)
     if kind == "dynamics":
         found = read_dynamics(run_dir, config)
@@ -74,7 +73,7 @@ def mean_uniformity(run_dir: str | Path, sequences: int = 64) -> float | None:
         model, config = load_run(run_dir)
     except UsageError:
         return None
-    inputs = get_task(config.task_name).make_data(config.task, config.seed).train.inputs
+    inputs = config.task_spec.make_data(config.task, config.seed).train.inputs
     inputs = inputs[:sequences]  # (S, T)
     by_head = head_scores(model, inputs, mask=inputs != PAD)["uniformity"]
     defined = [u for heads in by_head for u in heads if u is not None]

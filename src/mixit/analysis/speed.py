@@ -9,7 +9,7 @@ head; the embedding lookups cost no multiply-adds), the usual estimate for a dec
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +32,7 @@ from mixit.cost.memory import check_fits
 from mixit.cost.predict import flops_per_token
 from mixit.inference.export_hf import llama_config
 from mixit.inference.generate import cache_bytes_per_token, generate
+from mixit.models.adapters import get_variant
 from mixit.tasks import TASKS
 from mixit.training.devices import present_device
 from mixit.training.resolve import resolve_config
@@ -209,8 +210,8 @@ def bench(
             compile_seconds[name] = time.perf_counter() - start
             steps[("mixit+compile", name)] = step
     # HF's Llama is the standard model; it is counted with the standard model's FLOPs.
-    hf_config = copy.deepcopy(next(iter(configs.values())))
-    hf_config.variant = "standard"
+    first = next(iter(configs.values()))
+    hf_config = dataclasses.replace(first, variant="standard", variant_spec=get_variant("standard"))
     if vs_hf:
         steps[("hf", "standard")] = _hf_step(hf_config, seq_len, batch, target)
     memory = {key: _peak_memory_mb(step, target) for key, step in steps.items()}
@@ -267,10 +268,10 @@ def format_bench(result: Mapping[str, Any]) -> str:
 def check_bench_fits(config: RunConfig, seq_len: int, batch: int, device: torch.device) -> None:
     """Refuse, before anything is allocated, a shape whose training step cannot fit in the
     device's free memory (``memory.check_fits``, at the model ``mixit_model`` builds)."""
-    shaped = copy.deepcopy(config)
-    shaped.model.vocab_size = shaped.model.vocab_size or 1024
-    shaped.model.block_size = max(shaped.model.block_size, seq_len)
-    shaped.train.batch_size, shaped.train.micro_batches = batch, 1
+    shaped = config.with_model(
+        vocab_size=config.model.vocab_size or 1024,
+        block_size=max(config.model.block_size, seq_len),
+    ).with_train(batch_size=batch, micro_batches=1)
     shape = f"--seq-len {seq_len}, --batch {batch}"
     check_fits(shaped, seq_len, device, shape)
 

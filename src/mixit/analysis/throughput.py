@@ -15,7 +15,6 @@ import torch
 import torch.nn.functional as F
 
 from mixit.config.schema import RunConfig
-from mixit.models.adapters import get_variant
 from mixit.models.decoder import Decoder
 from mixit.training.step import make_optimizer, mixed_precision, use_tensor_cores
 
@@ -55,7 +54,7 @@ def mixit_model(config: RunConfig, seq_len: int, device: torch.device) -> Decode
     sizes["block_size"] = max(config.model.block_size, seq_len)
     torch.manual_seed(config.seed)
     shape = dataclasses.replace(config.model, **sizes)
-    return Decoder(shape, get_variant(config.variant)).to(device)
+    return Decoder(shape, config.variant_spec).to(device)
 
 
 def mixit_step(

@@ -3,7 +3,6 @@ back into a RunConfig, both converted and checked field by field."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import types
@@ -36,30 +35,27 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
-def apply_overrides(config: RunConfig, overrides: Settings) -> None:
-    """Set dotted keys on the config's sections, converting strings to each field's type."""
+def with_settings(config: RunConfig, settings: Settings) -> RunConfig:
+    """A new config: ``config`` with the dotted ``settings`` set, each converted to its
+    field's type (``config`` is frozen, and stays as it was)."""
     sections = {"model": config.model, "task": config.task, "train": config.train}
-    for key, raw in overrides.items():
+    changes: dict[str, dict[str, object]] = {}
+    for key, raw in settings.items():
         section_name, _, name = key.partition(".")
         if section_name not in sections:
             raise UsageError(f"unknown section in '{key}'; sections are: model, task, train")
-        section = sections[section_name]
-        types_by_name = _field_types(type(section))
+        types_by_name = _field_types(type(sections[section_name]))
         valid = list(types_by_name)
         if name not in valid:
             guess = did_you_mean(name, valid, prefix=f"{section_name}.")
             raise UsageError(
                 f"unknown key '{key}'{guess}; valid {section_name} keys: {', '.join(valid)}"
             )
-        setattr(section, name, convert(key, raw, types_by_name[name]))
-
-
-def with_settings(config: RunConfig, settings: Settings) -> RunConfig:
-    """A copy of ``config`` with the dotted ``settings`` applied (``apply_overrides``);
-    ``config`` itself is left as it is, as every resolved config is."""
-    changed = copy.deepcopy(config)
-    apply_overrides(changed, settings)
-    return changed
+        changes.setdefault(section_name, {})[name] = convert(key, raw, types_by_name[name])
+    if not changes:
+        return config
+    changed = {part: dataclasses.replace(sections[part], **new) for part, new in changes.items()}
+    return dataclasses.replace(config, **changed)
 
 
 @functools.cache
@@ -119,10 +115,11 @@ def _type_name(t: Any) -> str:
     return "none" if t is type(None) else t.__name__
 
 
-def from_dict(data: Mapping[str, Any], task_config_cls: type) -> RunConfig:
-    """Rebuild a RunConfig from ``config.json`` (the inverse of ``RunConfig.to_dict``).
+def from_dict(data: Mapping[str, Any], task_spec: Any, variant_spec: Any) -> RunConfig:
+    """Rebuild a RunConfig from ``config.json`` (the inverse of ``RunConfig.to_dict``), carrying
+    the ``task_spec`` and ``variant_spec`` its names were looked up as.
 
-    Each stored value is checked as the command line's are (``apply_overrides``): a stored
+    Each stored value is checked as the command line's are (``with_settings``): a stored
     config holding a key or a type mixit does not write is a UsageError naming it.
     """
     if not isinstance(data, Mapping):
@@ -132,19 +129,21 @@ def from_dict(data: Mapping[str, Any], task_config_cls: type) -> RunConfig:
         variant=_stored(data, "variant", str),
         preset=_stored(data, "preset", str),
         seed=_stored(data, "seed", int),
-        task=task_config_cls(),
+        task=task_spec.config_cls(),
+        task_spec=task_spec,
+        variant_spec=variant_spec,
     )
+    settings: dict[str, Setting] = {}
     for section in ("model", "task", "train"):
         stored = data.get(section)
         if not isinstance(stored, Mapping):
             raise UsageError(f"'{section}' is not a section of settings")
-        apply_overrides(config, {f"{section}.{key}": value for key, value in stored.items()})
+        settings |= {f"{section}.{key}": value for key, value in stored.items()}
         # A config written before a setting existed ran at the setting's original value.
         for (where, key), original in ADDED_LATER.items():
-            target = getattr(config, section)
-            if where == section and key not in stored and hasattr(target, key):
-                setattr(target, key, original)
-    return config
+            if where == section and key not in stored and hasattr(getattr(config, section), key):
+                settings[f"{section}.{key}"] = original
+    return with_settings(config, settings)
 
 
 def _stored(data: Mapping[str, Any], key: str, kind: type) -> Any:

@@ -52,7 +52,7 @@ def _check_range(key: str, value: float, low: float, high: float, closed_high: b
         raise UsageError(f"{key} must be in [{low:g}, {high:g}{bracket}, got {value}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelConfig:
     n_layer: int = 2
     n_embd: int = 64
@@ -169,7 +169,7 @@ class ModelConfig:
             )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
     steps: int = 1000
     batch_size: int = 64
@@ -289,13 +289,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Marks a RunConfig field that resolving fills from its names, not a setting: it stays out of
+# ``to_dict``, the run's name and equality.
+RESOLVED = "resolved"
+
+
 @functools.cache
 def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+    return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata.get(RESOLVED))
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
+    """One run's settings, frozen: a change is a new config (``dataclasses.replace``, or
+    ``mixit.config.overrides.with_settings`` for dotted keys).
+
+    ``task_spec`` and ``variant_spec`` are what ``task_name`` and ``variant`` name, looked up
+    once where the config is made (``mixit.training.resolve``, or ``from_dict`` for a stored
+    one) so that no later stage looks them up again: the task's ``mixit.tasks.base.TaskSpec``
+    and the variant's ``mixit.models.variants.Variant``. The config layer sits below both
+    packages, so their types are not named here."""
+
     task_name: str
     variant: str
     preset: str
@@ -303,6 +317,16 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: Any = None  # the task's own typed config dataclass
     train: TrainConfig = field(default_factory=TrainConfig)
+    task_spec: Any = field(kw_only=True, compare=False, repr=False, metadata={RESOLVED: True})
+    variant_spec: Any = field(kw_only=True, compare=False, repr=False, metadata={RESOLVED: True})
+
+    def with_model(self, **changes: Any) -> RunConfig:
+        """This config with the model section's ``changes`` (a new config)."""
+        return dataclasses.replace(self, model=dataclasses.replace(self.model, **changes))
+
+    def with_train(self, **changes: Any) -> RunConfig:
+        """This config with the training section's ``changes`` (a new config)."""
+        return dataclasses.replace(self, train=dataclasses.replace(self.train, **changes))
 
     def to_dict(self) -> JSONObject:
         return _plain(self)

@@ -7,7 +7,6 @@ allocating or computing anything.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -17,7 +16,6 @@ from torch import nn
 from mixit.config.schema import RunConfig
 from mixit.models.build import ArchModel, build_model
 from mixit.models.readout import AnswerReadout, BottleneckReadout
-from mixit.tasks import get_task
 
 
 @dataclass(frozen=True)
@@ -45,15 +43,15 @@ def counted(config: RunConfig) -> Counts:
     """``Counts`` of ``config``'s model, built on the meta device (no memory, no arithmetic);
     a config whose data have not filled its vocabulary or block size (``mixit bench``'s)
     gets 1024 of each."""
-    filled = dataclasses.replace(config, model=dataclasses.replace(config.model))
-    filled.model.vocab_size = filled.model.vocab_size or 1024
-    filled.model.block_size = filled.model.block_size or 1024
+    filled = config.with_model(
+        vocab_size=config.model.vocab_size or 1024, block_size=config.model.block_size or 1024
+    )
     # What the model is built from: neither the seed nor the training settings change a count.
     built_from = {k: v for k, v in filled.to_dict().items() if k in ("task_name", "model", "task")}
     key = json.dumps([built_from, filled.variant], sort_keys=True, default=str)
     if key not in _COUNTED:
         with torch.device("meta"):
-            model = build_model(filled, get_task(filled.task_name))
+            model = build_model(filled)
         _COUNTED[key] = _count(model)
     return _COUNTED[key]
 

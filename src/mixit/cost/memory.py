@@ -19,7 +19,6 @@ import torch
 from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig
 from mixit.cost.counts import Counts
-from mixit.models.adapters import get_variant
 from mixit.models.attention import MixerTraits
 from mixit.models.mixers import variant_traits
 
@@ -29,7 +28,7 @@ FLOAT = 4  # bytes per fp32 value
 def mixer_of(config: RunConfig) -> MixerTraits:
     """The traits of the token mixer ``config``'s variant declares: what the memory model
     sizes its projections, position table and buffers by."""
-    return variant_traits(get_variant(config.variant), config.model)
+    return variant_traits(config.variant_spec, config.model)
 
 
 def sized_counts(config: RunConfig, mixer: MixerTraits) -> Counts:

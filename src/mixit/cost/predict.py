@@ -23,9 +23,8 @@ from mixit.common.errors import UsageError
 from mixit.config.schema import RunConfig
 from mixit.cost.counts import counted
 from mixit.cost.memory import step_memory
-from mixit.models.adapters import get_variant
 from mixit.models.mixers import mixer_traits
-from mixit.tasks import IGNORE_INDEX, get_task
+from mixit.tasks import IGNORE_INDEX
 
 GIB = 2**30
 # Of a device's memory, the share a run's tensors may fill: the rest is the CUDA context, the
@@ -111,7 +110,7 @@ def _mixing_flops(config: RunConfig, seq_len: int, training: bool) -> float:
     product, 2 T n forward and 2 backward, and 2 more for its own gradient when it trains."""
     m = config.model
     total = 0
-    for kind, layers in get_variant(config.variant).mixers(m.n_layer).items():
+    for kind, layers in config.variant_spec.mixers(m.n_layer).items():
         traits = mixer_traits(kind, m)
         if "k" in traits.cached:
             total += layers * (12 if training else 4)
@@ -267,7 +266,7 @@ def data_shape(config: RunConfig) -> DataShape:
     task = dataclasses.asdict(config.task)
     task_key = json.dumps([config.task_name, task], sort_keys=True, default=str)
     if task_key not in _DATA_SHAPES:
-        data = get_task(config.task_name).make_data(config.task, 0)
+        data = config.task_spec.make_data(config.task, 0)
         _DATA_SHAPES[task_key] = DataShape(
             seq_len=data.train.inputs.shape[1],
             vocab_size=data.vocab_size,
@@ -284,7 +283,7 @@ def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape
     ``Shape``. The data are built once per task config (``data_shape``)."""
     out = {}
     for key, config in configs.items():
-        spec = get_task(config.task_name)
+        spec = config.task_spec
         declared = spec.declared_shape(config.task) if spec.declared_shape else None
         if declared is not None:
             seq_len, vocab_size, scored = declared
@@ -307,9 +306,7 @@ def shapes(configs: Mapping[Any, RunConfig]) -> dict[Any, tuple[RunConfig, Shape
 def _filled(config: RunConfig, vocab_size: int, seq_len: int) -> RunConfig:
     """A copy of ``config`` with its vocabulary and block size filled in as
     ``fit_model_to_data`` fills them, without its checks against this machine."""
-    import copy
-
-    filled = copy.deepcopy(config)
-    filled.model.vocab_size = filled.model.vocab_size or vocab_size
-    filled.model.block_size = filled.model.block_size or seq_len
-    return filled
+    return config.with_model(
+        vocab_size=config.model.vocab_size or vocab_size,
+        block_size=config.model.block_size or seq_len,
+    )

@@ -33,7 +33,7 @@ from mixit.common.digest import source_files
 from mixit.common.errors import UsageError
 from mixit.common.trust import no_hard_exit, said, trust, trusted_function
 from mixit.config.schema import ModelConfig, RunConfig
-from mixit.models.adapters import ADAPTERS, Parts, get_variant, spectrum
+from mixit.models.adapters import ADAPTERS, Parts, spectrum
 from mixit.models.decoder import Decoder, Trainable
 from mixit.models.readout import AnswerReadout, BottleneckReadout
 
@@ -195,11 +195,12 @@ class TaskReadout(Protocol):
     answer_ids: Callable[[Any, int], tuple[int, ...] | None] | None
 
 
-def build_model(config: RunConfig, task: TaskReadout) -> RunModel:
+def build_model(config: RunConfig) -> RunModel:
     """The run's model from its seed: mixit's decoder or the ``model.arch`` it names, under
-    the bottleneck readout where ``task`` asks for one, or scored among its answer tokens where
-    it names them; what its variant freezes drawn from ``model.frozen_seed`` where set.
-    ``mixit.training.rundir.new_model`` looks the task up from the config."""
+    the bottleneck readout where its task (``config.task_spec``, a ``TaskReadout``) asks for
+    one, or scored among its answer tokens where it names them; what its variant freezes drawn
+    from ``model.frozen_seed`` where set."""
+    task: TaskReadout = config.task_spec
     model = _drawn(config, task, config.seed)
     if config.model.frozen_seed is not None:
         with torch.random.fork_rng(devices=[]):  # the run's own draws go on from its seed
@@ -212,7 +213,7 @@ def _drawn(config: RunConfig, task: TaskReadout, seed: int) -> RunModel:
     torch.manual_seed(seed)
     m = config.model
     if m.arch == BUILT_IN:
-        body: Decoder | ArchModel = Decoder(m, get_variant(config.variant))
+        body: Decoder | ArchModel = Decoder(m, config.variant_spec)
     else:
         body = build_arch_model(m, config.variant, seed)
     if task.bottleneck_readout:

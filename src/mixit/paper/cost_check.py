@@ -46,7 +46,7 @@ from mixit.cost.predict import (
 from mixit.paper.runner import plan_reproduction
 from mixit.running.runs import run_dir_name
 from mixit.study.experiment import Reproduction
-from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
+from mixit.tasks import IGNORE_INDEX, Split, TaskData
 from mixit.training.devices import present_device
 from mixit.training.resolve import stored_config
 from mixit.training.setup import setup
@@ -65,7 +65,7 @@ def _resident_bytes() -> int:
 def synthetic_data(config: RunConfig, shape: Shape) -> TaskData:
     """Two batches of random tokens in the run's shape: the last round(share x T) positions
     of each row are scored, with targets among the task's answer tokens where it names them."""
-    spec, m = get_task(config.task_name), config.model
+    spec, m = config.task_spec, config.model
     rows, length = 2 * config.train.batch_size, shape.seq_len
     generator = torch.Generator().manual_seed(0)
     inputs = torch.randint(1, m.vocab_size, (rows, length), generator=generator)  # (N, T)
@@ -94,9 +94,8 @@ def measure(config_dict: JSONObject, shape: Shape) -> dict[str, float]:
     else:
         # A step of a minimal model first: the libraries' own buffers and threads are then
         # resident before the measurement starts.
-        small = stored_config(filled.to_dict())
-        small.model.n_layer, small.model.n_embd, small.model.n_head = 1, 8, 1
-        small.train.batch_size, small.train.micro_batches = 2, 1
+        small = filled.with_model(n_layer=1, n_embd=8, n_head=1)
+        small = small.with_train(batch_size=2, micro_batches=1)
         setup(small, data).step()
         before = _resident_bytes()
         peak = _PeakResident()
@@ -170,9 +169,11 @@ def cost_check(
         shapes(distinct).items(), mode=progress_mode(progress), desc="measuring configs"
     )
     for name, (filled, shape) in measuring:
-        filled.train.device = str(where)
+        filled = filled.with_train(device=str(where))
         if where.type == "cuda":
-            filled.train.micro_batches = micro_batches_to_fit(filled, shape, target) or 1
+            filled = filled.with_train(
+                micro_batches=micro_batches_to_fit(filled, shape, target) or 1
+            )
             try:
                 measured = measure(filled.to_dict(), shape)
             except torch.OutOfMemoryError:  # predicted to fit, but did not: a row says so

@@ -37,7 +37,6 @@ from mixit.running.workers import (
     train_in_worker,
     worker_threads,
 )
-from mixit.tasks import get_task
 from mixit.training.distributed import Ranks
 from mixit.training.members import member_key, train_group
 from mixit.training.resolve import check_runnable_here
@@ -58,7 +57,7 @@ def run_dir_name(config: RunConfig) -> str:
     setting gives a new directory and an unchanged one finds its finished run; and, where the
     run reads a user's files (data, a generator, a model factory), their contents, so an
     edited file trains anew. A run that reads none is named by its config alone."""
-    read_files = get_task(config.task_name).read_files
+    read_files = config.task_spec.read_files
     files = (*(read_files(config.task) if read_files else ()), *arch_files(config.model.arch))
     return hashed_name(config, files_digest(files))
 

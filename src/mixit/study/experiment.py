@@ -20,7 +20,7 @@ from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.running.launchers import LOCAL, Launch
 from mixit.study.claim import Claim
-from mixit.tasks import Split, get_task
+from mixit.tasks import Split
 from mixit.training.resolve import resolve_config
 from mixit.training.rundir import RunSummary
 
@@ -213,7 +213,7 @@ def test_split(config: RunConfig) -> Split:
     task = json.dumps(config.to_dict()["task"], sort_keys=True, default=str)
     key = (config.task_name, task, config.seed)
     if key not in _TEST_SPLITS:
-        _TEST_SPLITS[key] = get_task(config.task_name).make_data(config.task, config.seed).test
+        _TEST_SPLITS[key] = config.task_spec.make_data(config.task, config.seed).test
     return _TEST_SPLITS[key]
 
 

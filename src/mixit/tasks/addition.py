@@ -46,7 +46,7 @@ ANSWER_IDS = ("digits", "separate")
 SCORED_TOKENS = ("answer", "after-answer")
 
 
-@dataclass
+@dataclass(frozen=True)
 class AdditionConfig:
     num_digits: int = 10  # digits of each operand; the leading digit is never 0
     n_train: int = 50_000  # training pairs (sampled uniformly, with replacement)

@@ -34,7 +34,7 @@ from mixit.tasks.base import (
 from mixit.tasks.rows import sample_disjoint
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompressionConfig:
     vocab_size: int = 16  # content ids 0..V-2, the compression token V-1 (MAD's)
     seq_len: int = 32  # tokens, the compression token included

@@ -64,7 +64,7 @@ FIRST_SYMBOL = 3  # ids below are special; symbol i (a character, or integer tok
 BPE_VOCABULARY = 1024
 
 
-@dataclass
+@dataclass(frozen=True)
 class CustomConfig:
     data_files: str = ""  # train.jsonl,test.jsonl with {"input": ..., "target": ...} per line
     tokenizer: str = "chars"  # chars | bpe | words | an HF tokenizer name; int lists need none

@@ -24,7 +24,7 @@ TRUE = 5
 VOCAB_SIZE = 6
 
 
-@dataclass
+@dataclass(frozen=True)
 class DyckConfig:
     length: int = 40  # parentheses per string (even, so that balanced strings exist)
     n_train: int = 100_000  # training strings

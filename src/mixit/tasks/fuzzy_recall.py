@@ -39,7 +39,7 @@ from mixit.tasks.base import (
 from mixit.tasks.rows import sample_disjoint, side_by_side_split
 
 
-@dataclass
+@dataclass(frozen=True)
 class FuzzyRecallConfig(KeyValueIds):
     vocab_size: int = 16  # keys, values and the pad (and the copy id without multi_query)
     seq_len: int = 128  # tokens after left padding; the model reads seq_len

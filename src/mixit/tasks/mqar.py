@@ -42,7 +42,7 @@ from mixit.tasks.rows import sample_disjoint, side_by_side_split
 PAD = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class MQARConfig:
     # V: keys are tokens 1..V/2-1, values V/2..V-1. Zoology asserts V > seq_len (and an even
     # seq_len); the presets keep to it, other settings are the user's choice.

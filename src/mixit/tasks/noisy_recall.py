@@ -36,7 +36,7 @@ from mixit.tasks.base import (
 from mixit.tasks.rows import sample_disjoint, side_by_side_split
 
 
-@dataclass
+@dataclass(frozen=True)
 class NoisyRecallConfig(KeyValueIds):
     vocab_size: int = 32  # keys, values and noise ids (and the copy id without multi_query)
     noise_vocab_size: int = 16  # noise ids, the last of the vocabulary's content

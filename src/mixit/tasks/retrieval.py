@@ -44,7 +44,7 @@ KEY_POOLS = ("upper-half", "max-pairs")
 QUERY_IDS = ("key", "separate")
 
 
-@dataclass
+@dataclass(frozen=True)
 class RetrievalConfig:
     vocab_size: int = 256  # V: values are tokens 1..V/2-1, keys V/2..V-1
     max_pairs: int = 30  # m_max: a sequence holds m ~ U{1..m_max} key-value pairs

@@ -35,7 +35,7 @@ from mixit.tasks.base import (
 from mixit.tasks.rows import sample_disjoint, side_by_side_split
 
 
-@dataclass
+@dataclass(frozen=True)
 class SelectiveCopyingConfig:
     vocab_size: int = 16  # V: content tokens 0..V-3, blank V-2, copy token V-1
     seq_len: int = 256  # tokens: the content and its blanks, the copy token, the answers

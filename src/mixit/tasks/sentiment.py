@@ -57,7 +57,7 @@ from mixit.tasks.rows import last_token_split
 READOUTS = ("vocabulary", "labels")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SentimentConfig:
     dataset: str = "rotten-tomatoes"  # rotten-tomatoes | yelp-polarity | files
     data_files: str = ""  # with dataset=files: train,test (.csv/.jsonl/.parquet: text, label)

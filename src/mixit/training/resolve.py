@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from mixit.common.errors import UsageError
-from mixit.config.overrides import Settings, apply_overrides, from_dict
+from mixit.config.overrides import Settings, from_dict, with_settings
 from mixit.config.schema import MAX_SEED, RunConfig
 from mixit.cost.memory import available_bytes, check_fits, mixer_of
 from mixit.models.adapters import MODELS as SPECTRUM_MODELS
@@ -38,16 +38,22 @@ def resolve_config(
         raise UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESET_NAMES)}")
     if not 0 <= seed < MAX_SEED:
         raise UsageError(f"--seed must be in [0, 2^62), got {seed}")
-    config = RunConfig(task_name=task, variant=model, preset=preset, seed=seed)
-    config.task = spec.config_cls()
-    apply_overrides(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})
-    apply_overrides(config, {PLATEAU_KEY: PLATEAU} | dict(spec.presets[preset]))
-    apply_overrides(config, overrides or {})  # first for model.construction itself
-    bundle = construction_overrides(config.model.construction, variant, spec.authors_settings)
-    apply_overrides(config, bundle)
-    apply_overrides(config, overrides or {})
+    config = RunConfig(
+        task_name=task,
+        variant=model,
+        preset=preset,
+        seed=seed,
+        task=spec.config_cls(),
+        task_spec=spec,
+        variant_spec=variant,
+    )
+    config = with_settings(config, {f"model.{k}": v for k, v in variant.model_defaults.items()})
+    config = with_settings(config, {PLATEAU_KEY: PLATEAU} | dict(spec.presets[preset]))
+    asked = with_settings(config, overrides or {})  # for model.construction itself
+    bundle = construction_overrides(asked.model.construction, variant, spec.authors_settings)
+    config = with_settings(with_settings(config, bundle), overrides or {})
     if not variant.draws_frozen:  # the same model with or without it: one run, one name
-        config.model.frozen_seed = None
+        config = config.with_model(frozen_seed=None)
     validate(config)
     return config
 
@@ -75,12 +81,15 @@ def stored_config(data: Any) -> RunConfig:
     name = data.get("task_name") if isinstance(data, Mapping) else None
     if not isinstance(name, str):
         raise UsageError("expected a JSON object of a run's settings with its task_name")
-    return from_dict(data, get_task(name).config_cls)
+    variant = data.get("variant")
+    if not isinstance(variant, str):
+        raise UsageError(f"'variant' must be a str, got {variant!r}")
+    return from_dict(data, get_task(name), get_variant(variant))
 
 
 def validate(config: RunConfig) -> None:
     """Check every section of a resolved or stored config (a UsageError names the value)."""
-    variant = get_variant(config.variant)
+    variant = config.variant_spec
     built_in = config.model.arch == BUILT_IN
     config.model.validate(uses_rope=built_in and variant_traits(variant, config.model).rope)
     check_arch(config.model.arch)
@@ -117,7 +126,7 @@ def check_data_fits(config: RunConfig) -> None:
     if rows <= ROWS_WITHOUT_CHECK:
         return
     sample = dataclasses.replace(config.task, n_train=2, n_test=2)
-    length = get_task(config.task_name).make_data(sample, config.seed).train.inputs.shape[1]
+    length = config.task_spec.make_data(sample, config.seed).train.inputs.shape[1]
     needed, free = 2 * 8 * rows * length, available_bytes(torch.device("cpu"))
     if needed > free:
         raise UsageError(
@@ -134,7 +143,7 @@ def check_examples(config: RunConfig) -> None:
     more than ``ROWS_WITHOUT_CHECK`` rows is not generated twice for it."""
     rows = getattr(config.task, "n_train", 0) + getattr(config.task, "n_test", 0)
     if 0 < rows <= ROWS_WITHOUT_CHECK:
-        fit_model_to_data(config, get_task(config.task_name).make_data(config.task, config.seed))
+        fit_model_to_data(config, config.task_spec.make_data(config.task, config.seed))
 
 
 def fit_model_to_data(config: RunConfig, data: TaskData) -> RunConfig:
@@ -145,7 +154,7 @@ def fit_model_to_data(config: RunConfig, data: TaskData) -> RunConfig:
         "vocab_size": config.model.vocab_size or data.vocab_size,
         "block_size": config.model.block_size or seq_len,
     }
-    config = dataclasses.replace(config, model=dataclasses.replace(config.model, **sizes))
+    config = config.with_model(**sizes)
     if config.model.vocab_size < data.vocab_size:
         raise UsageError(
             f"model.vocab_size={config.model.vocab_size} is smaller than the task's "

@@ -19,7 +19,6 @@ from mixit.cost.memory import check_loads
 from mixit.models.build import RunModel, build_model
 from mixit.models.decoder import Decoder
 from mixit.models.readout import AnswerReadout
-from mixit.tasks import get_task
 from mixit.training.checkpoint import CHECKPOINT, PREVIOUS, latest_checkpoint, load_weights
 from mixit.training.resolve import stored_config, validate
 
@@ -208,7 +207,7 @@ def resumed(out: Path | None, config: RunConfig) -> RunSummary | None:
 
 def new_model(config: RunConfig) -> RunModel:
     """The run's model from its seed, with the readout of the task its config names."""
-    return build_model(config, get_task(config.task_name))
+    return build_model(config)
 
 
 def read_records(path: Path) -> list[Evaluation]:

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel
-from mixit.tasks import IGNORE_INDEX, Split, TaskData, get_task
+from mixit.tasks import IGNORE_INDEX, Split, TaskData
 from mixit.training.distributed import ALONE, Ranks
 
 
@@ -136,7 +136,7 @@ def evaluate_run(
     """The summary metrics: test loss and accuracies, train accuracy (``training_rows``: a
     pass over the training rows, which no rule reads; without it only where the test split
     is the training set), the task's own extras."""
-    spec = get_task(config.task_name)
+    spec = config.task_spec
     limits = _limits(config)
     test_rows = _score_rows(model, data.test, *limits)
     test = _summarised(test_rows)
@@ -163,7 +163,7 @@ def train_accuracy(model: RunModel, data: TaskData, config: RunConfig) -> dict[s
     """The exact-match accuracy on the first ``eval_examples`` training rows, for a task
     scored by exact match ({} otherwise, and where the test split is the training set, which
     ``evaluate_run`` scored already)."""
-    if not get_task(config.task_name).exact_match or data.test_is_train:
+    if not config.task_spec.exact_match or data.test_is_train:
         return {}
     return {"train_accuracy": evaluate(model, data.train, *_limits(config))["accuracy"]}
 

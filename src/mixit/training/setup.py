@@ -15,7 +15,7 @@ from mixit.config.schema import RunConfig
 from mixit.models.build import RunModel, build_model
 from mixit.models.heads import tracked_scores
 from mixit.models.readout import BottleneckReadout
-from mixit.tasks import TaskData, get_task
+from mixit.tasks import TaskData
 from mixit.tasks.base import TaskSpec, next_token_targets
 from mixit.tasks.splits import held_out_splits
 from mixit.training.checkpoint import RunProgress, save_checkpoint
@@ -123,8 +123,8 @@ def setup(config: RunConfig, data: TaskData, ranks: Ranks = ALONE) -> Training:
     trained_on = next_token_targets(data.train) if data.train_on_every_token else data.train.targets
     inputs, targets = data.train.inputs.to(device), trained_on.to(device)
     config = fit_model_to_data(config, data)
-    spec = get_task(config.task_name)
-    model = build_model(config, spec).to(device)
+    spec = config.task_spec
+    model = build_model(config).to(device)
     ranks.check_identical(dict(model.named_buffers()))
     optimizer = make_optimizer(model, config)
     trained = compiled(model if ranks.world == 1 else data_parallel(model), config)

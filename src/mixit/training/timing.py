@@ -7,7 +7,6 @@ import time
 
 from mixit.config.schema import RunConfig
 from mixit.cost.predict import Timing
-from mixit.tasks import get_task
 from mixit.training.resolve import stored_config
 from mixit.training.setup import setup
 
@@ -23,7 +22,7 @@ def time_training(
     """
     config = stored_config(config.to_dict())
     started = time.perf_counter()
-    data = get_task(config.task_name).make_data(config.task, config.seed)
+    data = config.task_spec.make_data(config.task, config.seed)
     data_seconds = time.perf_counter() - started
     training = setup(config, data)
     for _ in range(warmup):

@@ -23,7 +23,6 @@ from mixit.common.progress import Progress, progress_bar, progress_mode
 from mixit.config.overrides import Settings
 from mixit.config.schema import RunConfig
 from mixit.data.vocabulary import save_vocabulary
-from mixit.tasks import get_task
 from mixit.tasks.base import TaskSpec
 from mixit.tasks.splits import MIN_HELD_ROWS
 from mixit.training.checkpoint import RunProgress, load_checkpoint
@@ -86,7 +85,7 @@ def open_run(
     """Everything a run trains with, from its last checkpoint in ``out`` with ``resume``: its
     loop and the steps left to train (to the budget, or to ``train.halt_at``)."""
     began = time.perf_counter()
-    spec = get_task(config.task_name)
+    spec = config.task_spec
     training = setup(config, spec.make_data(config.task, config.seed), ranks)
     config, data = training.config, training.data  # sizes filled in from the data, splits held out
     schedule, progress = _restore(training, out if resume else None)

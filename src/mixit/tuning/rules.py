@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 
 from mixit.common.errors import RunsFailed
 from mixit.config.schema import ARCH_INITS, RunConfig
-from mixit.tasks import get_task
 from mixit.tasks.base import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
 from mixit.training.resolve import validate
 from mixit.training.rundir import RunSummary, read_records
@@ -140,7 +139,7 @@ class Scoring:
 
     @classmethod
     def of(cls, config: RunConfig) -> Scoring:
-        spec = get_task(config.task_name)
+        spec = config.task_spec
         return cls(spec.metric, 1.0 if spec.higher_is_better else -1.0, spec.tolerance)
 
 
@@ -298,7 +297,7 @@ def learned(
     """Whether any rate tried took the model clearly beyond chance (``LEARNED_MARGIN``): at a
     rung of the halving (``validation``), or at the chosen rate with a budget the budget rule
     doubled (``budgets``)."""
-    spec = get_task(base.task_name)
+    spec = base.task_spec
     chance = spec.chance(spec.make_data(base.task, seed), base.task)
     if chance is None:
         return True
