@@ -25,7 +25,8 @@ from mixit.cli import run_tool
 from mixit.cli.options import count
 from mixit.cli.parser import OneLineParser
 from mixit.common.io import make_dir, write_json
-from mixit.study.compare import Comparison, compare
+from mixit.study.compare import compare
+from mixit.study.plan import Comparison
 from mixit.tasks import TASKS
 from mixit.tuning.halving import Tuner
 from mixit.tuning.rules import Candidate, Trial, candidate_config, tuning_seed, validation_points

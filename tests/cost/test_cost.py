@@ -251,7 +251,7 @@ def test_compare_estimate_adds_the_halving_only_when_it_tunes(tmp_path, capsys):
 
 def test_an_estimate_counts_no_more_jobs_at_once_than_the_machine_has_cores(monkeypatch):
     from mixit.running import workers
-    from mixit.running.runs import list_schedule
+    from mixit.study.pricing import list_schedule
 
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     assert workers.parallel_jobs(1_000_000) == 2 and workers.parallel_jobs(1) == 1

@@ -23,7 +23,7 @@ from mixit.paper import EXPERIMENTS, estimate_reproduction, reproduce, table1, t
 from mixit.paper.claims import CLAIMS, FINDINGS, claim, margin
 from mixit.paper.runner import plan_reproduction
 from mixit.running.launchers import Launch
-from mixit.running.runs import list_schedule, run_dir_name
+from mixit.running.runs import run_dir_name
 from mixit.study.claim import (
     NOT_RUN,
 )
@@ -33,6 +33,7 @@ from mixit.study.experiment import (
     Reproduction,
     Run,
 )
+from mixit.study.pricing import list_schedule
 from mixit.study.results import read_results_csv
 from mixit.tasks.base import PLATEAU, PLATEAU_KEY
 from mixit.training.scoring import correct_rows as rows

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mixit.study.compare import read_at_best
+from mixit.study.judge import read_at_best
 from mixit.training.resolve import resolve_config
 from mixit.tuning.rules import best_held_out, rising_at_end, summary_at_best
 

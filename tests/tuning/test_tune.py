@@ -18,8 +18,8 @@ from mixit import compare
 from mixit.cli import main
 from mixit.config.overrides import with_settings
 from mixit.running.runs import run_dir_name
-from mixit.study.compare import Comparison
 from mixit.study.estimate import estimate_comparison, tuning_estimate_line, tuning_seconds
+from mixit.study.plan import Comparison
 from mixit.tasks import get_task
 from mixit.tasks.base import Split, TaskData
 from mixit.tasks.splits import hold_out_validation

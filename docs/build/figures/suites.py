@@ -9,7 +9,7 @@ from typing import Any
 from figures import common
 from figures.common import ROOT, _json
 from mixit.study import litmus, suite
-from mixit.study.compare import judged_again
+from mixit.study.judge import judged_again
 from mixit.study.results import read_results_csv
 from mixit.tasks import TASKS
 from mixit.tuning.rules import validation_points
@@ -161,7 +161,7 @@ def _passed() -> dict[str, Any]:
 
 def suites_rejudged() -> str:
     """docs/reproduce.md: every committed tuned suite's verdicts, as judged when it ran and
-    under the reading rules of 2026-12-01 (``compare.judged_again``: nothing retrained), with why
+    under the reading rules of 2026-12-01 (``judge.judged_again``: nothing retrained), with why
     each changed verdict moved; a suite judged again since reads both from ``PASSED``."""
     lines = [
         "| suite | task | " + " | ".join(SUITE_VARIANTS) + " |",

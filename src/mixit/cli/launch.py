@@ -8,8 +8,7 @@ import argparse
 from mixit.cli.options import count
 from mixit.common.cores import usable_cores
 from mixit.common.errors import UsageError
-from mixit.running.launchers import Launch, check_launcher, parse_options
-from mixit.training.devices import check_ranks_fit, gpu_count
+from mixit.running.launchers import Launch, checked_launch
 
 
 def jobs_count(text: str) -> int:
@@ -83,30 +82,14 @@ def check_jobs_fit(args: argparse.Namespace) -> None:
 
 
 def launch_options(args: argparse.Namespace) -> Launch:
-    """The launch options, checked before anything is planned or written."""
+    """The launch options, checked before anything is planned or written
+    (``running.launchers.checked_launch``)."""
     check_jobs_fit(args)
-    if args.launcher == "local" and (args.no_wait or args.slurm_option):
-        raise UsageError("--no-wait and --slurm-option need --launcher slurm or submitit-local")
-    if args.gpus_per_run > 1 and args.launcher != "local":
-        raise UsageError(
-            "--gpus-per-run > 1 trains with local torchrun groups; on SLURM give each job its "
-            "GPUs with --slurm-option gpus_per_node=K and train one run per job"
-        )
-    if args.launcher == "local":
-        check_ranks_fit(args.gpus_per_run, option="--gpus-per-run")
-    options = parse_options(args.slurm_option)
-    check_launcher(args.launcher)
-    members = members_wanted(args.members, args.launcher, args.gpus_per_run)
-    return Launch(args.launcher, not args.no_wait, options, args.gpus_per_run, args.jobs, members)
-
-
-def members_wanted(choice: str, launcher: str, gpus_per_run: int) -> bool:
-    """Whether ``--members`` CHOICE trains members: ``on``, or ``auto`` where CUDA is; members
-    train locally, one GPU (or the CPU) per group."""
-    local = launcher == "local" and gpus_per_run == 1
-    if choice == "on" and not local:
-        raise UsageError(
-            "--members on trains locally with one device per group: "
-            "use --launcher local and --gpus-per-run 1, or --members off"
-        )
-    return local and (choice == "on" or (choice == "auto" and gpu_count() > 0))
+    return checked_launch(
+        args.launcher,
+        wait=not args.no_wait,
+        slurm_options=args.slurm_option,
+        gpus_per_run=args.gpus_per_run,
+        jobs=args.jobs,
+        members=args.members,
+    )

@@ -28,7 +28,7 @@ from mixit.common.cores import busy_cores_elsewhere
 from mixit.common.errors import UsageError
 from mixit.models.variants import SPECTRUM
 from mixit.study.axis import parse_axis
-from mixit.study.compare import Comparison, settings_to_tune
+from mixit.study.compare import settings_to_tune
 from mixit.study.estimate import (
     estimate_axis,
     estimate_comparison,
@@ -37,6 +37,7 @@ from mixit.study.estimate import (
     tuning_seconds,
 )
 from mixit.study.litmus import AUTO, AUTO_SEEDS
+from mixit.study.plan import Comparison
 from mixit.study.request import check_tuning_along
 from mixit.study.suite import suite, suite_tasks
 from mixit.study.suite_axis import axis_tasks, suite_along

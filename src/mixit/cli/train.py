@@ -18,9 +18,9 @@ from mixit.cli.options import (
     dotted_overrides,
 )
 from mixit.common.errors import UsageError
-from mixit.study.compare import Comparison
 from mixit.study.draws import check_frozen_seed
 from mixit.study.estimate import estimate_comparison, format_comparison_estimate
+from mixit.study.plan import Comparison
 from mixit.training.devices import check_ranks_fit
 from mixit.training.resolve import resolve_config
 from mixit.training.train import train

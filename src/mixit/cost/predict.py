@@ -310,3 +310,10 @@ def _filled(config: RunConfig, vocab_size: int, seq_len: int) -> RunConfig:
         vocab_size=config.model.vocab_size or vocab_size,
         block_size=config.model.block_size or seq_len,
     )
+
+
+def predicted_timings(configs: Mapping[str, RunConfig], target: str) -> dict[str, Timing]:
+    """``predict``'s seconds and memory on ``target`` for each config, by its key (a run
+    directory's name): nothing is timed."""
+    device = get_target(target)
+    return {key: predict(filled, shape, device) for key, (filled, shape) in shapes(configs).items()}

@@ -21,6 +21,7 @@ from typing import Any
 
 from mixit.common.errors import UsageError
 from mixit.common.io import JSONObject, make_dir, write_json
+from mixit.training.devices import check_ranks_fit, gpu_count
 
 LAUNCHERS = ("local", "slurm", "submitit-local")
 SUBMITIT_CLUSTER = {"slurm": "slurm", "submitit-local": "local"}
@@ -80,6 +81,41 @@ def check_launcher(name: str) -> None:
             "--launcher slurm submits through Slurm, and this machine has no srun on its PATH; "
             "run it on the cluster's login node, or use --launcher local or submitit-local"
         )
+
+
+def checked_launch(
+    launcher: str,
+    *,
+    wait: bool = True,
+    slurm_options: Sequence[str] = (),
+    gpus_per_run: int = 1,
+    jobs: int = 1,
+    members: str = "auto",
+) -> Launch:
+    """The ``Launch`` that the launch options ask for, checked before anything is planned or
+    written: the launcher and its submitit parameters (``--slurm-option KEY=VALUE``), torchrun
+    groups only locally and only as many GPUs as are here, and ``members`` (``--members``
+    on / off / auto: on where CUDA is) only where members can train, locally with one device a
+    group."""
+    if launcher == "local" and (not wait or slurm_options):
+        raise UsageError("--no-wait and --slurm-option need --launcher slurm or submitit-local")
+    if gpus_per_run > 1 and launcher != "local":
+        raise UsageError(
+            "--gpus-per-run > 1 trains with local torchrun groups; on SLURM give each job its "
+            "GPUs with --slurm-option gpus_per_node=K and train one run per job"
+        )
+    options = parse_options(slurm_options)
+    check_launcher(launcher)
+    local = launcher == "local" and gpus_per_run == 1
+    if members == "on" and not local:
+        raise UsageError(
+            "--members on trains locally with one device per group: "
+            "use --launcher local and --gpus-per-run 1, or --members off"
+        )
+    if launcher == "local":
+        check_ranks_fit(gpus_per_run, option="--gpus-per-run")
+    batched = local and (members == "on" or (members == "auto" and gpu_count() > 0))
+    return Launch(launcher, wait, options, gpus_per_run, jobs, batched)
 
 
 def parse_options(items: Sequence[str]) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import heapq
 import json
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -27,7 +26,7 @@ from mixit.common.digest import files_digest
 from mixit.common.errors import RunsFailed, TrainingDiverged, UsageError
 from mixit.common.progress import Progress, WorkBar, progress_bar, progress_mode
 from mixit.config.schema import RunConfig
-from mixit.cost.predict import Timing, get_target, predict, shapes
+from mixit.cost.predict import Timing, predicted_timings
 from mixit.models.build import arch_files
 from mixit.running.launchers import LOCAL, JobArray, Launch
 from mixit.running.workers import (
@@ -199,7 +198,7 @@ def run_costs(todo: Mapping[str, tuple[RunConfig, list[Key]]]) -> dict[str, floa
     configs = {name: config for name, (config, _) in todo.items()}
     target = "h100" if torch.cuda.is_available() else "cpu"
     try:
-        predicted = predicted_timings(configs, None, target)
+        predicted = predicted_timings(configs, target)
         return {name: predicted[name]["run_seconds"] for name in configs}
     except (UsageError, KeyError):
         return {name: float(config.train.steps) for name, config in configs.items()}
@@ -297,14 +296,6 @@ def unfinished(configs: Mapping[Key, RunConfig], runs_dir: Path | None) -> dict[
     return {name: c for name, c in named.items() if RunDir(runs_dir / name, c).finished() is None}
 
 
-def list_schedule(seconds: Sequence[float], jobs: int) -> float:
-    """Wall time of tasks handed, in order, to whichever of ``jobs`` workers is free first."""
-    free_at = [0.0] * jobs
-    for task_seconds in seconds:
-        heapq.heapreplace(free_at, free_at[0] + task_seconds)
-    return max(free_at)
-
-
 def pending_timings(
     configs: Mapping[Key, RunConfig], runs_dir: Path | None, jobs: int = 1, progress: bool = False
 ) -> dict[str, Timing]:
@@ -326,15 +317,3 @@ def pending_timings(
     finally:
         torch.set_num_threads(threads)
     return timings
-
-
-def predicted_timings(
-    configs: Mapping[Key, RunConfig], runs_dir: Path | None, target: str
-) -> dict[str, Timing]:
-    """``mixit.cost.predict.predict``'s seconds and memory on ``target`` for each run not finished
-    in ``runs_dir`` (all of them when None), by run directory name: nothing is timed here."""
-    device = get_target(target)
-    pending = unfinished(configs, runs_dir)
-    return {
-        name: predict(filled, shape, device) for name, (filled, shape) in shapes(pending).items()
-    }

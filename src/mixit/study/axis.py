@@ -33,8 +33,8 @@ from mixit.common.errors import UsageError
 from mixit.common.io import write_json, write_text
 from mixit.config.overrides import Settings, parse_overrides
 from mixit.study.axis_figure import BREAKS, plot_axis
-from mixit.study.compare import table_row
 from mixit.study.comparison import AxisPoint, AxisResult, AxisScore, BreakPoint, ComparisonResult
+from mixit.study.judge import table_row
 from mixit.study.litmus import DEFAULT_TOLERANCE, VERDICTS, reading
 from mixit.study.words import Verdict
 from mixit.tasks import get_task

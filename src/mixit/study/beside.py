@@ -9,7 +9,7 @@ where it is. For example, beside ``results/suite-llama-tuned``::
 
     | addition | frozen-qk | falls short (-0.918) | matches (-0.004) | init own → small-output |
 
-Nothing is judged again here: ``compare.judged_again`` reads an earlier output under today's
+Nothing is judged again here: ``judge.judged_again`` reads an earlier output under today's
 reading rules (docs/reproduce.md's ``suites-rejudged`` block).
 """
 

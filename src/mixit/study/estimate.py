@@ -22,11 +22,11 @@ from mixit.cost.predict import fewest_pieces
 from mixit.running.runs import run_dir_name
 from mixit.running.workers import shared_cores_note
 from mixit.study.axis import Axis
-from mixit.study.compare import Comparison, settings_to_tune
+from mixit.study.compare import settings_to_tune
 from mixit.study.draws import draws_estimate_line
 from mixit.study.extend import EXTEND_CAP, extension_estimate_line
 from mixit.study.litmus import AUTO, AUTO_SEEDS
-from mixit.study.plan import Study
+from mixit.study.plan import Comparison, Study
 from mixit.study.pricing import earliest_stop, plan_timings, priced_where, wall_seconds
 from mixit.study.text import duration, name_width
 from mixit.tuning.rules import (

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from mixit.common.errors import UsageError
 from mixit.common.io import read_record, write_json
-from mixit.study.compare import judged_again
 from mixit.study.comparison import ComparisonResult
+from mixit.study.judge import judged_again
 from mixit.study.results import KEYS, csv_problem
 
 

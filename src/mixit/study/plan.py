@@ -6,14 +6,16 @@ report), instead of threading the same list of options through every call."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mixit.config.overrides import Settings
+from mixit.config.overrides import Settings, with_settings
+from mixit.config.schema import RunConfig
 from mixit.models.variants import SPECTRUM
 from mixit.running.launchers import LOCAL, Launch
+from mixit.training.resolve import resolve_config
 
 
 @dataclass(frozen=True)
@@ -82,3 +84,44 @@ class Study:
         own (a value of an axis)."""
         point = self.overrides if overrides is None else dict(overrides)
         return dataclasses.replace(self, tasks=(task,), out=out, overrides=point)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a comparison trains: ``models`` on ``task`` at ``preset``, one run per seed of
+    ``seeds``, with ``overrides`` on every run, into ``out/runs`` (None: nowhere yet)."""
+
+    task: str
+    models: tuple[str, ...]
+    preset: str
+    seeds: range
+    out: Path | None
+    overrides: Settings
+
+    def configs(
+        self, per_model: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> dict[tuple[str, int], RunConfig]:
+        """Every (model, seed)'s resolved config, first, so a bad model name or key fails
+        before any training or timing (each model resolved once, on the first seed; a seed
+        changes nothing else of it); ``per_model`` adds a model's own settings (its tuned
+        values, a budget: ``with_choices``)."""
+        configs = {}
+        for m in self.models:
+            base = resolve_config(self.task, m, self.preset, self.seeds.start, self.overrides)
+            configs |= {(m, s): dataclasses.replace(base, seed=s) for s in self.seeds}
+        return with_choices(configs, per_model or {})
+
+
+def with_choices(
+    configs: Mapping[tuple[str, int], RunConfig], per_model: Mapping[str, Settings]
+) -> dict[tuple[str, int], RunConfig]:
+    """``configs`` (resolved, by model and seed) with each model's own settings set: its tuned
+    values, an extension's budget. They are set after resolving, as the user's overrides
+    would be set last (none of them is a construction's own setting)."""
+    return {(m, s): with_settings(c, per_model.get(m, {})) for (m, s), c in configs.items()}
+
+
+def comparison_of(study: Study, models: tuple[str, ...], seeds: range) -> Comparison:
+    """What the one task of ``study`` trains of ``models`` over ``seeds``."""
+    overrides = dict(study.overrides)
+    return Comparison(study.task, models, study.preset, seeds, study.out, overrides)

@@ -5,14 +5,15 @@ steps a run may take. `compare`, `suite`, `train` and `reproduce` all price thro
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mixit.config.schema import RunConfig, TrainConfig
-from mixit.cost.predict import Timing, get_target
-from mixit.running.runs import list_schedule, pending_timings, predicted_timings, run_dir_name
+from mixit.cost.predict import Timing, get_target, predicted_timings
+from mixit.running.runs import pending_timings, run_dir_name, unfinished
 from mixit.running.workers import parallel_jobs, worker_threads
 from mixit.training.devices import present_device
 from mixit.training.stopping import PLATEAU_EVALUATIONS
@@ -59,7 +60,7 @@ def plan_timings(
     ``SHARED_STEP_FACTOR``), or, with ``target``, predicted for that device with its memory
     (``predicted_timings``); a run finished in ``runs_dir`` costs nothing."""
     if target is not None:
-        return predicted_timings(configs, runs_dir, target)
+        return predicted_timings(unfinished(configs, runs_dir), target)
     timings = pending_timings(configs, runs_dir, jobs, progress)
     # Seeds share their config's timing (one object, which an estimate counts once); so do
     # their priced copies. Each copy is kept beside the timing it was made from.
@@ -76,6 +77,14 @@ def plan_timings(
                 priced[id(timing)] = (timing, copy)
             timings[name] = priced[id(timing)][1]
     return timings
+
+
+def list_schedule(seconds: Sequence[float], jobs: int) -> float:
+    """Wall time of tasks handed, in order, to whichever of ``jobs`` workers is free first."""
+    free_at = [0.0] * jobs
+    for task_seconds in seconds:
+        heapq.heapreplace(free_at, free_at[0] + task_seconds)
+    return max(free_at)
 
 
 def wall_seconds(run_seconds: Sequence[float], jobs: int, target: str | None) -> float:

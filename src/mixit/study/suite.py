@@ -6,7 +6,7 @@ variant's score on each task, from chance at 0 to the standard model at 1) and
 ``OUT/summary.md`` (the same numbers, each task's litmus verdicts, the tuning's choices and
 what the runs cost). ``report_only`` writes those files from the tasks already finished, so a
 suite that takes hours can be read while it runs or after it was stopped; each task is judged
-again there under today's reading rules from its kept runs (``compare.judged_again``), and its
+again there under today's reading rules from its kept runs (``judge.judged_again``), and its
 compare.json written anew where the reading moved.
 """
 
@@ -24,12 +24,12 @@ from mixit.common.plots import PAGE, SEQUENTIAL, fitted, save, styled
 from mixit.config.overrides import Settings
 from mixit.running.launchers import Launch
 from mixit.study.beside import beside_rows, beside_section
-from mixit.study.compare import comparison_of, run_study
+from mixit.study.compare import run_study
 from mixit.study.comparison import ComparisonResult
 from mixit.study.finished import finished_tasks, judged_now
 from mixit.study.litmus import AUTO, AUTO_SEEDS, verdict_words
 from mixit.study.per_layer import REFERENCE
-from mixit.study.plan import Study
+from mixit.study.plan import Study, comparison_of
 from mixit.study.results import read_results_csv, write_rows
 from mixit.study.table import raised_budget, row_details, seeds_auto_text
 from mixit.study.text import markdown_table

@@ -37,7 +37,6 @@ from mixit.tuning.rules import (
     still_rising,
     survivors,
     tuning_seed,
-    with_train,
 )
 
 
@@ -93,7 +92,7 @@ class Tuner:
             if trial.stopped != "halted":
                 continue  # finished early (target or plateau): its score is final
             halt = 0 if step >= trial.config.train.steps else step
-            configs[i] = with_train(trial.config, halt_at=halt)
+            configs[i] = trial.config.with_train(halt_at=halt)
         summaries, _ = train_missing(configs, self.runs_dir, self.progress, launch=self.launch)
         for i, summary in summaries.items():
             trial = trials[i]
@@ -291,7 +290,7 @@ def doubled(
 
 def at_steps(trial: Trial, steps: int) -> Trial:
     """``trial``'s candidate over a budget of ``steps`` (a fresh schedule)."""
-    return Trial(trial.candidate, with_train(trial.config, steps=steps), trial.scoring)
+    return Trial(trial.candidate, trial.config.with_train(steps=steps), trial.scoring)
 
 
 def budgets(

@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 from mixit.common.errors import RunsFailed
 from mixit.config.schema import ARCH_INITS, RunConfig
 from mixit.tasks.base import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
-from mixit.training.resolve import validate
 from mixit.training.rundir import RunSummary, read_records
 from mixit.training.stopping import STOP_METRIC
 
@@ -104,27 +103,19 @@ def candidate_config(base: RunConfig, candidate: Candidate, seed: int, steps: in
     """``base`` (a resolved config) as the tuning run of ``candidate``: on ``seed``, scored on
     the validation split, at the candidate's rate and initialisation (``model.init`` for
     mixit's decoder, ``model.arch_init`` for a ``model.arch`` model), and over ``steps`` when
-    given."""
+    given. Its changes are typed values of the grid (a positive rate, an initialisation the
+    field names) on a config resolved and validated already, so it is not validated again."""
     changes: dict[str, float] = {
         "lr": base.train.lr * GRID_STEP**candidate.exponent,
         "validation_fraction": VALIDATION_FRACTION,
     }
     if steps:
         changes["steps"] = steps
-    config = with_train(base, **changes)
+    config = dataclasses.replace(base.with_train(**changes), seed=seed)
     if candidate.init is not None:
         field_name = "init" if base.model.arch == "mixit" else "arch_init"
-        model = dataclasses.replace(base.model, **{field_name: candidate.init})
-        config = dataclasses.replace(config, model=model)
-    config = dataclasses.replace(config, seed=seed)
-    validate(config)
+        config = config.with_model(**{field_name: candidate.init})
     return config
-
-
-def with_train(config: RunConfig, **changes: float | int) -> RunConfig:
-    """A copy of ``config`` with these fields of its training section changed (a halt, a
-    budget, a rate); ``config`` itself is left as it is, as every resolved config is."""
-    return dataclasses.replace(config, train=dataclasses.replace(config.train, **changes))
 
 
 @dataclass(frozen=True)
