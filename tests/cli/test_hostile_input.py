@@ -584,6 +584,7 @@ TOOL_CASES = [
         lambda tmp: [str(tmp / "none"), "--out", str(tmp / "kept")],
         "no comparison",
     ),
+    ("draws_circuit", lambda tmp: [str(tmp / "none")], "no draw-SEED folders"),
     ("bench_beside", lambda tmp: ["--out", str(tmp / "b.json"), "--rounds", "0"], "must be >= 1"),
     ("together", lambda tmp: ["--out", str(tmp / "t.json"), "--settings", "spin"], "not one of"),
     ("fixed_costs", lambda tmp: ["--out", str(tmp / "f.json"), "--tries", "0"], "must be >= 1"),

@@ -41,7 +41,10 @@ def plan(scale: str, seeds: range) -> list[Run]:
     return runs("retrieval", MODELS, seeds, scale)
 
 
-def _scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, object]:
+def circuit_scores(run_dir: str) -> tuple[dict[str, list[list[float]]], torch.Tensor, object]:
+    """A finished retrieval run's head scores on ``SEQUENCES`` test rows (each layer's list of
+    its heads'), the previous-token score at value positions among them, with the rows and the
+    model they were read from."""
     model, config = load_run(run_dir)
     inputs = test_split(config).inputs[:SEQUENCES]
     patterns = attention_patterns(model, inputs)  # (L, S, H, T, T), read once for both
@@ -87,7 +90,7 @@ def report(
     for model_name in MODELS:
         results[model_name] = []
         for run in runs("retrieval", [model_name], seeds, scale):
-            scores, inputs, model = _scores(summaries[run]["run_dir"])
+            scores, inputs, model = circuit_scores(summaries[run]["run_dir"])
             results[model_name].append(scores)
             best_previous = max(max(layer) for layer in scores["previous_token"])
             best_induction = max(max(layer) for layer in scores["induction"])
