@@ -82,7 +82,8 @@ def what_explains() -> str:
 
 def frozen_draws() -> str:
     """docs/reviewers.md: each committed ``results/draws-*`` (``compare --frozen-draws``): per
-    model that keeps a draw, its verdict on each draw, the reading over them and its spread."""
+    model that keeps a draw, its verdict on each draw, the reading over them and its spread;
+    and C10 on each draw where the output holds ``circuit.json`` (studies/draws_circuit.py)."""
     lines = []
     for found in sorted(RESULTS.glob("draws-*/draws.json")):
         draws = json.loads(found.read_text())["draws"]
@@ -100,4 +101,19 @@ def frozen_draws() -> str:
                 else ""
             )
             lines.append(f"  - {d['model']}: {verdicts}. {d['reading']}{split}")
+        circuit = found.parent / "circuit.json"
+        if circuit.is_file():
+            lines.append(_circuit_line(json.loads(circuit.read_text())))
     return "\n".join(lines) or "No committed frozen draws yet."
+
+
+def _circuit_line(circuit: dict[str, Any]) -> str:
+    """C10 on each draw of a retrieval draws output (``circuit.json``)."""
+    per_draw = ", ".join(
+        f"{d['frozen_seed']}: {'holds' if d['holds'] else 'does not hold'}"
+        for d in circuit["draws"]
+    )
+    return (
+        f"  - C10, frozen-qk's circuit on every seed (threshold {circuit['threshold']}): "
+        f"{per_draw}; holds on {circuit['held_on']} of {len(circuit['draws'])} draws"
+    )
