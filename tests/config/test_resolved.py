@@ -47,3 +47,15 @@ def test_a_change_is_a_new_config_with_its_own_name_and_the_old_one_kept():
     assert changed.task_spec is config.task_spec
     fitted = fit_model_to_data(config, config.task_spec.make_data(config.task, 0))
     assert fitted.model.vocab_size > 0 and config.model.vocab_size == 0
+
+
+def test_a_comparison_resolved_once_per_model_still_checks_its_last_seed():
+    from mixit.common.errors import UsageError
+    from mixit.study.plan import Comparison
+
+    near = 2**62 - 2
+    fits = Comparison("addition", ("standard",), "tiny", range(near, near + 2), None, {})
+    assert [key[1] for key in fits.configs()] == [near, near + 1]
+    past = Comparison("addition", ("standard",), "tiny", range(near, near + 3), None, {})
+    with pytest.raises(UsageError, match="--seed must be in"):
+        past.configs()

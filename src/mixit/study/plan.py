@@ -15,7 +15,7 @@ from mixit.config.overrides import Settings, with_settings
 from mixit.config.schema import RunConfig
 from mixit.models.variants import SPECTRUM
 from mixit.running.launchers import LOCAL, Launch
-from mixit.training.resolve import resolve_config
+from mixit.training.resolve import check_seed, resolve_config
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,8 @@ class Comparison:
         changes nothing else of it); ``per_model`` adds a model's own settings (its tuned
         values, a budget: ``with_choices``)."""
         configs = {}
+        for seed in self.seeds[-1:]:  # the first is checked as each model is resolved
+            check_seed(seed)
         for m in self.models:
             base = resolve_config(self.task, m, self.preset, self.seeds.start, self.overrides)
             configs |= {(m, s): dataclasses.replace(base, seed=s) for s in self.seeds}

@@ -36,8 +36,7 @@ def resolve_config(
     spec, variant = get_task(task), get_variant(model)
     if preset not in PRESET_NAMES:
         raise UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESET_NAMES)}")
-    if not 0 <= seed < MAX_SEED:
-        raise UsageError(f"--seed must be in [0, 2^62), got {seed}")
+    check_seed(seed)
     config = RunConfig(
         task_name=task,
         variant=model,
@@ -56,6 +55,13 @@ def resolve_config(
         config = config.with_model(frozen_seed=None)
     validate(config)
     return config
+
+
+def check_seed(seed: int) -> None:
+    """A run's seed, checked: the seeds of a task's data add offsets to it, and torch takes
+    seeds below 2^64."""
+    if not 0 <= seed < MAX_SEED:
+        raise UsageError(f"--seed must be in [0, 2^62), got {seed}")
 
 
 def check_runnable_here(config: RunConfig) -> None:
