@@ -1,4 +1,6 @@
-"""Train the spectrum on one task and tabulate its headline metric (`mixit compare`)."""
+"""Train the spectrum on one task and tabulate its headline metric (`mixit compare`): the loop
+every comparison runs (``run_study``): plan (``mixit.study.plan.Comparison``), tune, train what
+is missing, judge (``mixit.study.judge``), write compare.json."""
 
 from __future__ import annotations
 
