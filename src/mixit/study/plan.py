@@ -106,8 +106,8 @@ class Comparison:
         changes nothing else of it); ``per_model`` adds a model's own settings (its tuned
         values, a budget: ``with_choices``)."""
         configs = {}
-        for seed in self.seeds[-1:]:  # the first is checked as each model is resolved
-            check_seed(seed)
+        if self.seeds:  # the first seed is checked as each model is resolved
+            check_seed(self.seeds[-1])
         for m in self.models:
             base = resolve_config(self.task, m, self.preset, self.seeds.start, self.overrides)
             configs |= {(m, s): dataclasses.replace(base, seed=s) for s in self.seeds}

@@ -123,7 +123,6 @@ def train_members(
     keys = {member_key(config) for config in configs}
     if None in keys or len(keys) != 1:
         raise UsageError("members must share a variant, task, model and batch (member_key)")
-    configs = [copy.deepcopy(config) for config in configs]
     summaries: dict[int, RunSummary] = {}
     opened = {}
     for index, (config, out) in enumerate(zip(configs, outs, strict=True)):
