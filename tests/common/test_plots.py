@@ -70,6 +70,16 @@ def test_every_figure_kind_has_a_title_labelled_axes_and_a_vector_copy(tmp_path,
     assert all((tmp_path / f"{name}.pdf").stat().st_size > 1000 for name in ("line", "heatmap"))
 
 
+def test_bars_beyond_the_paper_are_hatched_under_one_legend_entry(tmp_path, drawn):
+    values = {"standard": [3.0], "frozen-mlp": [3.2, 3.3], "mixit-learned": [3.4]}
+    beyond = dict.fromkeys(["frozen-mlp", "mixit-learned"], "beyond the paper")
+    bar_plot(tmp_path / "bars.png", values, "t", "log perplexity", hatched=beyond)
+    ((fig, _),) = drawn.values()
+    (ax,) = fig.axes
+    assert [bar.get_hatch() for bar in ax.patches] == [None, "//", "//"]
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["beyond the paper"]
+
+
 def test_the_heatmap_extends_its_scale_to_every_score_and_marks_the_verdicts(tmp_path, drawn):
     rows = [{"model": m, "mean": 0.5} for m in ("standard", "mixit")]
     reading = {"rows": [{"model": "mixit", "matches": False}]}

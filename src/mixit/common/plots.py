@@ -212,16 +212,33 @@ def line_plot(
         save(fig, path)
 
 
-def bar_plot(path: Path, values: Mapping[str, Sequence[float]], title: str, ylabel: str) -> None:
+def bar_plot(
+    path: Path,
+    values: Mapping[str, Sequence[float]],
+    title: str,
+    ylabel: str,
+    hatched: Mapping[str, str] | None = None,
+) -> None:
     """One bar per name, in its model's colour: the mean over seeds with an error bar of one
-    std."""
+    std. ``hatched`` maps names to a label: those bars are hatched and the label is their legend
+    entry (the rows beyond the paper, so that a reader tells them from its own)."""
+    hatched = hatched or {}
     with styled() as plt:
         fig, ax = plt.subplots(figsize=(COLUMN, 2.4))
         names = list(values)
         means = [statistics.fmean(values[name]) for name in names]
         stds = [statistics.stdev(values[n]) if len(values[n]) > 1 else 0.0 for n in names]
         colours = [series_style(name, i)["color"] for i, name in enumerate(names)]
-        ax.bar(names, means, yerr=stds, capsize=3, color=colours)
+        bars = ax.bar(names, means, yerr=stds, capsize=3, color=colours)
+        labelled: set[str] = set()
+        for bar, name in zip(bars, names, strict=True):
+            if name in hatched:
+                bar.set(hatch="//", edgecolor="white")
+                if hatched[name] not in labelled:  # one legend entry per label
+                    bar.set_label(hatched[name])
+                    labelled.add(hatched[name])
+        if hatched:
+            legend_below(ax, len(set(hatched.values())))
         ax.set(title=fitted(title), xlabel="model", ylabel=ylabel)
         ax.grid(axis="x", visible=False)
         fig.tight_layout()

@@ -101,6 +101,7 @@ def report(
             log_ppl,
             f"LM on {dataset} ({ran(scale, seeds)})",
             "log perplexity",
+            hatched=dict.fromkeys(extra, "beyond the paper"),
         )
     markdown = "\n\n".join(
         [
