@@ -162,6 +162,9 @@ def test_bad_input_exits_2(tmp_path, capsys):
     (tmp_path / "kept" / "runs").mkdir(parents=True)
     assert main(["records", "keep", str(tmp_path / "out"), str(tmp_path / "kept")]) == 2
     assert capsys.readouterr().err.count("\n") == 2
+    (tmp_path / "suite" / "retrieval" / "runs").mkdir(parents=True)
+    assert main(["records", "keep", str(tmp_path / "suite"), str(tmp_path / "other")]) == 2
+    assert "add --suite" in capsys.readouterr().err
 
 
 def test_a_suite_keeps_each_tasks_records_and_files_and_the_suites_reports(tmp_path):
