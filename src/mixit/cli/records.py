@@ -115,7 +115,6 @@ def run_keep(args: argparse.Namespace) -> int:
         targets = [args.destination / RUNS] if (args.out / RUNS).is_dir() else []
         if any(path.is_dir() for path in args.out.glob(f"*/{RUNS}")):
             lacking += " of its own, but its tasks have (a suite's or an axis's: add --suite)"
-
     if not targets:
         raise UsageError(f"{args.out} has {lacking}")
     for target in targets:
